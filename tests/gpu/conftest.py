@@ -1,0 +1,39 @@
+"""GPU tests: run on a machine with an NVIDIA GPU (``pytest -m gpu``); skipped elsewhere."""
+
+import pytest
+
+from umprof.errors import GpuUnavailable
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if "tests/gpu" in str(item.fspath):
+            item.add_marker(pytest.mark.gpu)
+
+
+@pytest.fixture(scope="session")
+def session():
+    from umprof.gpu import open_session
+
+    try:
+        s = open_session(0)
+    except GpuUnavailable as e:
+        pytest.skip(f"no GPU here: {e}")
+    yield s
+    s.close()
+
+
+@pytest.fixture(scope="session")
+def ctx_factory(session):
+    from umprof import device as devmod
+    from umprof.kernels import KernelCache
+    from umprof.ops import RunContext
+
+    info = devmod.query(session)
+    info.d2d_bytes_per_s = devmod.measure_d2d(session)
+    kernels = KernelCache(session)
+
+    def make(scenario):
+        return RunContext(session, kernels, info, scenario, info.to_dict())
+
+    return make

@@ -1,0 +1,3 @@
+from umprof.cli import main
+
+main()

@@ -1,0 +1,88 @@
+"""Ops: what is measured, built from timed phases, over the axes each op declares.
+
+An op turns a case into a :class:`CaseRun` (allocations and checks outside any timed
+region); the runner then calls ``reset`` → ``sample`` (timed phases) → ``verify`` until the
+stopping rule is met, and ``close``. Ops import nothing from the GPU at module level.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from umprof.axes import AxisSet
+
+
+@dataclass
+class RunContext:
+    """What a case needs from the run: the GPU session, compiled kernels, device facts."""
+
+    session: object
+    kernels: object  # umprof.kernels.KernelCache
+    info: object  # umprof.device.DeviceInfo
+    scenario: object  # umprof.scenario.Scenario
+    info_dict: dict = field(default_factory=dict)  # info as saved with the results
+
+
+class CaseRun:
+    """One case's prepared state. ``extra`` holds per-case facts written with its rows."""
+
+    def __init__(self):
+        self.extra: dict = {}
+
+    def reset(self) -> None:
+        """Between samples, untimed: put data back where a sample starts."""
+
+    def sample(self, timer) -> None:
+        raise NotImplementedError
+
+    def verify(self) -> None:
+        """Raise CaseFailed when the last sample's output is wrong."""
+
+    def close(self) -> None:
+        """Free what prepare allocated."""
+
+
+@dataclass
+class Op:
+    name: str
+    about: str
+    axes: AxisSet
+    default_kernel: str | None = None
+    kernel_signature: str = ""
+    phases: tuple = ()
+    fixed_kernel: bool = field(default=False)
+
+    def canonical(self, params: dict) -> dict | None:
+        """Params of an equivalent case (merged at expansion), or None to drop the combination."""
+        return params
+
+    def label(self, params: dict) -> str:
+        return " ".join(f"{k}={self.axes.by_name[k].format(v)}" for k, v in params.items())
+
+    def kernel_refs(self, scenario) -> list[tuple[str, str, tuple]]:
+        """(ref, signature, compile options) of every kernel the scenario's cases launch."""
+        if scenario.kernel is None:
+            return []
+        return [(scenario.kernel, self.kernel_signature, tuple(scenario.compile_options))]
+
+    def prepare(self, ctx: RunContext, case) -> CaseRun:
+        raise NotImplementedError
+
+
+_OPS: dict[str, Op] = {}
+
+
+def register(op: Op) -> Op:
+    _OPS[op.name] = op
+    return op
+
+
+def get_op(name: str) -> Op | None:
+    return _OPS.get(name)
+
+
+def op_names() -> list[str]:
+    return sorted(_OPS)
+
+
+from umprof.ops import lifecycle, transfer  # noqa: E402,F401  (registration)

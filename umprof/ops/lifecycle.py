@@ -1,0 +1,117 @@
+"""``lifecycle``: a buffer's whole life under one host-memory strategy.
+
+alloc → host_init → h2d → kernel × reuse → d2h → host_read → free, each phase timed and
+NVTX-ranged. h2d/d2h are explicit copies for pageable / pinned / write-combined,
+cuMemPrefetchAsync for managed-prefetch, and absent where kernels reach the data in place
+(zero-copy, mapped, managed on demand, system). The kernel reads and writes every element
+``reuse`` times; the host's read-back is checked against the exact expected values.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from umprof import strategies
+from umprof.axes import AxisSet, AxisSpec
+from umprof.errors import CaseFailed, CaseSkipped
+from umprof.ops import CaseRun, Op, register
+
+BLOCK = 256
+_SPOT = 1024  # elements compared one by one, beside the checksum of all of them
+
+
+def lifecycle_expected(x0: np.ndarray, reuse: int) -> np.ndarray:
+    """x → 3x + 1 (mod 2**32) applied ``reuse`` times, in closed form: A·x + B."""
+    a = pow(3, reuse, 2**32)
+    b = (pow(3, reuse, 2**33) - 1) // 2 % 2**32  # (3^r - 1) / 2 mod 2^32
+    return x0 * np.uint32(a) + np.uint32(b)
+
+
+def initial_pattern(n: int) -> np.ndarray:
+    """Distinct, non-zero-ish uint32 values (a Knuth multiplicative hash of the index)."""
+    return (np.arange(n, dtype=np.uint32) * np.uint32(2654435761)) + np.uint32(12345)
+
+
+def grid_for(n_elems: int, sms: int) -> int:
+    """Blocks for the grid-stride kernel: enough to fill the GPU, no more than the work."""
+    return max(1, min((n_elems // 4 + BLOCK - 1) // BLOCK, sms * 16))
+
+
+class LifecycleRun(CaseRun):
+    def __init__(self, ctx, case):
+        super().__init__()
+        p = case.params
+        self.session = ctx.session
+        self.strategy = strategies.get(p["strategy"])
+        why = self.strategy.unsupported(ctx.info)
+        if why:
+            raise CaseSkipped(why)
+        self.nbytes, self.reuse = p["bytes"], p["reuse"]
+        if self.nbytes % 4:
+            raise CaseSkipped("lifecycle needs a multiple of 4 bytes (uint32 elements)")
+        self.n = self.nbytes // 4
+        self.kernel = ctx.kernels.get(ctx.scenario.kernel, OP.kernel_signature, tuple(ctx.scenario.compile_options))
+        self.grid = grid_for(self.n, ctx.info.sms)
+        self.x0 = initial_pattern(self.n)
+        expected = lifecycle_expected(self.x0, self.reuse)
+        self.expected_sum = int(expected.sum(dtype=np.uint64))
+        rng = np.random.default_rng(self.n)
+        self.spot_idx = np.unique(np.concatenate([[0, self.n - 1], rng.integers(0, self.n, _SPOT)]))
+        self.spot_expected = expected[self.spot_idx]
+        self.extra.update(registers=self.kernel.registers, grid=self.grid, block=BLOCK)
+        self._got = None
+
+    def sample(self, timer):
+        s, st, n = self.session, self.strategy, self.nbytes
+        kernel_ceiling = "pcie" if st.over_link else "dram"
+        with timer.phase("alloc", gpu=False):
+            buf = st.allocate(s, n)
+        try:
+            view = buf.view(np.uint32)
+            with timer.phase("host_init", gpu=False):
+                view[:] = self.x0
+            if st.moves_data:
+                with timer.phase("h2d", bytes=n, ceiling="pcie"):
+                    st.to_device(s, buf)
+            with timer.phase("kernel", bytes=2 * n * self.reuse, ceiling=kernel_ceiling):
+                for _ in range(self.reuse):
+                    self.kernel.launch(self.grid, BLOCK, buf.device_ptr, np.uint64(self.n), stream=s.stream)
+            if st.moves_data:
+                with timer.phase("d2h", bytes=n, ceiling="pcie"):
+                    st.to_host(s, buf)
+            with timer.phase("host_read", gpu=False):
+                total = int(view.sum(dtype=np.uint64))
+                spots = view[self.spot_idx]
+            self._got = (total, spots)
+        finally:
+            with timer.phase("free", gpu=False):
+                st.free(s, buf)
+
+    def verify(self):
+        total, spots = self._got
+        bad = np.flatnonzero(spots != self.spot_expected)
+        if bad.size:
+            i = int(self.spot_idx[bad[0]])
+            raise CaseFailed(f"kernel output wrong at element {i}: got {int(spots[bad[0]])}, expected {int(self.spot_expected[bad[0]])}")
+        if total != self.expected_sum:
+            raise CaseFailed(f"kernel output checksum {total} != expected {self.expected_sum}")
+
+
+class LifecycleOp(Op):
+    def prepare(self, ctx, case):
+        return LifecycleRun(ctx, case)
+
+
+OP = register(LifecycleOp(
+    name="lifecycle",
+    about="alloc → host init → to device → kernel × reuse → to host → host read → free, per strategy",
+    axes=AxisSet([
+        AxisSpec("strategy", "choice", default=("pageable", "pinned", "zero-copy", "managed", "managed-prefetch"),
+                 choices=tuple(strategies.STRATEGIES)),
+        AxisSpec("bytes", "size", default=(64 * 1024**2,), minimum=4),
+        AxisSpec("reuse", "int", default=(1,), minimum=1, maximum=1024, about="kernel passes per transfer"),
+    ]),
+    default_kernel="lifecycle.cu:scale_inplace",
+    kernel_signature="PQ",
+    phases=("alloc", "host_init", "h2d", "kernel", "d2h", "host_read", "free"),
+))

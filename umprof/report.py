@@ -1,0 +1,123 @@
+"""Terminal tables (rich) for a ResultSet: what ``umprof run`` prints and ``umprof show`` reprints."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+from rich.console import Console
+from rich.table import Table
+
+from umprof.nvtx import PHASES
+from umprof.results import AXIS_PREFIX, ResultSet
+from umprof.stats import UNSTABLE_NOISE
+from umprof.units import format_percent, format_rate, format_size, format_time
+
+CEILING_NAMES = {"pcie": "link", "dram": "DRAM"}
+
+
+def device_lines(devices: list[dict]) -> list[str]:
+    out = []
+    for d in devices:
+        parts = [f"GPU {d.get('index', 0)}: {d.get('name', '?')} (cc {d.get('cc', '?')}, {d.get('sms', '?')} SMs, "
+                 f"{format_size(d.get('memory_total_bytes') or math.nan)})"]
+        if d.get("pcie_gen"):
+            parts.append(f"PCIe {d['pcie_gen']}.0 x{d.get('pcie_width')} = {format_rate(d.get('pcie_bytes_per_s') or math.nan)}/direction")
+        if d.get("dram_bytes_per_s"):
+            parts.append(f"DRAM {format_rate(d['dram_bytes_per_s'])} theoretical")
+        if d.get("d2d_bytes_per_s"):
+            parts.append(f"device copy {format_rate(d['d2d_bytes_per_s'])} measured (read+write)")
+        out.append(" · ".join(parts))
+    return out
+
+
+def _axis_text(col: str, v) -> str:
+    if v is None or (isinstance(v, float) and math.isnan(v)) or v is pd.NA:
+        return "-"
+    if col == AXIS_PREFIX + "bytes" or col.endswith("_bytes"):
+        return format_size(v)
+    return str(v)
+
+
+def _note(row) -> str:
+    status = row.get("status", "ok")
+    if status == "skipped":
+        return f"[yellow]skipped: {row.get('reason', '')}[/]"
+    if status == "failed":
+        return f"[red]FAILED: {row.get('reason', '')}[/]"
+    notes = []
+    nz = row.get("noise_rel")
+    if isinstance(nz, float) and not math.isnan(nz) and nz >= UNSTABLE_NOISE:
+        notes.append(f"[yellow]noise {nz:.0%}: may be unstable[/]")
+    if str(row.get("stop_reason") or "").startswith("timeout"):
+        notes.append("[dim]timed out before the noise target[/]")
+    return "; ".join(notes)
+
+
+def _phase_order(phases) -> list[str]:
+    known = [p for p in PHASES if p in phases]
+    return known + sorted(p for p in phases if p not in known and p != "total")
+
+
+def scenario_table(df: pd.DataFrame, title: str) -> Table:
+    """One table for one scenario: a row per case."""
+    axes = [c for c in df.columns if c.startswith(AXIS_PREFIX) and df[c].notna().any()]
+    phases = _phase_order(set(df.loc[df["status"] == "ok", "phase"]))
+    single = len(phases) == 1
+    table = Table(title=title, title_justify="left", show_lines=False, header_style="bold")
+    for c in axes:
+        table.add_column(c[len(AXIS_PREFIX):])
+    if single:
+        table.add_column("phase")
+        for c in ("time", "throughput", "% of ceiling", "noise"):
+            table.add_column(c, justify="right")
+    else:
+        for p in phases:
+            table.add_column(p, justify="right")
+        table.add_column("total", justify="right", style="bold")
+        if "kernel" in phases:
+            table.add_column("kernel GB/s", justify="right")
+    table.add_column("notes")
+    keys = ["case"]
+    for case, g in df.groupby(keys, sort=False):
+        first = g.iloc[0]
+        cells = [_axis_text(c, first[c]) for c in axes]
+        by_phase = {r["phase"]: r for _, r in g.iterrows()}
+        total = by_phase.get("total", first)
+        if first["status"] != "ok":
+            width = 5 if single else len(phases) + 1 + ("kernel" in phases)
+            table.add_row(*cells, *(["-"] * width), _note(first))
+            continue
+        if single:
+            r = by_phase[next(p for p in by_phase if p != "total")]
+            cap = CEILING_NAMES.get(r.get("ceiling"), "")
+            pct = format_percent(r["util"]) + (f" {cap}" if cap else "") if not _nan(r.get("util")) else "-"
+            table.add_row(*cells, r["phase"], format_time(r["time_median_s"]), format_rate(r["bytes_per_s"]), pct,
+                          format_percent(r["noise_rel"]) if not _nan(r["noise_rel"]) else "-", _note(r))
+        else:
+            row = [format_time(by_phase[p]["time_median_s"]) if p in by_phase else "" for p in phases]
+            row.append(format_time(total["time_median_s"]))
+            if "kernel" in phases:
+                k = by_phase.get("kernel")
+                row.append("" if k is None else format_rate(k["bytes_per_s"]) + (
+                    f" ({format_percent(k['util'])} {CEILING_NAMES.get(k['ceiling'], '')})" if not _nan(k.get("util")) else ""))
+            table.add_row(*cells, *row, _note(total))
+    return table
+
+
+def _nan(v) -> bool:
+    return v is None or v is pd.NA or (isinstance(v, float) and math.isnan(v))
+
+
+def print_results(rs: ResultSet, console: Console | None = None, scenario: str | None = None) -> None:
+    console = console or Console()
+    for line in device_lines(rs.devices):
+        console.print(line)
+    df = rs.frame
+    if scenario:
+        df = df[df["scenario"] == scenario]
+    for name, g in df.groupby("scenario", sort=False):
+        console.print(scenario_table(g, f"{name} ({g['op'].iloc[0]})"))
+    counts = rs.frame.drop_duplicates(["scenario", "case"])["status"].value_counts()
+    console.print(", ".join(f"{n} {k}" for k, n in counts.items()) + " cases; times are medians; "
+                  "throughput in decimal GB/s; % of ceiling: of the PCIe link per direction (link) or theoretical DRAM")

@@ -1,0 +1,244 @@
+"""Host-memory strategies: how a buffer is allocated and how its data reaches the GPU.
+
+Every strategy hands out a :class:`Buffer`: a numpy view the host reads and writes, and a
+device pointer a kernel uses. ``to_device``/``to_host`` move the data where the strategy
+moves it (explicit copies, prefetches) and do nothing where kernels reach the data in place
+(zero-copy, mapped, managed on demand, system). Allocation and movement use the session's
+guards, so an allocation that cannot fit is skipped with the reason instead of failing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+PAGE = 4096
+
+
+@dataclass
+class Buffer:
+    strategy: "Strategy"
+    nbytes: int
+    host: np.ndarray  # uint8 view of the host side (for managed: the managed range itself)
+    device_ptr: int  # what a kernel dereferences
+    handles: dict = field(default_factory=dict)  # what free() releases
+
+    def view(self, dtype) -> np.ndarray:
+        return self.host.view(dtype)
+
+
+def aligned_empty(nbytes: int, align: int = PAGE) -> np.ndarray:
+    """Pageable host memory, page aligned (as malloc'd application buffers of this size are)."""
+    raw = np.empty(nbytes + align, dtype=np.uint8)
+    offset = (-raw.ctypes.data) % align
+    return raw[offset:offset + nbytes]
+
+
+class Strategy:
+    """A host-memory kind. Subclasses set the flags and implement allocate/free."""
+
+    name = ""
+    about = ""
+    moves_data = False  # has to_device / to_host steps (copies or prefetches)
+    over_link = False  # kernels read the data across PCIe (zero-copy, mapped, system)
+    managed = False
+    copies = False  # explicit cudaMemcpy between a host buffer and a cudaMalloc'd one
+
+    def unsupported(self, info) -> str | None:
+        """Why this strategy cannot run on the device (``DeviceInfo``), or None."""
+        return None
+
+    def allocate(self, session, nbytes: int) -> Buffer:
+        raise NotImplementedError
+
+    def to_device(self, session, buf: Buffer) -> None:
+        pass
+
+    def to_host(self, session, buf: Buffer) -> None:
+        pass
+
+    def reset(self, session, buf: Buffer) -> None:
+        """Put the data back where a sample starts (host); untimed, between samples."""
+
+    def free(self, session, buf: Buffer) -> None:
+        raise NotImplementedError
+
+
+class _Explicit(Strategy):
+    """Host memory of some kind + a cudaMalloc'd buffer + explicit copies."""
+
+    moves_data = True
+    copies = True
+    host_flags = None  # None: pageable; else pycuda host_alloc_flags
+
+    def allocate(self, session, nbytes):
+        cuda = session.cuda
+        session.check_device_alloc(nbytes)
+        session.check_host_alloc(nbytes)
+        host = self._host_alloc(session, nbytes)
+        dev = cuda.mem_alloc(max(nbytes, 1))
+        return Buffer(self, nbytes, host, int(dev), {"device": dev, "host": host})
+
+    def _host_alloc(self, session, nbytes):
+        if self.host_flags is None:
+            return aligned_empty(nbytes)
+        return session.cuda.pagelocked_empty(nbytes, np.uint8, mem_flags=self.host_flags(session.cuda))
+
+    def to_device(self, session, buf):
+        cuda = session.cuda
+        if self.host_flags is None:
+            cuda.memcpy_htod(buf.device_ptr, buf.host)
+        else:
+            cuda.memcpy_htod_async(buf.device_ptr, buf.host, session.stream)
+
+    def to_host(self, session, buf):
+        cuda = session.cuda
+        if self.host_flags is None:
+            cuda.memcpy_dtoh(buf.host, buf.device_ptr)
+        else:
+            cuda.memcpy_dtoh_async(buf.host, buf.device_ptr, session.stream)
+
+    def free(self, session, buf):
+        buf.handles.pop("device").free()
+        host = buf.handles.pop("host")
+        if self.host_flags is not None:
+            host.base.free()
+
+
+class Pageable(_Explicit):
+    name = "pageable"
+    about = "malloc'd host memory; the driver stages each copy through its own pinned buffer"
+
+
+class Pinned(_Explicit):
+    name = "pinned"
+    about = "page-locked host memory (cuMemHostAlloc); copies run at the link's speed"
+    host_flags = staticmethod(lambda cuda: 0)
+
+
+class WriteCombined(_Explicit):
+    name = "write-combined"
+    about = "pinned, write-combined: fast host writes and H2D, very slow host reads"
+    host_flags = staticmethod(lambda cuda: cuda.host_alloc_flags.WRITECOMBINED)
+
+
+class ZeroCopy(Strategy):
+    name = "zero-copy"
+    about = "mapped pinned memory (cuMemHostAlloc DEVICEMAP); kernels read it in place over PCIe"
+    over_link = True
+
+    def unsupported(self, info):
+        return None if info.can_map_host_memory in (None, True) else "the device cannot map host memory"
+
+    def allocate(self, session, nbytes):
+        cuda = session.cuda
+        session.check_host_alloc(nbytes)
+        host = cuda.pagelocked_empty(nbytes, np.uint8, mem_flags=cuda.host_alloc_flags.DEVICEMAP)
+        return Buffer(self, nbytes, host, int(host.base.get_device_pointer()), {"host": host})
+
+    def free(self, session, buf):
+        buf.handles.pop("host").base.free()
+
+
+class Mapped(Strategy):
+    name = "mapped"
+    about = "an existing pageable buffer registered (cuMemHostRegister DEVICEMAP); kernels read it in place"
+    over_link = True
+
+    def unsupported(self, info):
+        return None if info.can_map_host_memory in (None, True) else "the device cannot map host memory"
+
+    def allocate(self, session, nbytes):
+        session.check_host_alloc(nbytes)
+        host = aligned_empty(nbytes)
+        # pycuda's register_host_memory raised a SystemError on the GPU machine we test on;
+        # cuda-bindings' cuMemHostRegister does the same job, so it is used directly.
+        dev_ptr = session.host_register(host.ctypes.data, nbytes)
+        return Buffer(self, nbytes, host, dev_ptr, {"host": host, "registered": host.ctypes.data})
+
+    def free(self, session, buf):
+        session.host_unregister(buf.handles.pop("registered"))
+        buf.handles.clear()
+
+
+class Managed(Strategy):
+    """cuMemAllocManaged; on demand unless ``prefetch``; ``advice`` applied at allocation."""
+
+    managed = True
+
+    def __init__(self, name, about, prefetch=False, advice=None):
+        self.name, self.about, self.prefetch, self.advice = name, about, prefetch, advice
+        self.moves_data = prefetch
+
+    def unsupported(self, info):
+        if info.managed_memory is False:
+            return "the device does not support managed memory"
+        if (self.prefetch or self.advice) and info.concurrent_managed_access is False:
+            return "prefetch and advice need concurrent managed access, which the device lacks"
+        return None
+
+    def allocate(self, session, nbytes):
+        cuda = session.cuda
+        session.check_managed_alloc(nbytes)
+        host = cuda.managed_empty(nbytes, np.uint8, mem_flags=cuda.mem_attach_flags.GLOBAL)
+        ptr = int(host.base.get_device_pointer())
+        if self.advice:
+            session.advise(ptr, nbytes, self.advice)
+        return Buffer(self, nbytes, host, ptr, {"host": host})
+
+    def to_device(self, session, buf):
+        if self.prefetch:
+            session.prefetch(buf.device_ptr, buf.nbytes, "device")
+
+    def to_host(self, session, buf):
+        if self.prefetch:
+            session.prefetch(buf.device_ptr, buf.nbytes, "host")
+
+    def reset(self, session, buf):
+        session.prefetch(buf.device_ptr, buf.nbytes, "host")
+        session.synchronize()
+
+    def free(self, session, buf):
+        buf.handles.pop("host").base.free()
+
+
+class System(Strategy):
+    name = "system"
+    about = "plain malloc'd memory used by kernels directly (HMM / ATS); only where the device reports pageable access"
+    over_link = True
+
+    def unsupported(self, info):
+        if not info.pageable_memory_access:
+            return "the device reports no pageable memory access (PAGEABLE_MEMORY_ACCESS = 0: no HMM/ATS)"
+        return None
+
+    def allocate(self, session, nbytes):
+        session.check_host_alloc(nbytes)
+        host = aligned_empty(nbytes)
+        return Buffer(self, nbytes, host, host.ctypes.data, {"host": host})
+
+    def free(self, session, buf):
+        buf.handles.clear()
+
+
+_ALL = [
+    Pageable(), Pinned(), WriteCombined(), ZeroCopy(), Mapped(),
+    Managed("managed", "managed memory migrated on demand by page faults"),
+    Managed("managed-prefetch", "managed memory moved by cuMemPrefetchAsync before the kernel and before host access",
+            prefetch=True),
+    Managed("managed-advise-read-mostly", "managed, cuMemAdvise READ_MOSTLY (read-only copies on each side)",
+            advice="read-mostly"),
+    Managed("managed-advise-prefer-gpu", "managed, preferred location the GPU", advice="prefer-gpu"),
+    Managed("managed-advise-prefer-host", "managed, preferred location the host (the GPU maps it instead of migrating)",
+            advice="prefer-host"),
+    Managed("managed-advise-accessed-by-gpu", "managed, ACCESSED_BY the GPU (mapped, no faults while it stays on the host)",
+            advice="accessed-by-gpu"),
+    System(),
+]
+STRATEGIES = {s.name: s for s in _ALL}
+EXPLICIT = tuple(s.name for s in _ALL if s.copies)
+
+
+def get(name: str) -> Strategy:
+    return STRATEGIES[name]
