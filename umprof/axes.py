@@ -82,27 +82,30 @@ class AxisSpec:
             return [item]
         if self.kind == "size":
             try:
-                return [self._check_range(parse_size(item), where)]
+                value = parse_size(item)
             except ValueError as e:
                 if isinstance(item, str) and item.startswith(("pow2", "range")):
                     raise UsageError(f"{where}: expected pow2:START..STOP[:STEP] or range:START..STOP[:STEP], got {item!r}") from None
                 raise UsageError(f"{where}: {e}") from None
+            return [self._check_range(value, where)]
         if self.kind == "int":
             try:
                 if isinstance(item, bool) or (isinstance(item, float) and item != int(item)):
                     raise ValueError
-                return [self._check_range(int(item), where)]
+                value = int(item)
             except (TypeError, ValueError):
                 if isinstance(item, str) and item.startswith(("pow2", "range")):
                     raise UsageError(f"{where}: expected pow2:START..STOP[:STEP] or range:START..STOP[:STEP], got {item!r}") from None
                 raise UsageError(f"{where}: expected {self.expected()}, got {item!r}") from None
+            return [self._check_range(value, where)]
         if self.kind == "float":
             try:
                 if isinstance(item, bool):
                     raise ValueError
-                return [self._check_range(float(item), where)]
+                value = float(item)
             except (TypeError, ValueError):
                 raise UsageError(f"{where}: expected {self.expected()}, got {item!r}") from None
+            return [self._check_range(value, where)]
         return [str(item)]
 
     def _check_range(self, v, where):

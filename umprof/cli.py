@@ -135,10 +135,10 @@ def devices(device_index, as_json, measure):
 @click.option("--force", is_flag=True, help="Overwrite the result file if it exists.")
 @click.option("--device", "device_index", type=int, default=0, show_default=True, help="GPU index.")
 @click.option("--min-samples", type=click.IntRange(min=1), default=None, help="Samples per case at least [5].")
-@click.option("--min-time", type=click.FloatRange(min=0), default=None, help="Measured seconds per case at least [0.05].")
+@click.option("--min-time", type=click.FloatRange(min=0), default=None, help="Measured seconds per case at least [0.02].")
 @click.option("--max-noise", type=click.FloatRange(min=0), default=None,
-              help="Stop once the relative stdev is under this [0.02].")
-@click.option("--timeout", type=click.FloatRange(min=0), default=None, help="Give up on the noise target after this many seconds per case [3].")
+              help="Stop once the relative stdev is under this [0.03].")
+@click.option("--timeout", type=click.FloatRange(min=0), default=None, help="Give up on the noise target after this many seconds per case [0.5].")
 @click.option("--warmup", type=click.IntRange(min=0), default=None, help="Untimed samples before timing [1].")
 @click.option("--allow-oversubscription", is_flag=True,
               help="Allow managed allocations beyond the GPU's free memory. Can hang the GPU: only on a machine you own.")

@@ -13,7 +13,7 @@ from umprof.results import AXIS_PREFIX, ResultSet
 from umprof.stats import UNSTABLE_NOISE
 from umprof.units import format_percent, format_rate, format_size, format_time
 
-CEILING_NAMES = {"pcie": "link", "dram": "DRAM"}
+CEILING_NAMES = {"pcie": "link", "pcie-duplex": "link both ways", "dram": "DRAM"}
 
 
 def device_lines(devices: list[dict]) -> list[str]:
@@ -36,6 +36,8 @@ def _axis_text(col: str, v) -> str:
         return "-"
     if col == AXIS_PREFIX + "bytes" or col.endswith("_bytes"):
         return format_size(v)
+    if isinstance(v, float) and v.is_integer():
+        return str(int(v))
     return str(v)
 
 
@@ -49,8 +51,6 @@ def _note(row) -> str:
     nz = row.get("noise_rel")
     if isinstance(nz, float) and not math.isnan(nz) and nz >= UNSTABLE_NOISE:
         notes.append(f"[yellow]noise {nz:.0%}: may be unstable[/]")
-    if str(row.get("stop_reason") or "").startswith("timeout"):
-        notes.append("[dim]timed out before the noise target[/]")
     return "; ".join(notes)
 
 
@@ -62,8 +62,9 @@ def _phase_order(phases) -> list[str]:
 def scenario_table(df: pd.DataFrame, title: str) -> Table:
     """One table for one scenario: a row per case."""
     axes = [c for c in df.columns if c.startswith(AXIS_PREFIX) and df[c].notna().any()]
-    phases = _phase_order(set(df.loc[df["status"] == "ok", "phase"]))
-    single = len(phases) == 1
+    ok = df[(df["status"] == "ok") & (df["phase"] != "total")]
+    phases = _phase_order(set(ok["phase"]))
+    single = bool(len(ok)) and ok.groupby("case")["phase"].nunique().max() == 1
     table = Table(title=title, title_justify="left", show_lines=False, header_style="bold")
     for c in axes:
         table.add_column(c[len(AXIS_PREFIX):])

@@ -31,6 +31,8 @@ def ceilings(info: dict, ceiling: str) -> tuple[float, float | None]:
     """(ceiling bytes/s, measured device copy bytes/s or None) for a phase's ceiling name."""
     if ceiling == "pcie":
         return _num(info.get("pcie_bytes_per_s")), None
+    if ceiling == "pcie-duplex":  # traffic in both directions at once: twice the per-direction link
+        return 2 * _num(info.get("pcie_bytes_per_s")), None
     if ceiling == "dram":
         return _num(info.get("dram_bytes_per_s")), _num(info.get("d2d_bytes_per_s"))
     return math.nan, None

@@ -22,9 +22,9 @@ class StoppingRule:
     up at ``timeout`` seconds of wall time and say which condition was unmet."""
 
     min_samples: int = 5
-    min_time: float = 0.05
-    max_noise: float = 0.02
-    timeout: float = 3.0
+    min_time: float = 0.02
+    max_noise: float = 0.03
+    timeout: float = 0.5
     warmup: int = 1
     max_samples: int = 10_000
 

@@ -63,7 +63,8 @@ class LifecycleRun(CaseRun):
 
     def sample(self, timer):
         s, st, n = self.session, self.strategy, self.nbytes
-        kernel_ceiling = "pcie" if st.over_link else "dram"
+        # an in-place pass over the link reads host→GPU and writes GPU→host: both directions at once
+        kernel_ceiling = "pcie-duplex" if st.over_link else "dram"
         with timer.phase("alloc", gpu=False):
             buf = st.allocate(s, n)
         try:

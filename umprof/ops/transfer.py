@@ -16,7 +16,7 @@ from umprof.axes import AxisSet, AxisSpec
 from umprof.errors import CaseFailed
 from umprof.ops import CaseRun, Op, register
 
-TARGET_PHASE_S = 2e-3  # repeat small copies until one timed phase lasts about this long
+TARGET_PHASE_S = 1e-3  # repeat small copies until one timed phase lasts about this long
 MAX_REPS = 256
 
 
