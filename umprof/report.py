@@ -13,7 +13,7 @@ from umprof.results import AXIS_PREFIX, ResultSet
 from umprof.stats import UNSTABLE_NOISE
 from umprof.units import format_percent, format_rate, format_size, format_time
 
-CEILING_NAMES = {"pcie": "link", "pcie-duplex": "link both ways", "dram": "DRAM"}
+CEILING_NAMES = {"pcie": "link", "pcie-duplex": "duplex link", "dram": "DRAM"}
 
 
 def device_lines(devices: list[dict]) -> list[str]:

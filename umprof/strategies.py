@@ -210,7 +210,7 @@ class System(Strategy):
 
     def unsupported(self, info):
         if not info.pageable_memory_access:
-            return "the device reports no pageable memory access (PAGEABLE_MEMORY_ACCESS = 0: no HMM/ATS)"
+            return "no HMM/ATS: the device reports PAGEABLE_MEMORY_ACCESS = 0"
         return None
 
     def allocate(self, session, nbytes):

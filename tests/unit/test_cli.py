@@ -95,7 +95,7 @@ def test_show_real_result(runner):
     r = runner.invoke(cli, ["show", str(REAL)])
     assert r.exit_code == 0, r.output
     for text in ("NVIDIA H200", "PCIe 5.0 x16", "transfers (transfer)", "host-strategies (lifecycle)",
-                 "pinned", "managed-prefetch", "skipped: the device reports no"):
+                 "pinned", "managed-prefetch", "skipped:"):
         assert text in r.output
 
 
