@@ -3,7 +3,7 @@
 A kernel is named ``FILE.cu:SYMBOL`` (symbols are ``extern "C"``). Compilation goes through
 nvcc for the device's own architecture (pycuda caches the cubin), so no JIT happens inside
 a timed region. Each loaded kernel reports its registers, local (spill) memory and shared
-memory, and — through cuda-bindings' occupancy API — its theoretical occupancy.
+memory (the compiler's resource report, also checked without a GPU by :func:`resource_usage`).
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from umprof.errors import GpuUnavailable, UsageError
@@ -48,26 +48,12 @@ class Kernel:
     shared_bytes: int
     max_threads_per_block: int
     options: tuple = ()
-    _occupancy_fn: object = field(default=None, repr=False)
 
     def launch(self, grid, block, *args, stream=None, shared: int = 0):
         """Launch on the session's stream (grid and block as ints or tuples)."""
         grid = grid if isinstance(grid, tuple) else (int(grid), 1)
         block = block if isinstance(block, tuple) else (int(block), 1, 1)
         self.function.prepared_async_call(grid, block, stream, *args, shared_size=shared)
-
-    def occupancy(self, session, block_size: int, shared: int = 0) -> dict:
-        """Resident blocks per SM and theoretical occupancy (active warps / max warps) from the driver."""
-        cu = session.cu
-        from umprof.gpu import check
-
-        if self._occupancy_fn is None:
-            module = check(cu.cuModuleLoadData(self.cubin))
-            self._occupancy_fn = check(cu.cuModuleGetFunction(module, self.ref.split(":", 1)[1].encode()))
-        blocks = int(check(cu.cuOccupancyMaxActiveBlocksPerMultiprocessor(self._occupancy_fn, block_size, shared)))
-        max_threads = session.attribute("MAX_THREADS_PER_MULTIPROCESSOR", 2048)
-        warps = blocks * ((block_size + 31) // 32)
-        return {"blocks_per_sm": blocks, "occupancy": min(1.0, warps / (max_threads // 32))}
 
 
 class KernelCache:

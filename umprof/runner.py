@@ -62,11 +62,7 @@ def case_rows(scenario, case, samples, stop_reason, info: dict, extra: dict) -> 
         row.update(summarize(cpu, "cpu_time"))
         row["time_median_s"] = float(np.median(times))
         _throughput(row, ps[0].bytes, ps[0].ceiling, info)
-        row["noise_rel"] = noise(times)
-        row["unstable"] = bool(row["noise_rel"] >= UNSTABLE_NOISE) if not math.isnan(row["noise_rel"]) else False
-        row.update(extra)
-        row.update(sample_extra.get(name, {}))
-        rows.append(row)
+        rows.append(_finish(row, times, extra, sample_extra.get(name, {})))
     totals = [s.total_s for s in samples]
     row = dict(base, phase=TOTAL, status="ok", reason="", samples=len(samples), stop_reason=stop_reason or "")
     # a sample's total mixes GPU phases (event time) and host phases (host clock): only its
@@ -75,12 +71,17 @@ def case_rows(scenario, case, samples, stop_reason, info: dict, extra: dict) -> 
     row.update(summarize([], "cpu_time"))
     row["time_median_s"] = float(np.median(totals))
     _throughput(row, 0, "", info)
-    row["noise_rel"] = noise(totals)
+    rows.append(_finish(row, totals, extra, sample_extra.get(TOTAL, {})))
+    return rows
+
+
+def _finish(row, times, extra, counters) -> dict:
+    """Noise and the unstable flag from the sample times, then the case's and sample's extras."""
+    row["noise_rel"] = noise(times)
     row["unstable"] = bool(row["noise_rel"] >= UNSTABLE_NOISE) if not math.isnan(row["noise_rel"]) else False
     row.update(extra)
-    row.update(sample_extra.get(TOTAL, {}))
-    rows.append(row)
-    return rows
+    row.update(counters)
+    return row
 
 
 def _throughput(row, nbytes, ceiling, info):

@@ -123,13 +123,18 @@ class WriteCombined(_Explicit):
     host_flags = staticmethod(lambda cuda: cuda.host_alloc_flags.WRITECOMBINED)
 
 
-class ZeroCopy(Strategy):
-    name = "zero-copy"
-    about = "mapped pinned memory (cuMemHostAlloc DEVICEMAP); kernels read it in place over PCIe"
+class _MappedHost(Strategy):
+    """Host memory mapped into the device's address space: kernels reach it over PCIe."""
+
     over_link = True
 
     def unsupported(self, info):
         return None if info.can_map_host_memory in (None, True) else "the device cannot map host memory"
+
+
+class ZeroCopy(_MappedHost):
+    name = "zero-copy"
+    about = "mapped pinned memory (cuMemHostAlloc DEVICEMAP); kernels read it in place over PCIe"
 
     def allocate(self, session, nbytes):
         cuda = session.cuda
@@ -141,13 +146,9 @@ class ZeroCopy(Strategy):
         buf.handles.pop("host").base.free()
 
 
-class Mapped(Strategy):
+class Mapped(_MappedHost):
     name = "mapped"
     about = "an existing pageable buffer registered (cuMemHostRegister DEVICEMAP); kernels read it in place"
-    over_link = True
-
-    def unsupported(self, info):
-        return None if info.can_map_host_memory in (None, True) else "the device cannot map host memory"
 
     def allocate(self, session, nbytes):
         session.check_host_alloc(nbytes)

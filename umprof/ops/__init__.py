@@ -50,7 +50,6 @@ class Op:
     default_kernel: str | None = None
     kernel_signature: str = ""
     phases: tuple = ()
-    fixed_kernel: bool = field(default=False)
 
     def canonical(self, params: dict) -> dict | None:
         """Params of an equivalent case (merged at expansion), or None to drop the combination."""
