@@ -18,7 +18,11 @@ from rich.table import Table
 
 from umprof import __version__
 from umprof.errors import UmprofError, UsageError
+from umprof.timing import StoppingRule
 from umprof.units import format_rate, format_size
+
+
+_RULE = StoppingRule()  # the defaults the run options' help texts show
 
 
 class _Group(click.Group):
@@ -47,7 +51,7 @@ def _out() -> Console:
 @click.option("-a", "--axis", "axes", multiple=True, metavar="NAME=VALUES", help="Override an axis (with --cases).")
 def list_cmd(cases_of, axes):
     """Shipped scenarios: their op, axes and number of cases (* = in the default suite)."""
-    from umprof.scenario import apply_overrides, resolve, shipped_scenarios
+    from umprof.scenario import apply_overrides, load_scenario, resolve, shipped_scenarios
 
     console = _out()
     if cases_of:
@@ -59,8 +63,6 @@ def list_cmd(cases_of, axes):
     table = Table(header_style="bold")
     for col in ("scenario", "op", "cases", "axes", "about"):
         table.add_column(col)
-    from umprof.scenario import load_scenario
-
     for name, path in shipped_scenarios().items():
         s = load_scenario(path)
         axes_txt = "; ".join(f"{k}: {_values(s.op.axes.by_name[k], v)}" for k, v in s.axes.items())
@@ -134,12 +136,12 @@ def devices(device_index, as_json, measure):
               help="Result file (.parquet, .csv or .json). Default: umprof-results/run-<time>.parquet")
 @click.option("--force", is_flag=True, help="Overwrite the result file if it exists.")
 @click.option("--device", "device_index", type=int, default=0, show_default=True, help="GPU index.")
-@click.option("--min-samples", type=click.IntRange(min=1), default=None, help="Samples per case at least [5].")
-@click.option("--min-time", type=click.FloatRange(min=0), default=None, help="Measured seconds per case at least [0.02].")
+@click.option("--min-samples", type=click.IntRange(min=1), default=None, help=f"Samples per case at least [{_RULE.min_samples}].")
+@click.option("--min-time", type=click.FloatRange(min=0), default=None, help=f"Measured seconds per case at least [{_RULE.min_time}].")
 @click.option("--max-noise", type=click.FloatRange(min=0), default=None,
-              help="Stop once the relative stdev is under this [0.03].")
-@click.option("--timeout", type=click.FloatRange(min=0), default=None, help="Give up on the noise target after this many seconds per case [0.5].")
-@click.option("--warmup", type=click.IntRange(min=0), default=None, help="Untimed samples before timing [1].")
+              help=f"Stop once the relative stdev is under this [{_RULE.max_noise}].")
+@click.option("--timeout", type=click.FloatRange(min=0), default=None, help=f"Give up on the noise target after this many seconds per case [{_RULE.timeout}].")
+@click.option("--warmup", type=click.IntRange(min=0), default=None, help=f"Untimed samples before timing [{_RULE.warmup}].")
 @click.option("--allow-oversubscription", is_flag=True,
               help="Allow managed allocations beyond the GPU's free memory. Can hang the GPU: only on a machine you own.")
 @click.option("--dry-run", is_flag=True, help="List the cases and exit; touches no GPU.")

@@ -102,7 +102,7 @@ class Session:
         self.stream = None  # the legacy default stream: every phase is ordered behind the last
         self.allow_oversubscription = allow_oversubscription
         self._cu = None
-        self._pools = []
+        self._events = None  # created on first use, reused by every sample
 
     # -- facts ---------------------------------------------------------------------------
     def attribute(self, name: str, default=None):
@@ -201,9 +201,9 @@ class Session:
 
     # -- timing --------------------------------------------------------------------------
     def event_pair_pool(self) -> _EventPairs:
-        if not self._pools:
-            self._pools.append(_EventPairs(self.cuda))
-        return self._pools[0]
+        if self._events is None:
+            self._events = _EventPairs(self.cuda)
+        return self._events
 
     def synchronize(self) -> None:
         self.cuda.Context.synchronize()
@@ -212,7 +212,7 @@ class Session:
         try:
             self.synchronize()
         finally:
-            self._pools.clear()
+            self._events = None
             self.context.pop()
 
 

@@ -79,8 +79,7 @@ def scenario_table(df: pd.DataFrame, title: str) -> Table:
         if "kernel" in phases:
             table.add_column("kernel GB/s", justify="right")
     table.add_column("notes")
-    keys = ["case"]
-    for case, g in df.groupby(keys, sort=False):
+    for case, g in df.groupby("case", sort=False):
         first = g.iloc[0]
         cells = [_axis_text(c, first[c]) for c in axes]
         by_phase = {r["phase"]: r for _, r in g.iterrows()}

@@ -50,9 +50,6 @@ class Scenario:
     timing: dict = field(default_factory=dict)
     compile_options: list[str] = field(default_factory=list)
 
-    def where(self, key: str) -> str:
-        return f"{self.path}: {key}"
-
     def override(self, name: str, values: str) -> None:
         """Replace an axis' values from the command line (``-a name=values``)."""
         spec = self.op.axes.by_name.get(name)
