@@ -8,6 +8,7 @@ Exit codes: 0 done; 1 a case failed (the others were still measured and saved);
 from __future__ import annotations
 
 import json
+import os
 import sys
 from datetime import datetime
 from pathlib import Path
@@ -17,7 +18,7 @@ from rich.console import Console
 from rich.table import Table
 
 from umprof import __version__
-from umprof.errors import UmprofError, UsageError
+from umprof.errors import ToolUnavailable, UmprofError, UsageError
 from umprof.timing import StoppingRule
 from umprof.units import format_rate, format_size
 
@@ -128,33 +129,58 @@ def devices(device_index, as_json, measure):
             console.print(f"[yellow]note:[/] {n}")
 
 
-@cli.command()
-@click.argument("scenarios", nargs=-1)
-@click.option("-a", "--axis", "axes", multiple=True, metavar="NAME=VALUES",
-              help="Override an axis: bytes=pow2:24..28, strategy=pinned,managed (repeatable).")
-@click.option("-o", "--output", type=click.Path(dir_okay=False), default=None,
-              help="Result file (.parquet, .csv or .json). Default: umprof-results/run-<time>.parquet")
-@click.option("--force", is_flag=True, help="Overwrite the result file if it exists.")
-@click.option("--device", "device_index", type=int, default=0, show_default=True, help="GPU index.")
-@click.option("--min-samples", type=click.IntRange(min=1), default=None, help=f"Samples per case at least [{_RULE.min_samples}].")
-@click.option("--min-time", type=click.FloatRange(min=0), default=None, help=f"Measured seconds per case at least [{_RULE.min_time}].")
-@click.option("--max-noise", type=click.FloatRange(min=0), default=None,
-              help=f"Stop once the relative stdev is under this [{_RULE.max_noise}].")
-@click.option("--timeout", type=click.FloatRange(min=0), default=None, help=f"Give up on the noise target after this many seconds per case [{_RULE.timeout}].")
-@click.option("--warmup", type=click.IntRange(min=0), default=None, help=f"Untimed samples before timing [{_RULE.warmup}].")
-@click.option("--allow-oversubscription", is_flag=True,
-              help="Allow managed allocations beyond the GPU's free memory. Can hang the GPU: only on a machine you own.")
-@click.option("--dry-run", is_flag=True, help="List the cases and exit; touches no GPU.")
-@click.option("-q", "--quiet", is_flag=True, help="No progress bar and no summary table.")
-def run(scenarios, axes, output, force, device_index, min_samples, min_time, max_noise, timeout, warmup,
-        allow_oversubscription, dry_run, quiet):
-    """Run scenarios (names from `umprof list` or TOML files; none: the default suite)."""
+def _run_options(fn):
+    """The options `run` and `trace` share (axes, output, device, stopping rule, guards)."""
+    options = [
+        click.option("-a", "--axis", "axes", multiple=True, metavar="NAME=VALUES",
+                     help="Override an axis: bytes=pow2:24..28, strategy=pinned,managed (repeatable)."),
+        click.option("-o", "--output", type=click.Path(dir_okay=False), default=None,
+                     help="Result file (.parquet, .csv or .json). Default: umprof-results/<command>-<time>.parquet"),
+        click.option("--force", is_flag=True, help="Overwrite the result file if it exists."),
+        click.option("--device", "device_index", type=int, default=0, show_default=True, help="GPU index."),
+        click.option("--min-samples", type=click.IntRange(min=1), default=None,
+                     help=f"Samples per case at least [{_RULE.min_samples}]."),
+        click.option("--min-time", type=click.FloatRange(min=0), default=None,
+                     help=f"Measured seconds per case at least [{_RULE.min_time}]."),
+        click.option("--max-noise", type=click.FloatRange(min=0), default=None,
+                     help=f"Stop once the relative stdev is under this [{_RULE.max_noise}]."),
+        click.option("--timeout", type=click.FloatRange(min=0), default=None,
+                     help=f"Give up on the noise target after this many seconds per case [{_RULE.timeout}]."),
+        click.option("--warmup", type=click.IntRange(min=0), default=None, help=f"Untimed samples before timing [{_RULE.warmup}]."),
+        click.option("--allow-oversubscription", is_flag=True,
+                     help="Allow managed allocations beyond the GPU's free memory. Can hang the GPU: only on a machine you own."),
+        click.option("-q", "--quiet", is_flag=True, help="No progress bar and no summary table."),
+    ]
+    for option in reversed(options):
+        fn = option(fn)
+    return fn
+
+
+def _chosen(scenarios, axes):
+    """Resolve and override scenarios; every mistake is a UsageError before the GPU is touched."""
     from umprof.scenario import apply_overrides, resolve
 
     chosen = resolve(list(scenarios))
     if not chosen:
         raise UsageError("no scenario selected: the default suite is empty; name a scenario (see `umprof list`)")
     apply_overrides(chosen, list(axes))
+    return chosen
+
+
+def _default_output(command: str) -> str:
+    return str(Path("umprof-results") / f"{command}-{datetime.now():%Y%m%d-%H%M%S}.parquet")
+
+
+@cli.command()
+@click.argument("scenarios", nargs=-1)
+@_run_options
+@click.option("--dry-run", is_flag=True, help="List the cases and exit; touches no GPU.")
+@click.option("--um-counters/--no-um-counters", default=True, show_default=True,
+              help="Count unified-memory faults and migrations with CUPTI (needs cupti-python; off under Nsight Systems).")
+def run(scenarios, axes, output, force, device_index, min_samples, min_time, max_noise, timeout, warmup,
+        allow_oversubscription, quiet, dry_run, um_counters):
+    """Run scenarios (names from `umprof list` or TOML files; none: the default suite)."""
+    chosen = _chosen(scenarios, axes)
     timing = dict(min_samples=min_samples, min_time=min_time, max_noise=max_noise, timeout=timeout, warmup=warmup)
     console = _out()
     if dry_run:
@@ -164,7 +190,7 @@ def run(scenarios, axes, output, force, device_index, min_samples, min_time, max
             for c in cases:
                 console.print(f"  {c.label}")
         return
-    output = output or str(Path("umprof-results") / f"run-{datetime.now():%Y%m%d-%H%M%S}.parquet")
+    output = output or _default_output("run")
     from umprof.report import print_results
     from umprof.runner import run_scenarios
 
@@ -172,7 +198,7 @@ def run(scenarios, axes, output, force, device_index, min_samples, min_time, max
     try:
         rs, failed = run_scenarios(chosen, output=output, force=force, device=device_index, timing=timing,
                                    allow_oversubscription=allow_oversubscription, argv=["umprof", *sys.argv[1:]],
-                                   console=err, progress=not quiet)
+                                   console=err, progress=not quiet, um_counters=um_counters)
     except KeyboardInterrupt:
         err.print(f"interrupted: the cases measured so far are in {output}")
         sys.exit(130)
@@ -185,18 +211,160 @@ def run(scenarios, axes, output, force, device_index, min_samples, min_time, max
 
 
 @cli.command()
+@click.argument("scenarios", nargs=-1)
+@_run_options
+@click.option("--nsys", "nsys_path", metavar="PATH", default=None, help="The nsys executable (default: $UMPROF_NSYS, then PATH).")
+@click.option("--um-faults/--no-um-faults", default=True, show_default=True,
+              help="Trace unified-memory CPU and GPU page faults (slows faulting cases down).")
+def trace(scenarios, axes, output, force, device_index, min_samples, min_time, max_noise, timeout, warmup,
+          allow_oversubscription, quiet, nsys_path, um_faults):
+    """Run scenarios under Nsight Systems; read its reports and check them against umprof's timing.
+
+    Writes the result file, the trace beside it (.nsys-rep), the exported reports (a -nsys
+    folder of CSVs) and the trace's phase breakdown (<name>-nsys.<suffix>, a result file
+    like any other), then prints where Nsight's GPU time and umprof's differ by over 5%.
+    """
+    import subprocess
+
+    from umprof import nsys as nsysmod
+    from umprof.nsys_import import agreement, attach_agreement, import_trace
+    from umprof.report import print_agreement, print_trace_extras
+    from umprof.results import ResultSet, format_for
+
+    chosen = _chosen(scenarios, axes)
+    nsys = nsysmod.find_nsys(nsys_path)
+    output = Path(output or _default_output("trace"))
+    format_for(output)
+    stem = output.with_suffix("")
+    rep = Path(f"{stem}.nsys-rep")
+    phases_out = Path(f"{stem}-nsys{output.suffix}")
+    for p in (output, rep, phases_out):
+        if p.exists() and not force:
+            raise UsageError(f"{p}: already exists; pass --force to overwrite it or -o to write elsewhere")
+    child = [sys.executable, "-m", "umprof", "run", *[str(s.path) for s in chosen]]
+    for a in axes:
+        child += ["-a", a]
+    child += ["-o", str(output), "--force", "--device", str(device_index)]
+    for flag, v in (("--min-samples", min_samples), ("--min-time", min_time), ("--max-noise", max_noise),
+                    ("--timeout", timeout), ("--warmup", warmup)):
+        if v is not None:
+            child += [flag, str(v)]
+    if allow_oversubscription:
+        child.append("--allow-oversubscription")
+    if quiet:
+        child.append("-q")
+    err = Console(stderr=True)
+    output.parent.mkdir(parents=True, exist_ok=True)
+    cmd = nsysmod.profile_command(nsys, stem, child, um_faults=um_faults)
+    err.print(f"tracing: {' '.join(cmd)}")
+    env = dict(os.environ, UMPROF_UNDER_NSYS="1")
+    try:
+        proc = subprocess.run(cmd, env=env)
+    except KeyboardInterrupt:
+        err.print(f"interrupted: the cases measured so far are in {output}")
+        sys.exit(130)
+    if not output.is_file():
+        raise ToolUnavailable(f"the traced run wrote no results (nsys exit {proc.returncode}); see the lines above")
+    if not rep.is_file():
+        raise ToolUnavailable(f"nsys wrote no trace at {rep} (exit {proc.returncode}); see the lines above")
+    reports = nsysmod.export_reports(nsys, rep, Path(f"{stem}-nsys") / stem.name)
+    measured = ResultSet.load(output)
+    imported = import_trace(reports, scenario=stem.name, devices=measured.devices,
+                            meta={"argv": ["umprof", *sys.argv[1:]], "nsys": nsysmod.nsys_version(nsys), "results": str(output)})
+    agree = agreement(imported.frame, measured.frame)
+    imported.frame = attach_agreement(imported.frame, agree)
+    imported.save(phases_out)
+    console = _out()
+    print_trace_extras(imported, reports, console)
+    print_agreement(agree, console)
+    err.print(f"results: {output}\ntrace: {rep}\nreports: {stem}-nsys/\nphases from the trace: {phases_out}")
+    if proc.returncode not in (0, 1):
+        raise ToolUnavailable(f"the traced run ended with exit code {proc.returncode}")
+    if proc.returncode == 1:
+        sys.exit(1)
+
+
+@cli.command("import-nsys")
+@click.argument("trace_file", metavar="TRACE")
+@click.option("-o", "--output", type=click.Path(dir_okay=False), default=None,
+              help="Write the phase breakdown as a result file (.parquet, .csv or .json).")
+@click.option("--force", is_flag=True, help="Overwrite the output file if it exists.")
+@click.option("--nsys", "nsys_path", metavar="PATH", default=None, help="The nsys executable (default: $UMPROF_NSYS, then PATH).")
+@click.option("--scenario", default=None, help="Name for ranges outside any 'scenario' range [the trace's file name].")
+@click.option("--against", type=click.Path(dir_okay=False), default=None,
+              help="An umprof result file of the same run: check Nsight's GPU times against it (5% tolerance).")
+@click.option("--keep-numbers", is_flag=True, help="Keep 'iteration 0', 'iteration 1', ... apart (default: one case, many samples).")
+def import_nsys(trace_file, output, force, nsys_path, scenario, against, keep_numbers):
+    """Turn an Nsight Systems trace into umprof's phase breakdown per NVTX range.
+
+    TRACE is a .nsys-rep or .sqlite file (exported with nsys stats), or the PREFIX of
+    reports already exported with `nsys stats --format csv --output PREFIX`. Phases are
+    ranges named as umprof.nvtx names them (h2d, kernel, d2h, ...); works on any
+    application annotated that way, not only on umprof's own runs.
+    """
+    import tempfile
+
+    from umprof import nsys as nsysmod
+    from umprof.nsys_import import agreement, attach_agreement, default_scenario_name, import_trace
+    from umprof.report import print_agreement, print_results, print_trace_extras
+    from umprof.results import ResultSet, format_for
+
+    if output:
+        format_for(Path(output))
+        if Path(output).exists() and not force:
+            raise UsageError(f"{output}: already exists; pass --force to overwrite it or -o to write elsewhere")
+    measured = ResultSet.load(against) if against else None
+    path = Path(trace_file)
+    if path.suffix in (".nsys-rep", ".qdrep", ".sqlite"):
+        if not path.is_file():
+            raise UsageError(f"{path}: no such trace file")
+        nsys = nsysmod.find_nsys(nsys_path)
+        with tempfile.TemporaryDirectory(prefix="umprof-nsys-") as tmp:
+            reports = nsysmod.export_reports(nsys, path, Path(tmp) / "r")
+        version = nsysmod.nsys_version(nsys)
+    elif list(path.parent.glob(path.name + "_*.csv")):
+        reports = nsysmod.load_reports(path)
+        version = None
+    else:
+        raise UsageError(f"{trace_file}: expected a .nsys-rep or .sqlite trace, or the prefix of CSV reports "
+                         f"exported by `nsys stats --format csv --output PREFIX` (no {path.name}_*.csv found)")
+    imported = import_trace(reports, scenario=scenario or default_scenario_name(path), merge_numbered=not keep_numbers,
+                            devices=measured.devices if measured else [],
+                            meta={"argv": ["umprof", *sys.argv[1:]], "nsys": version})
+    if imported.frame.empty:
+        raise UsageError(f"{trace_file}: no phase ranges found: annotate phases with umprof.nvtx.phase('h2d') and the like "
+                         "and trace with `nsys profile -t cuda,nvtx`")
+    console = _out()
+    agree = None
+    if measured is not None:
+        agree = agreement(imported.frame, measured.frame)
+        imported.frame = attach_agreement(imported.frame, agree)
+    print_results(imported, console)
+    print_trace_extras(imported, reports, console)
+    if agree is not None:
+        print_agreement(agree, console)
+    if output:
+        imported.save(output)
+        Console(stderr=True).print(f"results: {output}")
+
+
+@cli.command()
 @click.argument("result", type=click.Path(dir_okay=False))
 @click.option("-s", "--scenario", default=None, help="Only this scenario.")
-def show(result, scenario):
+@click.option("--um", "um", is_flag=True, help="The unified-memory table (migrations, faults) instead of the timing summary.")
+def show(result, scenario, um):
     """Print the summary of a saved result file (works on any machine)."""
-    from umprof.report import print_results
+    from umprof.report import print_results, print_um
     from umprof.results import ResultSet
 
     rs = ResultSet.load(result)
     if scenario and scenario not in set(rs.frame["scenario"]):
         raise UsageError(f"option '--scenario': {result} has no scenario {scenario!r}; it has: "
                          f"{', '.join(sorted(set(rs.frame['scenario'])))}")
-    print_results(rs, _out(), scenario)
+    if um:
+        print_um(rs, _out(), scenario)
+    else:
+        print_results(rs, _out(), scenario)
 
 
 def main():

@@ -25,3 +25,9 @@ class CaseSkipped(UmprofError):
 
 class CaseFailed(UmprofError):
     """A case that ran and went wrong (wrong kernel output, a CUDA error)."""
+
+
+class ToolUnavailable(UmprofError):
+    """An outside tool umprof drives (nsys, ncu, CUPTI) is missing or failed: says which and where to get it."""
+
+    exit_code = 3

@@ -90,12 +90,19 @@ class _EventPairs:
 class Session:
     """One device, its primary context (shared by pycuda and cuda-bindings), one stream."""
 
-    def __init__(self, device_index: int = 0, allow_oversubscription: bool = False):
+    def __init__(self, device_index: int = 0, allow_oversubscription: bool = False, um_counters: bool = False):
         self.cuda = cuda = load_pycuda()
         count = cuda.Device.count()
         if not 0 <= device_index < count:
             raise UsageError(f"option '--device': expected 0..{count - 1} (this machine has {count} GPU(s)), got {device_index}")
         self.index = device_index
+        # CUPTI's unified-memory counters must be configured after cuInit (load_pycuda ran it)
+        # and before the context does any work
+        self.um, self.um_note = None, "off (not asked for)"
+        if um_counters:
+            from umprof.um_counters import start
+
+            self.um, self.um_note = start(device_index)
         self.device = cuda.Device(device_index)
         self.context = self.device.retain_primary_context()
         self.context.push()
@@ -211,13 +218,18 @@ class Session:
     def close(self) -> None:
         try:
             self.synchronize()
+            if self.um is not None:
+                self.um.close()
         finally:
             self._events = None
             self.context.pop()
 
 
-def open_session(device_index: int = 0, allow_oversubscription: bool = False) -> Session:
-    """Open the GPU or raise :class:`GpuUnavailable` with one line that says why."""
+def open_session(device_index: int = 0, allow_oversubscription: bool = False, um_counters: bool = False) -> Session:
+    """Open the GPU or raise :class:`GpuUnavailable` with one line that says why.
+
+    ``um_counters`` starts CUPTI's unified-memory counters (see :mod:`umprof.um_counters`).
+    """
     if os.environ.get("UMPROF_NO_GPU"):  # lets tests and users check the no-GPU path anywhere
         raise GpuUnavailable(f"no GPU: UMPROF_NO_GPU is set; unset it on a machine with an NVIDIA GPU and {INSTALL_HINT}")
-    return Session(device_index, allow_oversubscription)
+    return Session(device_index, allow_oversubscription, um_counters)

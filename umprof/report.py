@@ -121,3 +121,101 @@ def print_results(rs: ResultSet, console: Console | None = None, scenario: str |
     counts = rs.frame.drop_duplicates(["scenario", "case"])["status"].value_counts()
     console.print(", ".join(f"{n} {k}" for k, n in counts.items()) + " cases; times are medians; "
                   "throughput in decimal GB/s; % of ceiling: of the PCIe link per direction (link) or theoretical DRAM")
+
+
+def print_trace_extras(rs: ResultSet, reports, console: Console) -> None:
+    """What a trace adds to the breakdown: memory operations, UM totals, and reports that came back empty."""
+    from umprof.nsys_import import copy_summary
+
+    copies = copy_summary(reports)
+    if copies is not None:
+        t = Table(title="GPU memory operations (Nsight Systems)", title_justify="left", header_style="bold")
+        for c in ("operation", "count", "total time", "bytes", "throughput"):
+            t.add_column(c, justify="left" if c == "operation" else "right")
+        for _, r in copies.iterrows():
+            t.add_row(str(r["operation"]), str(int(r["count"])), format_time(r["total_s"]),
+                      format_size(r.get("bytes", math.nan)), format_rate(r.get("bytes_per_s", math.nan)))
+        console.print(t)
+    um = rs.meta.get("um") or {}
+    if um:
+        console.print("unified memory (Nsight Systems): " + ", ".join(
+            f"{k.replace('_', ' ')} {format_size(v) if k.endswith('bytes') else v}" for k, v in um.items() if v is not None))
+    for line in reports.note_lines():
+        console.print(f"[yellow]report {line}[/]")
+
+
+def print_agreement(agree: pd.DataFrame, console: Console) -> None:
+    """Nsight's projected GPU time beside umprof's event time, per case and phase."""
+    if agree.empty:
+        console.print("[yellow]agreement: no phase matched between the trace and the results[/]")
+        return
+    t = Table(title="Nsight Systems vs umprof (GPU time per phase)", title_justify="left", header_style="bold")
+    for c in ("scenario", "case", "phase", "umprof", "nsys", "difference", ""):
+        t.add_column(c, justify="right" if c in ("umprof", "nsys", "difference") else "left")
+    for _, r in agree.iterrows():
+        ok = bool(r["agrees"])
+        t.add_row(r["scenario"], r["case"], r["phase"], format_time(r["umprof_s"]), format_time(r["nsys_s"]),
+                  f"{r['diff_rel']:+.1%}", "agrees" if ok else "[red]differs by over 5%[/]")
+    console.print(t)
+    bad = int((~agree["agrees"]).sum())
+    console.print(f"{len(agree) - bad} of {len(agree)} phases agree within 5%" + (f"; [red]{bad} differ[/]" if bad else ""))
+
+
+UM_DIRECTIONS = (("htod", "Host To Device"), ("dtoh", "Device To Host"))
+
+
+def _migrations(r, d) -> str:
+    n, total = _num(r.get(f"um_{d}_migrations")), _num(r.get(f"um_{d}_bytes"))
+    if not n:
+        return "-"
+    return (f"{n:g} × {format_size(total / n)} ({format_size(_num(r.get(f'um_{d}_min_bytes')))}–"
+            f"{format_size(_num(r.get(f'um_{d}_max_bytes')))}) = {format_size(total)}")
+
+
+def um_table(df: pd.DataFrame, title: str) -> Table | None:
+    """nvprof's "Unified Memory profiling result", one row per case and phase with UM activity.
+
+    Migrations read count × average size (min–max) = total, as nvprof's columns did.
+    """
+    if "um_htod_bytes" not in df.columns:
+        return None
+    ok = df[(df["status"] == "ok") & df["um_htod_bytes"].notna()]
+    if ok.empty:
+        return None
+    t = Table(title=title, title_justify="left", header_style="bold")
+    t.add_column("case", no_wrap=True)
+    t.add_column("phase")
+    t.add_column("time", justify="right")
+    for _, name in UM_DIRECTIONS:
+        t.add_column(name, justify="right")
+    for c in ("GPU fault groups", "GPU faults", "CPU faults", "thrashing / throttling / remote maps"):
+        t.add_column(c, justify="right")
+    for case, g in ok.groupby("case", sort=False):
+        for _, r in g.iterrows():
+            faults = [_num(r.get(k)) for k in ("um_gpu_fault_groups", "um_gpu_faults", "um_cpu_faults")]
+            other = [_num(r.get(k)) for k in ("um_thrashing", "um_throttling", "um_remote_maps")]
+            moved = [_num(r.get(f"um_{d}_migrations")) for d, _ in UM_DIRECTIONS]
+            if r["phase"] != "total" and not any(faults + other + moved):
+                continue
+            t.add_row(case, r["phase"], format_time(r["time_median_s"]), *[_migrations(r, d) for d, _ in UM_DIRECTIONS],
+                      *[f"{v:g}" for v in faults], " / ".join(f"{v:g}" for v in other),
+                      style="bold" if r["phase"] == "total" else None)
+    return t
+
+
+def _num(v) -> float:
+    return 0.0 if _nan(v) else float(v)
+
+
+def print_um(rs: ResultSet, console: Console, scenario: str | None = None) -> None:
+    """The unified-memory tables of every scenario that has UM counters (medians per sample)."""
+    df = rs.frame if not scenario else rs.frame[rs.frame["scenario"] == scenario]
+    shown = 0
+    for name, g in df.groupby("scenario", sort=False):
+        t = um_table(g, f"{name}: unified memory per sample (CUPTI; medians over samples)")
+        if t is not None:
+            console.print(t)
+            shown += 1
+    if not shown:
+        why = rs.meta.get("um_counters") or "not recorded"
+        console.print(f"no unified-memory counters in this result (counters: {why})")

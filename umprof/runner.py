@@ -131,16 +131,18 @@ def measure_case(ctx, case, rule: StoppingRule) -> list[dict]:
     try:
         for _ in range(rule.warmup):
             run.reset()
-            run.sample(PhaseTimer(session))
+            timer = PhaseTimer(session)
+            run.sample(timer)
+            timer.finish()  # drains the warm-up's UM records so they count nowhere
             run.verify()
         samples, start = [], time.perf_counter()
         while True:
             run.reset()
             timer = PhaseTimer(session)
             run.sample(timer)
+            samples.append(timer.finish())
             if verify_each:
                 run.verify()
-            samples.append(timer.sample)
             done, why = rule.check([s.total_s for s in samples], time.perf_counter() - start)
             if done:
                 break
@@ -179,7 +181,7 @@ def run_meta(argv, rules) -> dict:
 
 
 def run_scenarios(scenarios, *, output, force=False, device=0, timing=None, allow_oversubscription=False,
-                  argv=None, console=None, progress=True):
+                  argv=None, console=None, progress=True, um_counters=True):
     """Run every case of every scenario; returns (ResultSet, cases failed). Saves as it goes."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -192,7 +194,10 @@ def run_scenarios(scenarios, *, output, force=False, device=0, timing=None, allo
     rules = {s.name: rule_for(s, timing) for s in scenarios}  # validated before the GPU is touched
     plan = [(s, s.cases()) for s in scenarios]
     writer = ResultWriter(output, run_meta(argv or sys.argv, rules), force=force)
-    session = open_session(device, allow_oversubscription)
+    session = open_session(device, allow_oversubscription, um_counters=um_counters)
+    writer.meta["um_counters"] = session.um_note if um_counters else "off (--no-um-counters)"
+    if um_counters and session.um is None and console is not None:
+        console.print(f"[yellow]unified-memory counters {session.um_note}[/]")
     failed = 0
     try:
         info = devmod.query(session)
@@ -219,8 +224,10 @@ def run_scenarios(scenarios, *, output, force=False, device=0, timing=None, allo
                         failed += any(r["status"] == "failed" for r in rows)
                         writer.add(rows)
                         bar.advance(task)
-        if not writer.rows:
-            writer.flush()
+        if session.um is not None:  # the whole process' UM traffic, resets and warm-ups included
+            session.um.drain()
+            writer.meta["um_totals"] = dict(session.um.totals)
+        writer.flush()
     finally:
         session.close()
     return writer.result(), failed

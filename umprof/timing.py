@@ -82,7 +82,8 @@ class PhaseTime:
 @dataclass
 class Sample:
     phases: list[PhaseTime] = field(default_factory=list)
-    extra: dict = field(default_factory=dict)  # op-specific counters (faults, migrations)
+    extra: dict = field(default_factory=dict)  # {phase: {counter: value}}: UM faults and migrations, op facts
+    windows: list = field(default_factory=list)  # (phase, start, end) on CUPTI's clock, while UM counters run
 
     @property
     def total_s(self) -> float:
@@ -103,10 +104,12 @@ class PhaseTimer:
         self.session = session
         self.sample = Sample()
         self._events = session.event_pair_pool()
+        self._um = getattr(session, "um", None)
 
     @contextmanager
     def phase(self, name: str, *, bytes: int = 0, ceiling: str = "", gpu: bool = True, reps: int = 1):
         with nvtx.range(name, category=name):
+            u0 = self._um.now() if self._um is not None else None
             if gpu:
                 start, end = self._events.pair(name)
                 start.record(self.session.stream)
@@ -116,5 +119,19 @@ class PhaseTimer:
                 end.record(self.session.stream)
                 end.synchronize()
             c1 = time.perf_counter()
+            if u0 is not None:
+                self.sample.windows.append((name, u0, self._um.now()))
         gpu_s = end.time_since(start) / 1e3 / reps if gpu else math.nan
         self.sample.phases.append(PhaseTime(name, gpu_s, (c1 - c0) / reps, bytes, ceiling))
+
+    def finish(self) -> Sample:
+        """The sample, with the UM counters of each phase (and of all of them, as 'total') in ``extra``."""
+        if self._um is not None:
+            from umprof.um_counters import attribute, summarize_records
+
+            records = self._um.drain()
+            for phase, counters in attribute(records, self.sample.windows).items():
+                self.sample.extra.setdefault(phase, {}).update(counters)
+            inside = [r for r in records if any(t0 <= r.start <= t1 for _, t0, t1 in self.sample.windows)]
+            self.sample.extra.setdefault("total", {}).update(summarize_records(inside))
+        return self.sample

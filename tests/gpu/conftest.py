@@ -16,7 +16,7 @@ def session():
     from umprof.gpu import open_session
 
     try:
-        s = open_session(0)
+        s = open_session(0, um_counters=True)
     except GpuUnavailable as e:
         pytest.skip(f"no GPU here: {e}")
     yield s

@@ -56,7 +56,8 @@ class Op:
         return params
 
     def label(self, params: dict) -> str:
-        return " ".join(f"{k}={self.axes.by_name[k].format(v)}" for k, v in params.items())
+        """The case's name; axes the op set to None (they do not apply to this case) are left out."""
+        return " ".join(f"{k}={self.axes.by_name[k].format(v)}" for k, v in params.items() if v is not None)
 
     def kernel_refs(self, scenario) -> list[tuple[str, str, tuple]]:
         """(ref, signature, compile options) of every kernel the scenario's cases launch."""
@@ -84,4 +85,4 @@ def op_names() -> list[str]:
     return sorted(_OPS)
 
 
-from umprof.ops import lifecycle, transfer  # noqa: E402,F401  (registration)
+from umprof.ops import lifecycle, transfer, um  # noqa: E402,F401  (registration)

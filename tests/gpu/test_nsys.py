@@ -1,0 +1,75 @@
+"""Nsight Systems on the GPU machine: trace umprof's runs and an annotated app, and check
+umprof's CUPTI counters and event times against what nsys saw."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+from click.testing import CliRunner
+
+from umprof import nsys as nsysmod
+from umprof.cli import cli
+from umprof.errors import ToolUnavailable
+from umprof.results import ResultSet
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+FIXED = ["--min-samples", "3", "--max-noise", "1", "--min-time", "0", "--warmup", "1", "--timeout", "30"]
+
+
+@pytest.fixture(scope="module")
+def nsys(session):
+    try:
+        return nsysmod.find_nsys()
+    except ToolUnavailable as e:
+        pytest.skip(str(e))
+
+
+def _umprof(*args):
+    proc = subprocess.run([sys.executable, "-m", "umprof", *args], capture_output=True, text=True, cwd=ROOT)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    return proc
+
+
+def test_trace_transfers_agrees_on_pinned(nsys, tmp_path):
+    out = tmp_path / "t.parquet"
+    _umprof("trace", "transfers", "-a", "strategy=pinned", "-a", "direction=h2d,d2h", "-a", "bytes=16MiB,256MiB",
+            "-o", str(out), "-q")
+    assert (tmp_path / "t.nsys-rep").is_file()
+    phases = ResultSet.load(tmp_path / "t-nsys.parquet")
+    f = phases.frame
+    matched = f[f["agrees"].notna()]
+    assert len(matched) == 4, f[["case", "phase", "agrees"]]
+    assert matched["agrees"].astype(bool).all(), matched[["case", "phase", "agreement_rel"]]
+    h2d = f[(f["phase"] == "h2d") & (f["case"].str.contains("256MiB"))].iloc[0]
+    assert abs(h2d["bytes"] - 256 * 1024**2) <= 1000  # one 256 MiB copy per phase (reps = 1 at this size)
+    assert phases.devices and phases.devices[0]["name"]
+
+
+def test_import_nsys_on_the_example_app(nsys, tmp_path):
+    rep = tmp_path / "app"
+    subprocess.run(nsysmod.profile_command(nsys, rep, [sys.executable, os.path.join(ROOT, "examples", "annotated_app.py"),
+                                                       "--mib", "32", "--iterations", "4"], um_faults=False),
+                   check=True, capture_output=True, cwd=ROOT)
+    out = tmp_path / "app.csv"
+    res = CliRunner().invoke(cli, ["import-nsys", f"{rep}.nsys-rep", "-o", str(out)])
+    assert res.exit_code == 0, res.output
+    f = ResultSet.load(out).frame.set_index(["case", "phase"])
+    assert f.loc[("iteration", "h2d"), "samples"] == 4
+    assert f.loc[("iteration", "h2d"), "bytes"] == 2 * 33_554_000  # x and y, nsys' decimal MB to 1 kB
+    assert f.loc[("iteration", "d2h"), "bytes"] == 33_554_000
+    assert f.loc[("iteration", "kernel"), "detail"] == "saxpy"
+    assert 20e9 < f.loc[("iteration", "h2d"), "bytes_per_s"] < 64e9
+    assert ("(top level)", "alloc") in f.index
+
+
+def test_cupti_counters_match_nsys_migrations(nsys, tmp_path):
+    args = ["um-pages", "-a", "bytes=64MiB", "-a", "page=64KiB", *FIXED]
+    _umprof("run", *args, "-o", str(tmp_path / "cupti.parquet"), "-q")
+    cupti = ResultSet.load(tmp_path / "cupti.parquet").meta["um_totals"]
+    _umprof("trace", *args, "-o", str(tmp_path / "traced.parquet"), "-q")
+    traced = ResultSet.load(tmp_path / "traced-nsys.parquet").meta["um"]
+    for d in ("htod", "dtoh"):
+        ours, theirs = cupti[f"um_{d}_bytes"], traced[f"{d}_bytes"]
+        assert theirs > 0
+        assert abs(ours / theirs - 1) <= 0.01, (d, ours, theirs)

@@ -1,0 +1,78 @@
+"""Unified memory on the GPU: seed 004's page experiment, advice, partial access, CUPTI counters."""
+
+import pytest
+
+from tests.gpu.helpers import by, run_cases
+
+MiB = 1024**2
+
+
+@pytest.fixture(scope="module")
+def pages(ctx_factory, session):
+    if session.um is None:
+        pytest.skip(f"UM counters unavailable: {session.um_note}")
+    return run_cases(ctx_factory, "um-pages", page="64KiB,2MiB")
+
+
+def _row(rows, case_start, phase):
+    got = [r for r in rows if r["case"].startswith(case_start) and r["phase"] == phase]
+    assert len(got) == 1, (case_start, phase, [r["case"] for r in rows])
+    return got[0]
+
+
+def test_pages_all_ok_and_checked(pages):
+    bad = [(r["case"], r["reason"]) for r in pages if r["status"] != "ok"]
+    assert not bad
+
+
+def test_stream_warp_fewer_fault_groups_and_faster_than_stream_thread(pages):
+    thread = _row(pages, "access=stream_thread", "kernel")
+    warp = _row(pages, "access=stream_warp page=64KiB", "kernel")
+    assert thread["um_gpu_fault_groups"] > 0
+    assert warp["um_gpu_fault_groups"] < thread["um_gpu_fault_groups"]
+    assert warp["time_median_s"] < thread["time_median_s"]
+    # on demand, the whole input migrates during the kernel (the output is born on the GPU)
+    assert thread["um_htod_bytes"] >= 0.95 * 256 * MiB
+
+
+def test_prefetch_no_gpu_faults_and_fastest(pages):
+    pre_kernel = _row(pages, "access=prefetch", "kernel")
+    assert pre_kernel["um_gpu_faults"] <= 16  # (almost) none: the pages are already there
+    pre_h2d = _row(pages, "access=prefetch", "h2d")
+    assert pre_h2d["um_htod_bytes"] >= 0.95 * 2 * 256 * MiB  # prefetch migrates in and out
+    pre_read = _row(pages, "access=prefetch", "host_read")
+    assert pre_read["um_cpu_faults"] == 0  # seed 004: prefetch back to the host and CPU faults vanish
+    thread_read = _row(pages, "access=stream_thread", "host_read")
+    assert thread_read["um_cpu_faults"] > 0 and thread_read["um_dtoh_bytes"] > 0
+    totals = {c: _row(pages, c, "total")["time_median_s"] for c in ("access=stream_thread", "access=stream_warp page=64KiB",
+                                                                    "access=prefetch")}
+    assert totals["access=prefetch"] < totals["access=stream_warp page=64KiB"] < totals["access=stream_thread"]
+
+
+def test_advice_every_strategy_and_pattern(ctx_factory):
+    rows = run_cases(ctx_factory, "um-advice", bytes="16MiB", rounds="2")
+    bad = [(r["case"], r["reason"]) for r in rows if r["status"] != "ok"]
+    assert not bad
+    assert len(by(rows, phase="total")) == 24
+    zc = _row(rows, "strategy=zero-copy pattern=gpu-read", "total")
+    assert zc["um_htod_bytes"] == 0 and zc["um_gpu_faults"] == 0  # zero-copy never migrates
+    pp = _row(rows, "strategy=managed pattern=ping-pong", "total")
+    assert pp["um_cpu_faults"] > 0 and pp["um_gpu_faults"] > 0  # both sides fault every round
+    demand = _row(rows, "strategy=managed pattern=gpu-read", "kernel")
+    prefetched = _row(rows, "strategy=managed-prefetch pattern=gpu-read", "kernel")
+    assert prefetched["time_median_s"] < demand["time_median_s"]
+
+
+def test_sparse_access_moves_only_what_is_read(ctx_factory):
+    rows = run_cases(ctx_factory, "um-sparse", strategy="managed,pinned,zero-copy", fraction="0.01,1.0")
+    bad = [(r["case"], r["reason"]) for r in rows if r["status"] != "ok"]
+    assert not bad
+    m1 = _row(rows, "strategy=managed fraction=0.01", "total")
+    m100 = _row(rows, "strategy=managed fraction=1.0", "total")
+    assert m1["um_htod_bytes"] < 0.2 * m100["um_htod_bytes"]
+    p1 = _row(rows, "strategy=pinned fraction=0.01", "total")
+    assert m1["time_median_s"] < p1["time_median_s"]  # sparse: on-demand beats copying everything
+    zc1 = _row(rows, "strategy=zero-copy fraction=0.01", "total")
+    assert zc1["time_median_s"] < p1["time_median_s"]
+    p100 = _row(rows, "strategy=pinned fraction=1.0", "total")
+    assert p100["time_median_s"] < m100["time_median_s"]  # dense: one bulk copy beats faulting
