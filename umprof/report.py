@@ -48,6 +48,8 @@ def _note(row) -> str:
     if status == "failed":
         return f"[red]FAILED: {row.get('reason', '')}[/]"
     notes = []
+    if row.get("um_incomplete") is True:
+        notes.append(f"[yellow]{row.get('reason', '')}[/]")
     nz = row.get("noise_rel")
     if isinstance(nz, float) and not math.isnan(nz) and nz >= UNSTABLE_NOISE:
         notes.append(f"[yellow]noise {nz:.0%}: may be unstable[/]")

@@ -148,7 +148,10 @@ def measure_case(ctx, case, rule: StoppingRule) -> list[dict]:
                 break
         if not verify_each:
             run.verify()
-        return case_rows(scenario, case, samples, why, ctx.info_dict, run.extra)
+        rows = case_rows(scenario, case, samples, why, ctx.info_dict, run.extra)
+        if getattr(session, "um", None) is not None and hasattr(run, "check_rows"):
+            run.check_rows(rows)  # the op's own sanity check of the counters
+        return rows
     except CaseSkipped as e:
         return [status_row(scenario, case, "skipped", str(e), run.extra)]
     except CaseFailed as e:
