@@ -13,6 +13,7 @@ from umprof.results import AXIS_PREFIX, ResultSet
 from umprof.stats import UNSTABLE_NOISE
 from umprof.units import format_percent, format_rate, format_size, format_time
 
+SIZE_AXES = {AXIS_PREFIX + "bytes", AXIS_PREFIX + "page"}  # axes of kind 'size', shown as 64KiB
 CEILING_NAMES = {"pcie": "link", "pcie-duplex": "duplex link", "dram": "DRAM"}
 
 
@@ -34,7 +35,7 @@ def device_lines(devices: list[dict]) -> list[str]:
 def _axis_text(col: str, v) -> str:
     if v is None or (isinstance(v, float) and math.isnan(v)) or v is pd.NA:
         return "-"
-    if col == AXIS_PREFIX + "bytes" or col.endswith("_bytes"):
+    if col in SIZE_AXES or col.endswith("_bytes"):
         return format_size(v)
     if isinstance(v, float) and v.is_integer():
         return str(int(v))

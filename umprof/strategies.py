@@ -238,6 +238,17 @@ _ALL = [
     System(),
 ]
 STRATEGIES = {s.name: s for s in _ALL}
+
+
+def kernel_ceiling(strategy: Strategy, in_place: bool = False) -> str:
+    """What a kernel phase's throughput is measured against: the link where the kernel's data
+    crosses PCIe (mapped memory, or managed pages migrating on demand), else device memory.
+    ``in_place``: the kernel reads and writes across the link, both directions at once."""
+    if strategy.over_link:
+        return "pcie-duplex" if in_place else "pcie"
+    if strategy.managed and not strategy.moves_data:
+        return "pcie"  # on demand, the kernel's time is the pages' migration
+    return "dram"
 EXPLICIT = tuple(s.name for s in _ALL if s.copies)
 
 

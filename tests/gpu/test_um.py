@@ -39,7 +39,8 @@ def test_prefetch_no_gpu_faults_and_fastest(pages):
     pre_kernel = _row(pages, "access=prefetch", "kernel")
     assert pre_kernel["um_gpu_faults"] <= 16  # (almost) none: the pages are already there
     pre_h2d = _row(pages, "access=prefetch", "h2d")
-    assert pre_h2d["um_htod_bytes"] >= 0.99 * 2 * 64 * MiB  # prefetch migrates in and out
+    # the input migrates; the fresh output has no pages yet, so prefetching it populates them on the GPU
+    assert 0.99 * 64 * MiB <= pre_h2d["um_htod_bytes"] <= 1.01 * 64 * MiB
     pre_read = _row(pages, "access=prefetch", "host_read")
     assert pre_read["um_cpu_faults"] == 0  # seed 004: prefetch back to the host and CPU faults vanish
     thread_read = _row(pages, "access=stream_thread", "host_read")

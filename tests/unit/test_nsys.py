@@ -65,6 +65,13 @@ def test_help_reports_parsing_and_name_resolution():
     assert nsysmod.resolve_names(["nvtx_sum"], set()) == {"nvtx_sum": "nvtx_sum"}
 
 
+def test_help_reports_of_the_real_nsys_has_every_report_umprof_reads():
+    with open(os.path.join(FIX, "help-reports.txt")) as f:
+        names = nsysmod.parse_help_reports(f.read())
+    assert len(names) >= 30
+    assert all(v is not None for v in nsysmod.resolve_names(nsysmod.IMPORT_REPORTS, names).values())
+
+
 def test_find_nsys_order(tmp_path, monkeypatch):
     fake = tmp_path / "nsys"
     fake.write_text("#!/bin/sh\necho fake\n")

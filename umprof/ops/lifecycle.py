@@ -72,7 +72,7 @@ class LifecycleRun(CaseRun):
     def sample(self, timer):
         s, st, n = self.session, self.strategy, self.nbytes
         # an in-place pass over the link reads host→GPU and writes GPU→host: both directions at once
-        kernel_ceiling = "pcie-duplex" if st.over_link else "dram"
+        kernel_ceiling = strategies.kernel_ceiling(st, in_place=True)
         with timer.phase("alloc", gpu=False):
             buf = st.allocate(s, n)
         try:

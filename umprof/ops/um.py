@@ -237,7 +237,7 @@ class AdviceRun(CaseRun):
 
     def _kernel_phase(self, timer, nbytes):
         s, st = self.session, self.st
-        ceiling = ("pcie-duplex" if nbytes > self.nbytes else "pcie") if st.over_link else "dram"
+        ceiling = strategies.kernel_ceiling(st, in_place=nbytes > self.nbytes)
         with timer.phase("kernel", bytes=nbytes, ceiling=ceiling):
             if self.pattern == "gpu-read":
                 self.kernel.launch(self.read_grid, BLOCK, self.buf.device_ptr, self.n, self.page_words, 1.0, self.result, stream=s.stream)
@@ -370,8 +370,7 @@ class SparseRun(CaseRun):
         if st.moves_data:  # explicit copies and prefetch move the whole buffer, touched or not
             with timer.phase("h2d", bytes=self.nbytes, ceiling="pcie"):
                 st.to_device(s, self.buf)
-        ceiling = "dram" if st.moves_data else "pcie"
-        with timer.phase("kernel", bytes=self.touched_bytes, ceiling=ceiling):
+        with timer.phase("kernel", bytes=self.touched_bytes, ceiling=strategies.kernel_ceiling(st)):
             self.kernel.launch(self.grid, BLOCK, self.buf.device_ptr, self.n, self.page_words, float(self.fraction),
                                self.result, stream=s.stream)
 
