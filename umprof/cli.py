@@ -367,5 +367,21 @@ def show(result, scenario, um):
         print_results(rs, _out(), scenario)
 
 
+@cli.command()
+@click.argument("result", type=click.Path(dir_okay=False))
+@click.option("-o", "--outdir", type=click.Path(file_okay=False), default="umprof-plots", show_default=True,
+              help="Folder for the PNG files.")
+def plot(result, outdir):
+    """Draw the figures a result file supports (PNG): time and UM faults per case, ..."""
+    from umprof.plots import save_plots
+    from umprof.results import ResultSet
+
+    written = save_plots(ResultSet.load(result), outdir)
+    if not written:
+        raise UsageError(f"{result}: nothing to plot (no scenario in it has unified-memory counters)")
+    for p in written:
+        click.echo(str(p))
+
+
 def main():
     cli(prog_name="umprof")

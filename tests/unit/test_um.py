@@ -142,3 +142,25 @@ def test_show_um_table(tmp_path):
     ResultSet(pd.DataFrame([dict(base, case="x", phase="total")]), {"um_counters": "off (--no-um-counters)"}, []).save(plain)
     res = CliRunner().invoke(cli, ["show", str(plain), "--um"])
     assert res.exit_code == 0 and "no unified-memory counters" in res.output and "--no-um-counters" in res.output
+
+
+def test_plot_cli_on_committed_um_results(tmp_path):
+    import os
+
+    res = CliRunner().invoke(cli, ["plot", os.path.join(os.path.dirname(__file__), "..", "..", "results", "nvidia-h200-um.parquet"),
+                                   "-o", str(tmp_path)])
+    assert res.exit_code == 0, res.output
+    pngs = sorted(p.name for p in tmp_path.glob("*.png"))
+    assert pngs == ["um-advice-um.png", "um-pages-um.png", "um-sparse-um.png"]
+    assert all((tmp_path / p).stat().st_size > 10_000 for p in pngs)
+
+
+def test_committed_um_results_show_the_seed_004_ordering():
+    import os
+
+    rs = ResultSet.load(os.path.join(os.path.dirname(__file__), "..", "..", "results", "nvidia-h200-um.parquet"))
+    f = rs.frame
+    tot = f[(f["scenario"] == "um-pages") & (f["phase"] == "total")].set_index("case")
+    assert tot.loc["access=stream_warp page=64KiB bytes=64MiB", "um_gpu_fault_groups"] < \
+        tot.loc["access=stream_thread bytes=64MiB", "um_gpu_fault_groups"]
+    assert tot.loc["access=prefetch bytes=64MiB", "um_gpu_fault_groups"] == 0
