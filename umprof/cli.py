@@ -175,8 +175,9 @@ def _default_output(command: str) -> str:
 @click.argument("scenarios", nargs=-1)
 @_run_options
 @click.option("--dry-run", is_flag=True, help="List the cases and exit; touches no GPU.")
-@click.option("--um-counters/--no-um-counters", default=True, show_default=True,
-              help="Count unified-memory faults and migrations with CUPTI (needs cupti-python; off under Nsight Systems).")
+@click.option("--um-counters", type=click.Choice(["sample", "all", "off"]), default="sample", show_default=True,
+              help="Unified-memory faults and migrations through CUPTI (needs cupti-python; off under Nsight Systems): "
+                   "'sample' counts one extra sample per case so the timed ones run unperturbed; 'all' counts every sample.")
 def run(scenarios, axes, output, force, device_index, min_samples, min_time, max_noise, timeout, warmup,
         allow_oversubscription, quiet, dry_run, um_counters):
     """Run scenarios (names from `umprof list` or TOML files; none: the default suite)."""

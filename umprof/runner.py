@@ -149,7 +149,10 @@ def measure_case(ctx, case, rule: StoppingRule) -> list[dict]:
         if not verify_each:
             run.verify()
         rows = case_rows(scenario, case, samples, why, ctx.info_dict, run.extra)
-        if getattr(session, "um", None) is not None and hasattr(run, "check_rows"):
+        um = getattr(session, "um", None)
+        if um is not None and not um.counting:  # 'sample' mode: one counted sample after the timed ones
+            _add_counted_sample(run, session, rows)
+        if um is not None and hasattr(run, "check_rows"):
             run.check_rows(rows)  # the op's own sanity check of the counters
         return rows
     except CaseSkipped as e:
@@ -163,6 +166,28 @@ def measure_case(ctx, case, rule: StoppingRule) -> list[dict]:
             run.close()
         except Exception:
             pass
+
+
+def _add_counted_sample(run, session, rows) -> None:
+    """Run one more sample with CUPTI's UM counters on and put its counts in the rows.
+
+    Counting slows page faults down, so the timed samples run without it; the counts of a
+    sample do not depend on how long it took.
+    """
+    um = session.um
+    um.drain()
+    um.enable()
+    try:
+        run.reset()
+        timer = PhaseTimer(session)
+        run.sample(timer)
+        counted = timer.finish()
+    finally:
+        um.disable()
+    run.verify()
+    for r in rows:
+        r.update(counted.extra.get(r["phase"], {}))
+        r["um_samples"] = 1
 
 
 def run_meta(argv, rules) -> dict:
@@ -184,7 +209,7 @@ def run_meta(argv, rules) -> dict:
 
 
 def run_scenarios(scenarios, *, output, force=False, device=0, timing=None, allow_oversubscription=False,
-                  argv=None, console=None, progress=True, um_counters=True):
+                  argv=None, console=None, progress=True, um_counters="sample"):
     """Run every case of every scenario; returns (ResultSet, cases failed). Saves as it goes."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -197,9 +222,12 @@ def run_scenarios(scenarios, *, output, force=False, device=0, timing=None, allo
     rules = {s.name: rule_for(s, timing) for s in scenarios}  # validated before the GPU is touched
     plan = [(s, s.cases()) for s in scenarios]
     writer = ResultWriter(output, run_meta(argv or sys.argv, rules), force=force)
-    session = open_session(device, allow_oversubscription, um_counters=um_counters)
-    writer.meta["um_counters"] = session.um_note if um_counters else "off (--no-um-counters)"
-    if um_counters and session.um is None and console is not None:
+    session = open_session(device, allow_oversubscription, um_counters=um_counters != "off")
+    if session.um is not None and um_counters == "sample":
+        session.um.disable()  # timed samples run uncounted; each case adds one counted sample
+    writer.meta["um_counters"] = (f"{session.um_note}, mode {um_counters}" if session.um is not None
+                                  else session.um_note if um_counters != "off" else "off (--um-counters off)")
+    if um_counters != "off" and session.um is None and console is not None:
         console.print(f"[yellow]unified-memory counters {session.um_note}[/]")
     failed = 0
     try:

@@ -104,7 +104,8 @@ class PhaseTimer:
         self.session = session
         self.sample = Sample()
         self._events = session.event_pair_pool()
-        self._um = getattr(session, "um", None)
+        um = getattr(session, "um", None)
+        self._um = um if um is not None and um.counting else None  # windows only while CUPTI counts
 
     @contextmanager
     def phase(self, name: str, *, bytes: int = 0, ceiling: str = "", gpu: bool = True, reps: int = 1):

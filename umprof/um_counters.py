@@ -111,9 +111,10 @@ class UmCounters:
             config[i].enable = 1
         cupti.activity_configure_unified_memory_counter(config.ptr, len(kinds))
         cupti.activity_register_callbacks(self._buffer_requested, self._buffer_completed)
-        cupti.activity_enable(cupti.ActivityKind.UNIFIED_MEMORY_COUNTER)
         self._config = config  # CUPTI reads it during the call only; kept for clarity in a debugger
         self.active = True
+        self.counting = False
+        self.enable()  # a failure here reaches start(), which reports it
         self.totals = summarize_records([])  # every record of the process, phases or not (for checks against nsys)
 
     def _buffer_requested(self):
@@ -152,13 +153,26 @@ class UmCounters:
             else:
                 self.totals[k] += v
 
+    def enable(self) -> None:
+        """Start counting. Counting slows faulting code down (on the H200, on-demand faults took
+        about twice as long), so the runner counts in a separate sample after the timed ones."""
+        if not self.counting:
+            self._cupti.activity_enable(self._cupti.ActivityKind.UNIFIED_MEMORY_COUNTER)
+            self.counting = True
+
+    def disable(self) -> None:
+        """Stop counting; what was recorded so far stays for :meth:`drain`."""
+        if self.counting:
+            self._cupti.activity_disable(self._cupti.ActivityKind.UNIFIED_MEMORY_COUNTER)
+            self._cupti.activity_flush_all(1)
+            self.counting = False
+
     def close(self) -> None:
         if not self.active:
             return
         self.active = False
         try:
-            self._cupti.activity_disable(self._cupti.ActivityKind.UNIFIED_MEMORY_COUNTER)
-            self._cupti.activity_flush_all(1)
+            self.disable()
         except Exception:
             pass
 

@@ -17,6 +17,8 @@ def session():
 
     try:
         s = open_session(0, um_counters=True)
+        if s.um is not None:
+            s.um.disable()  # the default 'sample' mode: timed samples uncounted, one counted sample per case
     except GpuUnavailable as e:
         pytest.skip(f"no GPU here: {e}")
     yield s

@@ -65,7 +65,7 @@ def test_import_nsys_on_the_example_app(nsys, tmp_path):
 
 def test_cupti_counters_match_nsys_migrations(nsys, tmp_path):
     args = ["um-pages", "-a", "bytes=64MiB", "-a", "page=64KiB", *FIXED]
-    _umprof("run", *args, "-o", str(tmp_path / "cupti.parquet"), "-q")
+    _umprof("run", *args, "--um-counters", "all", "-o", str(tmp_path / "cupti.parquet"), "-q")
     cupti = ResultSet.load(tmp_path / "cupti.parquet").meta["um_totals"]
     _umprof("trace", *args, "-o", str(tmp_path / "traced.parquet"), "-q")
     traced = ResultSet.load(tmp_path / "traced-nsys.parquet").meta["um"]

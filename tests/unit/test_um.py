@@ -42,6 +42,8 @@ def test_attribute_by_phase_window():
 
 
 class _FakeUm:
+    counting = True
+
     def __init__(self):
         self.t = 0
         self.pending = []
@@ -77,6 +79,11 @@ def test_phase_timer_attaches_counters_per_phase_and_total():
     assert s.extra["host_init"]["um_cpu_faults"] == 1
     assert s.extra["host_read"]["um_dtoh_bytes"] == 4096
     assert s.extra["total"]["um_dtoh_bytes"] == 4096 and s.extra["total"]["um_htod_bytes"] == 0
+    um.counting = False  # between counted samples: no windows, nothing attributed
+    quiet = PhaseTimer(_FakeSession(um))
+    with quiet.phase("host_init", gpu=False):
+        pass
+    assert quiet.finish().extra == {} and quiet.sample.windows == []
 
 
 def test_under_profiler(monkeypatch):
@@ -139,9 +146,9 @@ def test_show_um_table(tmp_path):
     assert res.exit_code == 0, res.output
     assert "Host To Device" in res.output and "256MiB" in res.output and "900" in res.output
     plain = tmp_path / "plain.parquet"
-    ResultSet(pd.DataFrame([dict(base, case="x", phase="total")]), {"um_counters": "off (--no-um-counters)"}, []).save(plain)
+    ResultSet(pd.DataFrame([dict(base, case="x", phase="total")]), {"um_counters": "off (--um-counters off)"}, []).save(plain)
     res = CliRunner().invoke(cli, ["show", str(plain), "--um"])
-    assert res.exit_code == 0 and "no unified-memory counters" in res.output and "--no-um-counters" in res.output
+    assert res.exit_code == 0 and "no unified-memory counters" in res.output and "--um-counters off" in res.output
 
 
 def test_plot_cli_on_committed_um_results(tmp_path):
