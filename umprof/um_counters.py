@@ -48,11 +48,14 @@ def under_profiler() -> str | None:
     """The name of another CUPTI client this process runs under (Nsight Systems or Compute), or None."""
     if os.environ.get("UMPROF_UNDER_NSYS") or os.environ.get("NSYS_PROFILING_SESSION_ID"):
         return "Nsight Systems"
-    inj = os.environ.get("CUDA_INJECTION64_PATH", "")
-    if inj:
-        low = inj.lower()
-        return "Nsight Compute" if "nsight-compute" in low or "ncu" in low else "Nsight Systems" if "nsys" in low or "toolsinjection" in low else "a CUDA injection library"
-    return None
+    inj = os.environ.get("CUDA_INJECTION64_PATH", "").lower()
+    if not inj:
+        return None
+    if "nsight-compute" in inj or "ncu" in inj:
+        return "Nsight Compute"
+    if "nsys" in inj or "nsight-systems" in inj or "toolsinjection" in inj:
+        return "Nsight Systems"
+    return "a CUDA injection library"
 
 
 def summarize_records(records) -> dict:
@@ -146,8 +149,8 @@ class UmCounters:
     def _add_totals(self, records) -> None:
         got = summarize_records(records)
         for k, v in got.items():
-            if k.endswith("_min_bytes"):
-                self.totals[k] = min(x for x in (self.totals[k], v) if x) if (self.totals[k] or v) else 0
+            if k.endswith("_min_bytes"):  # 0 means "none yet", not a size
+                self.totals[k] = min((x for x in (self.totals[k], v) if x), default=0)
             elif k.endswith("_max_bytes"):
                 self.totals[k] = max(self.totals[k], v)
             else:

@@ -26,11 +26,13 @@ from umprof import strategies
 from umprof.axes import AxisSet, AxisSpec
 from umprof.errors import CaseFailed, CaseSkipped
 from umprof.ops import CaseRun, Op, register
+from umprof.ops.checks import check_readback, read_u64, spot_indices
 from umprof.ops.lifecycle import initial_pattern, lifecycle_expected
 
 BLOCK = 256
 KERNELS = "um.cu"
-_SPOT = 1024
+# pycuda prepared-call signatures of um.cu's kernels
+SIG = {"stream_thread": "PPQ", "stream_warp": "PPQI", "sum_pages": "PQIdP", "fill_words": "PQI"}
 
 
 def touched_pages(pages: int, fraction: float) -> np.ndarray:
@@ -81,10 +83,10 @@ class PagesRun(CaseRun):
                 raise CaseSkipped(f"page must be a multiple of 128 bytes, got {page}")
             self.page_elems = page // 4
             pages = _ceil(self.n, self.page_elems)
-            self.kernel = ctx.kernels.get(f"{KERNELS}:stream_warp", "PPQI", opts)
+            self.kernel = ctx.kernels.get(f"{KERNELS}:stream_warp", SIG["stream_warp"], opts)
             self.grid = _ceil(pages * 32, BLOCK)
         else:
-            self.kernel = ctx.kernels.get(f"{KERNELS}:stream_thread", "PPQ", opts)
+            self.kernel = ctx.kernels.get(f"{KERNELS}:stream_thread", SIG["stream_thread"], opts)
             self.grid = _ceil(self.n, BLOCK)
         managed = strategies.get("managed")
         self._managed = managed
@@ -154,7 +156,7 @@ class PagesOp(Op):
 
     def kernel_refs(self, scenario):
         opts = tuple(scenario.compile_options)
-        return [(f"{KERNELS}:stream_thread", "PPQ", opts), (f"{KERNELS}:stream_warp", "PPQI", opts)]
+        return [(f"{KERNELS}:stream_thread", SIG["stream_thread"], opts), (f"{KERNELS}:stream_warp", SIG["stream_warp"], opts)]
 
     def prepare(self, ctx, case):
         return PagesRun(ctx, case)
@@ -201,13 +203,13 @@ class AdviceRun(CaseRun):
         self.grid = max(1, min(_ceil(self.n // 4, BLOCK), self.sms * 16))
         self.x0 = initial_pattern(self.n)
         if self.pattern == "gpu-read":
-            self.kernel = ctx.kernels.get(f"{KERNELS}:sum_pages", "PQIdP", opts)
+            self.kernel = ctx.kernels.get(f"{KERNELS}:sum_pages", SIG["sum_pages"], opts)
             self.page_words = 4096  # 16 KiB a warp: enough warps to keep the GPU's memory busy
             self.read_grid = max(1, min(_ceil(_ceil(self.n, self.page_words), BLOCK // 32), self.sms * 16))
             self.expected = int(page_sums(self.n, self.page_words).sum(dtype=np.uint64))
             self.result = s.cuda.mem_alloc(8)
         elif self.pattern == "gpu-write":
-            self.kernel = ctx.kernels.get(f"{KERNELS}:fill_words", "PQI", opts)
+            self.kernel = ctx.kernels.get(f"{KERNELS}:fill_words", SIG["fill_words"], opts)
             want = fill_expected(self.n)
             self.expected = int(want.sum(dtype=np.uint64))
         else:
@@ -215,8 +217,7 @@ class AdviceRun(CaseRun):
             want = lifecycle_expected(self.x0, 2 * self.rounds)
             self.expected = int(want.sum(dtype=np.uint64))
         if self.pattern != "gpu-read":
-            rng = np.random.default_rng(self.n)
-            self.spot_idx = np.unique(np.concatenate([[0, self.n - 1], rng.integers(0, self.n, _SPOT)]))
+            self.spot_idx = spot_indices(self.n)
             self.spot_expected = want[self.spot_idx]
         self.buf = self.st.allocate(s, self.nbytes)
         self.extra.update(registers=self.kernel.registers, grid=self.grid, block=BLOCK)
@@ -278,18 +279,12 @@ class AdviceRun(CaseRun):
 
     def verify(self):
         if self.pattern == "gpu-read":
-            got = np.zeros(1, np.uint64)
-            self.session.cuda.memcpy_dtoh(got, self.result)
-            if int(got[0]) != self.expected % 2**64:
-                raise CaseFailed(f"gpu-read: the kernel's sum is {int(got[0])}, numpy's is {self.expected}")
+            got = read_u64(self.session, self.result)
+            if got != self.expected % 2**64:
+                raise CaseFailed(f"gpu-read: the kernel's sum is {got}, numpy's is {self.expected}")
             return
         total, spots = self._got
-        bad = np.flatnonzero(spots != self.spot_expected)
-        if bad.size:
-            i = int(self.spot_idx[bad[0]])
-            raise CaseFailed(f"{self.pattern}: element {i} is {int(spots[bad[0]])}, expected {int(self.spot_expected[bad[0]])}")
-        if total != self.expected:
-            raise CaseFailed(f"{self.pattern}: checksum {total} != expected {self.expected}")
+        check_readback(self.pattern, total, spots, self.spot_idx, self.spot_expected, self.expected)
 
     def close(self):
         self.st.free(self.session, self.buf)
@@ -305,7 +300,7 @@ class AdviceOp(Op):
 
     def kernel_refs(self, scenario):
         opts = tuple(scenario.compile_options)
-        return [(f"{KERNELS}:sum_pages", "PQIdP", opts), (f"{KERNELS}:fill_words", "PQI", opts),
+        return [(f"{KERNELS}:sum_pages", SIG["sum_pages"], opts), (f"{KERNELS}:fill_words", SIG["fill_words"], opts),
                 ("lifecycle.cu:scale_inplace", "PQ", opts)]
 
     def prepare(self, ctx, case):
@@ -352,7 +347,7 @@ class SparseRun(CaseRun):
         sizes[-1] = self.n - (pages - 1) * self.page_words
         self.touched_bytes = int(sizes[mask].sum()) * 4
         self.expected = int(page_sums(self.n, self.page_words)[mask].sum(dtype=np.uint64))
-        self.kernel = ctx.kernels.get(f"{KERNELS}:sum_pages", "PQIdP", tuple(ctx.scenario.compile_options))
+        self.kernel = ctx.kernels.get(f"{KERNELS}:sum_pages", SIG["sum_pages"], tuple(ctx.scenario.compile_options))
         self.grid = max(1, min(_ceil(pages, BLOCK // 32), ctx.info.sms * 16))
         self.buf = self.st.allocate(s, self.nbytes)
         self.buf.view(np.uint32)[:] = initial_pattern(self.n)
@@ -375,10 +370,9 @@ class SparseRun(CaseRun):
                                self.result, stream=s.stream)
 
     def verify(self):
-        got = np.zeros(1, np.uint64)
-        self.session.cuda.memcpy_dtoh(got, self.result)
-        if int(got[0]) != self.expected % 2**64:
-            raise CaseFailed(f"sum over {self.touched} touched pages is {int(got[0])}, numpy's is {self.expected}")
+        got = read_u64(self.session, self.result)
+        if got != self.expected % 2**64:
+            raise CaseFailed(f"sum over {self.touched} touched pages is {got}, numpy's is {self.expected}")
 
     def close(self):
         self.st.free(self.session, self.buf)
@@ -387,7 +381,7 @@ class SparseRun(CaseRun):
 
 class SparseOp(Op):
     def kernel_refs(self, scenario):
-        return [(f"{KERNELS}:sum_pages", "PQIdP", tuple(scenario.compile_options))]
+        return [(f"{KERNELS}:sum_pages", SIG["sum_pages"], tuple(scenario.compile_options))]
 
     def prepare(self, ctx, case):
         return SparseRun(ctx, case)
