@@ -178,10 +178,19 @@ def _default_output(command: str) -> str:
 @click.option("--um-counters", type=click.Choice(["sample", "all", "off"]), default="sample", show_default=True,
               help="Unified-memory faults and migrations through CUPTI (needs cupti-python; off under Nsight Systems): "
                    "'sample' counts one extra sample per case so the timed ones run unperturbed; 'all' counts every sample.")
+@click.option("--ncu", "with_ncu", is_flag=True,
+              help="After timing, run each case once under Nsight Compute and add its measured sectors per request "
+                   "and bytes used per sector fetched beside the sector model's prediction.")
+@click.option("--ncu-path", metavar="PATH", default=None, help="The ncu executable (default: $UMPROF_NCU, then PATH).")
 def run(scenarios, axes, output, force, device_index, min_samples, min_time, max_noise, timeout, warmup,
-        allow_oversubscription, quiet, dry_run, um_counters):
-    """Run scenarios (names from `umprof list` or TOML files; none: the default suite)."""
+        allow_oversubscription, quiet, dry_run, um_counters, with_ncu, ncu_path):
+    """Run scenarios (names or groups from `umprof list`, or TOML files; none: the default suite)."""
     chosen = _chosen(scenarios, axes)
+    ncu = None
+    if with_ncu and not dry_run:
+        from umprof.ncu import find_ncu
+
+        ncu = find_ncu(ncu_path)  # before anything is measured: a missing tool fails fast
     timing = dict(min_samples=min_samples, min_time=min_time, max_noise=max_noise, timeout=timeout, warmup=warmup)
     console = _out()
     if dry_run:
@@ -203,12 +212,55 @@ def run(scenarios, axes, output, force, device_index, min_samples, min_time, max
     except KeyboardInterrupt:
         err.print(f"interrupted: the cases measured so far are in {output}")
         sys.exit(130)
+    if ncu is not None:
+        rs = _add_ncu(rs, ncu, chosen, axes, device_index, output, err)
     if not quiet:
         print_results(rs, console)
     err.print(f"results: {output}")
     if failed:
         err.print(f"[red]{failed} case(s) failed[/] (see the notes column)")
         sys.exit(1)
+
+
+def _add_ncu(rs, ncu, chosen, axes, device_index, output, err):
+    """Run the cases once more under Nsight Compute and merge its counters into the saved results."""
+    import subprocess
+
+    from umprof import ncu as ncumod
+
+    out = Path(output)
+    log, launches = out.with_name(out.stem + "-ncu.csv"), out.with_name(out.stem + "-ncu-launches.json")
+    child = [sys.executable, "-m", "umprof", "ncu-pass", *[str(s.path) for s in chosen], "--device", str(device_index),
+             "--launches", str(launches)]
+    for a in axes:
+        child += ["-a", a]
+    cmd = ncumod.profile_command(ncu, log, child)
+    err.print(f"Nsight Compute pass: {' '.join(cmd)}")
+    proc = subprocess.run(cmd)
+    if proc.returncode != 0 or not log.is_file() or not launches.is_file():
+        raise UmprofError(f"the Nsight Compute pass failed (exit {proc.returncode}); see {log}. "
+                          f"The timed results are saved in {output}")
+    try:
+        per_case = ncumod.attribute(ncumod.parse_csv(log.read_text(encoding="utf-8", errors="replace")),
+                                    ncumod.read_launches(launches))
+    except ValueError as e:
+        raise UmprofError(f"{log}: {e}; the timed results are saved in {output}") from None
+    ncumod.merge(rs.frame, per_case)
+    rs.save(output)
+    err.print(f"Nsight Compute counters for {len(per_case)} cases added (raw: {log})")
+    return rs
+
+
+@cli.command("ncu-pass", hidden=True)
+@click.argument("scenarios", nargs=-1)
+@click.option("-a", "--axis", "axes", multiple=True)
+@click.option("--device", "device_index", type=int, default=0)
+@click.option("--launches", type=click.Path(dir_okay=False), required=True)
+def ncu_pass(scenarios, axes, device_index, launches):
+    """Internal: one untimed sample per case, launches logged (what `run --ncu` profiles)."""
+    from umprof.runner import profile_pass
+
+    profile_pass(_chosen(scenarios, axes), device=device_index, launches_path=launches, console=Console(stderr=True))
 
 
 @cli.command()
@@ -373,13 +425,16 @@ def show(result, scenario, um):
 @click.option("-o", "--outdir", type=click.Path(file_okay=False), default="umprof-plots", show_default=True,
               help="Folder for the PNG files.")
 def plot(result, outdir):
-    """Draw the figures a result file supports (PNG): time and UM faults per case, ..."""
+    """Draw the figures a result file supports (PNG): time and UM faults per case; kernel GB/s
+    against stride, offset, threads per block, blocks or unrolling beside the sector model's
+    prediction; a heat map of 2D block shapes."""
     from umprof.plots import save_plots
     from umprof.results import ResultSet
 
     written = save_plots(ResultSet.load(result), outdir)
     if not written:
-        raise UsageError(f"{result}: nothing to plot (no scenario in it has unified-memory counters)")
+        raise UsageError(f"{result}: nothing to plot (no scenario in it has unified-memory counters or a swept "
+                         "stride, offset, threads, blocks, unroll or 2D block shape)")
     for p in written:
         click.echo(str(p))
 

@@ -53,7 +53,16 @@ class Kernel:
         """Launch on the session's stream (grid and block as ints or tuples)."""
         grid = grid if isinstance(grid, tuple) else (int(grid), 1)
         block = block if isinstance(block, tuple) else (int(block), 1, 1)
+        if LAUNCH_LOG is not None:  # `umprof run --ncu`: which case launched which kernel, in order
+            LAUNCH_LOG.append(self.ref)
         self.function.prepared_async_call(grid, block, stream, *args, shared_size=shared)
+
+    @property
+    def symbol(self) -> str:
+        return self.ref.partition(":")[2]
+
+
+LAUNCH_LOG: list | None = None  # set to a list to record every launch (Nsight Compute pass)
 
 
 class KernelCache:
@@ -63,6 +72,7 @@ class KernelCache:
         self.session = session
         self._modules = {}
         self._kernels = {}
+        self._cu_functions = {}
         major, minor = session.device.compute_capability()
         self.arch = f"sm_{major}{minor}"
 
@@ -83,6 +93,23 @@ class KernelCache:
                    fn.get_attribute(a.SHARED_SIZE_BYTES), fn.get_attribute(a.MAX_THREADS_PER_BLOCK), tuple(options))
         self._kernels[key] = k
         return k
+
+    def occupancy(self, kernel: Kernel, block: int, shared: int = 0) -> dict:
+        """Theoretical occupancy of ``kernel`` at ``block`` threads per block, from the driver's
+        occupancy calculator (cuOccupancyMaxActiveBlocksPerMultiprocessor, through cuda-bindings):
+        resident blocks per SM, and resident warps as a share of the SM's maximum."""
+        from umprof.gpu import check
+
+        cu = self.session.cu
+        fn = self._cu_functions.get(kernel.ref + repr(kernel.options))
+        if fn is None:  # pycuda does not expose its CUfunction: load the same cubin through the driver API
+            module = check(cu.cuModuleLoadData(kernel.cubin))
+            fn = check(cu.cuModuleGetFunction(module, kernel.symbol.encode()))
+            self._cu_functions[kernel.ref + repr(kernel.options)] = fn
+        blocks = int(check(cu.cuOccupancyMaxActiveBlocksPerMultiprocessor(fn, int(block), int(shared))))
+        max_warps = (self.session.attribute("MAX_THREADS_PER_MULTIPROCESSOR", 2048) or 2048) // 32
+        warps = blocks * (-(-int(block) // 32))
+        return {"blocks_per_sm": blocks, "occupancy": min(1.0, warps / max_warps)}
 
     def _module(self, file, options):
         key = (file, options)

@@ -10,17 +10,15 @@ as ``None`` with a note saying so, never silently dropped.
 
 from __future__ import annotations
 
-import os
 import re
-import shutil
 import subprocess
 from dataclasses import dataclass, field
-from glob import glob
 from pathlib import Path
 
 import pandas as pd
 
-from umprof.errors import ToolUnavailable, UsageError
+from umprof.errors import UsageError
+from umprof.tools import find_tool
 
 ENV_NSYS = "UMPROF_NSYS"
 # Where Nsight Systems installs itself, and where Nsight Compute carries its own copy.
@@ -57,21 +55,9 @@ COLUMN_ALIASES = {
 
 def find_nsys(explicit: str | None = None) -> str:
     """The nsys executable: ``--nsys PATH``, then $UMPROF_NSYS, then PATH, then usual installs."""
-    for source, candidate in (("--nsys", explicit), (ENV_NSYS, os.environ.get(ENV_NSYS))):
-        if candidate:
-            path = shutil.which(candidate) or (candidate if os.access(candidate, os.X_OK) and os.path.isfile(candidate) else None)
-            if path is None:
-                raise UsageError(f"{source}: {candidate!r} is not an executable nsys")
-            return path
-    found = shutil.which("nsys")
-    if found:
-        return found
-    for pattern in _INSTALL_GLOBS:
-        hits = sorted(glob(pattern), reverse=True)
-        if hits:
-            return hits[0]
-    raise ToolUnavailable("Nsight Systems' nsys was not found: put it on PATH, set UMPROF_NSYS or pass --nsys PATH "
-                          "(https://developer.nvidia.com/nsight-systems)")
+    return find_tool("nsys", explicit, ENV_NSYS, _INSTALL_GLOBS,
+                     "Nsight Systems' nsys was not found: put it on PATH, set UMPROF_NSYS or pass --nsys PATH "
+                     "(https://developer.nvidia.com/nsight-systems)")
 
 
 def nsys_version(nsys: str) -> str:

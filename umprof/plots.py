@@ -7,6 +7,7 @@ from pathlib import Path
 import pandas as pd
 
 from umprof.report import _nan
+from umprof.results import AXIS_PREFIX
 
 
 def _pyplot():
@@ -45,17 +46,102 @@ def um_figure(df: pd.DataFrame, title: str):
     return fig
 
 
+def _kernel_rows(df: pd.DataFrame) -> pd.DataFrame:
+    return df[(df["phase"] == "kernel") & (df["status"] == "ok")]
+
+
+def _varying(k: pd.DataFrame, axis: str) -> bool:
+    col = AXIS_PREFIX + axis
+    return col in k.columns and k[col].nunique() > 2
+
+
+def sweep_figure(k: pd.DataFrame, axis: str, title: str, series: str | None = None, ceiling: float | None = None):
+    """Kernel GB/s against one axis, a line per value of ``series``; the sector model's prediction
+    (the best measured figure scaled by the predicted share of useful bytes) dashed beside it,
+    and the measured device copy as a ceiling."""
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(9, 4.8))
+    groups = k.groupby(AXIS_PREFIX + series, sort=False) if series else [("", k)]
+    for i, (label, g) in enumerate(groups):
+        g = g.sort_values(AXIS_PREFIX + axis)
+        x = g[AXIS_PREFIX + axis]
+        color = f"C{i}"
+        ax.plot(x, g["bytes_per_s"] / 1e9, marker="o", ms=3, color=color, label=str(label) or "measured")
+        if "net_bytes_per_s" in g.columns and g["net_bytes_per_s"].notna().any():
+            ax.plot(x, g["net_bytes_per_s"] / 1e9, color=color, alpha=0.5, lw=1, label=f"{label} less empty-kernel time".strip())
+        eff = _predicted_share(g)
+        if eff is not None:
+            ax.plot(x, g["bytes_per_s"].max() / 1e9 * eff, ls="--", color=color, alpha=0.7, lw=1,
+                    label=f"{label} predicted (sector model)".strip())
+    if ceiling:
+        ax.axhline(ceiling / 1e9, color="grey", ls=":", lw=1, label="measured device copy")
+    ax.set_xlabel(axis)
+    ax.set_ylabel("GB/s (bytes the algorithm moves)")
+    if axis in ("blocks",) or (k[AXIS_PREFIX + axis].max() / max(1, k[AXIS_PREFIX + axis].min()) > 64):
+        ax.set_xscale("log", base=2)
+    ax.set_ylim(bottom=0)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    ax.set_title(title)
+    fig.tight_layout()
+    return fig
+
+
+def _predicted_share(g: pd.DataFrame):
+    """Useful share of fetched bytes, loads and stores weighted alike; None when the model is absent."""
+    cols = [c for c in ("pred_ld_eff", "pred_st_eff") if c in g.columns and g[c].notna().any()]
+    if not cols:
+        return None
+    return g[cols].mean(axis=1)
+
+
+def heatmap_figure(k: pd.DataFrame, title: str):
+    """Kernel GB/s for every 2D block shape (block_x across, block_y down)."""
+    plt = _pyplot()
+    t = k.pivot_table(index=AXIS_PREFIX + "block_y", columns=AXIS_PREFIX + "block_x", values="bytes_per_s",
+                      aggfunc="median") / 1e9
+    fig, ax = plt.subplots(figsize=(8, 6))
+    im = ax.imshow(t.values, cmap="viridis", origin="lower")
+    ax.set_xticks(range(len(t.columns)), [str(int(c)) for c in t.columns])
+    ax.set_yticks(range(len(t.index)), [str(int(c)) for c in t.index])
+    ax.set_xlabel("block_x (threads)")
+    ax.set_ylabel("block_y (threads)")
+    for (i, j), v in pd.DataFrame(t.values).stack().items():
+        ax.text(j, i, f"{v:.0f}", ha="center", va="center", fontsize=7, color="white" if v < t.values[~pd.isna(t.values)].max() / 2 else "black")
+    fig.colorbar(im, ax=ax, label="kernel GB/s")
+    ax.set_title(title)
+    fig.tight_layout()
+    return fig
+
+
+def figures(rs):
+    """(file stem, figure) for every figure the result file supports."""
+    device_copy = next((d.get("d2d_bytes_per_s") for d in rs.devices if d.get("d2d_bytes_per_s")), None)
+    for name, g in rs.frame.groupby("scenario", sort=False):
+        if "um_gpu_fault_groups" in g.columns and not g["um_gpu_fault_groups"].map(_nan).all():
+            yield f"{name}-um", um_figure(g, f"{name}: time and unified-memory faults per case")
+        k = _kernel_rows(g)
+        if k.empty:
+            continue
+        op = g["op"].iloc[0]
+        if op in ("coalescing", "traversal"):
+            series = "access" if op == "coalescing" else "order"
+            for axis in ("stride", "offset", "threads", "blocks", "unroll"):
+                if _varying(k, axis):
+                    yield (f"{name}-{axis}", sweep_figure(k, axis, f"{name}: kernel GB/s vs {axis}", series, device_copy))
+        if op == "matrix_add" and _varying(k, "block_x") and _varying(k, "block_y"):
+            yield f"{name}-blocks", heatmap_figure(k, f"{name}: kernel GB/s by 2D block shape")
+
+
 def save_plots(rs, outdir: str | Path) -> list[Path]:
     """Every figure the result file supports, as PNGs under ``outdir``; their paths."""
     plt = _pyplot()
     outdir = Path(outdir)
     outdir.mkdir(parents=True, exist_ok=True)
     written = []
-    for name, g in rs.frame.groupby("scenario", sort=False):
-        if "um_gpu_fault_groups" in g.columns and not g["um_gpu_fault_groups"].map(_nan).all():
-            fig = um_figure(g, f"{name}: time and unified-memory faults per case")
-            path = outdir / f"{name}-um.png"
-            fig.savefig(path, dpi=110)
-            plt.close(fig)
-            written.append(path)
+    for stem, fig in figures(rs):
+        path = outdir / f"{stem}.png"
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
+        written.append(path)
     return written

@@ -62,12 +62,56 @@ def _phase_order(phases) -> list[str]:
     return known + sorted(p for p in phases if p not in known and p != "total")
 
 
+def _extra_columns(ok: pd.DataFrame) -> list[tuple[str, callable]]:
+    """Columns shown when the scenario's kernel rows carry them: the measured device copy as a
+    second ceiling, the sector model's prediction, Nsight Compute's measurement, occupancy."""
+    k = ok[ok["phase"] == "kernel"]
+    has = lambda c: c in k.columns and k[c].notna().any()  # noqa: E731
+    cols = []
+    if has("d2d_util") and (k["ceiling"] == "dram").any():
+        cols.append(("% of copy", lambda r: format_percent(r["d2d_util"]) if not _nan(r.get("d2d_util")) else "-"))
+    if has("net_bytes_per_s"):
+        cols.append(("net GB/s", lambda r: format_rate(r["net_bytes_per_s"]) if not _nan(r.get("net_bytes_per_s")) else "-"))
+    if has("pred_ld_eff") or has("pred_st_eff"):
+        cols.append(("predicted use", _predicted))
+    if has("ncu_ld_eff") or has("ncu_st_eff"):
+        cols.append(("ncu use", _ncu))
+    if has("occupancy"):
+        cols.append(("occupancy", lambda r: "-" if _nan(r.get("occupancy")) else
+                     f"{r['occupancy']:.0%}" + ("" if _nan(r.get("registers")) else f" ({int(r['registers'])} regs)")))
+    return cols
+
+
+def _use(r, prefix) -> str:
+    parts = []
+    for side in ("ld", "st"):
+        eff = r.get(f"{prefix}_{side}_eff")
+        if not _nan(eff):
+            spr = r.get(f"{prefix}_{side}_sectors_per_req")
+            parts.append(f"{side} {eff:.0%}" + ("" if _nan(spr) else f" ({spr:.1f}/req)"))
+    return " · ".join(parts) or "-"
+
+
+def _predicted(r) -> str:
+    """Bytes used of the 32-byte sectors fetched, and sectors per request, as the sector model predicts."""
+    return _use(r, "pred")
+
+
+def _ncu(r) -> str:
+    return _use(r, "ncu")
+
+
 def scenario_table(df: pd.DataFrame, title: str) -> Table:
-    """One table for one scenario: a row per case."""
-    axes = [c for c in df.columns if c.startswith(AXIS_PREFIX) and df[c].notna().any()]
+    """One table for one scenario: a row per case. Axes with one value go into the title."""
+    axes_all = [c for c in df.columns if c.startswith(AXIS_PREFIX) and df[c].notna().any()]
+    fixed = [c for c in axes_all if df[c].nunique(dropna=False) == 1 and df["case"].nunique() > 1]
+    axes = [c for c in axes_all if c not in fixed]
+    if fixed:
+        title += " · " + " ".join(f"{c[len(AXIS_PREFIX):]}={_axis_text(c, df[c].iloc[0])}" for c in fixed)
     ok = df[(df["status"] == "ok") & (df["phase"] != "total")]
     phases = _phase_order(set(ok["phase"]))
     single = bool(len(ok)) and ok.groupby("case")["phase"].nunique().max() == 1
+    extras = _extra_columns(ok) if len(ok) else []
     table = Table(title=title, title_justify="left", show_lines=False, header_style="bold")
     for c in axes:
         table.add_column(c[len(AXIS_PREFIX):])
@@ -81,6 +125,8 @@ def scenario_table(df: pd.DataFrame, title: str) -> Table:
         table.add_column("total", justify="right", style="bold")
         if "kernel" in phases:
             table.add_column("kernel GB/s", justify="right")
+    for name, _ in extras:
+        table.add_column(name, justify="right")
     table.add_column("notes")
     for case, g in df.groupby("case", sort=False):
         first = g.iloc[0]
@@ -88,15 +134,17 @@ def scenario_table(df: pd.DataFrame, title: str) -> Table:
         by_phase = {r["phase"]: r for _, r in g.iterrows()}
         total = by_phase.get("total", first)
         if first["status"] != "ok":
-            width = 5 if single else len(phases) + 1 + ("kernel" in phases)
+            width = (5 if single else len(phases) + 1 + ("kernel" in phases)) + len(extras)
             table.add_row(*cells, *(["-"] * width), _note(first))
             continue
+        kernel = by_phase.get("kernel")
+        tail = [fn(kernel) if kernel is not None else "-" for _, fn in extras]
         if single:
             r = by_phase[next(p for p in by_phase if p != "total")]
             cap = CEILING_NAMES.get(r.get("ceiling"), "")
             pct = format_percent(r["util"]) + (f" {cap}" if cap else "") if not _nan(r.get("util")) else "-"
             table.add_row(*cells, r["phase"], format_time(r["time_median_s"]), format_rate(r["bytes_per_s"]), pct,
-                          format_percent(r["noise_rel"]) if not _nan(r["noise_rel"]) else "-", _note(r))
+                          format_percent(r["noise_rel"]) if not _nan(r["noise_rel"]) else "-", *tail, _note(r))
         else:
             row = [format_time(by_phase[p]["time_median_s"]) if p in by_phase else "" for p in phases]
             row.append(format_time(total["time_median_s"]))
@@ -104,7 +152,7 @@ def scenario_table(df: pd.DataFrame, title: str) -> Table:
                 k = by_phase.get("kernel")
                 row.append("" if k is None else format_rate(k["bytes_per_s"]) + (
                     f" ({format_percent(k['util'])} {CEILING_NAMES.get(k['ceiling'], '')})" if not _nan(k.get("util")) else ""))
-            table.add_row(*cells, *row, _note(total))
+            table.add_row(*cells, *row, *tail, _note(total))
     return table
 
 

@@ -52,7 +52,7 @@ class ResultSet:
             import pyarrow as pa
             import pyarrow.parquet as pq
 
-            table = pa.Table.from_pandas(self.frame, preserve_index=False)
+            table = pa.Table.from_pandas(_arrow_safe(self.frame), preserve_index=False)
             md = dict(table.schema.metadata or {})
             md[b"umprof"] = json.dumps(header, default=_json_default).encode()
             pq.write_table(table.replace_schema_metadata(md), tmp)
@@ -167,4 +167,19 @@ def _clean_record(r: dict) -> dict:
         if v is pd.NA or (isinstance(v, float) and math.isnan(v)):
             v = None
         out[k] = v
+    return out
+
+
+def _arrow_safe(frame):
+    """A column whose values mix types (an op's int beside another op's text) cannot become one
+    Arrow column: write those as text rather than lose the file."""
+    out = frame
+    for col in frame.columns:
+        if frame[col].dtype != object:
+            continue
+        kinds = {type(v) for v in frame[col] if v is not None and not (isinstance(v, float) and v != v)}
+        if len(kinds) > 1 and not kinds <= {int, float, bool}:
+            if out is frame:
+                out = frame.copy()
+            out[col] = frame[col].map(lambda v: v if v is None or (isinstance(v, float) and v != v) else str(v))
     return out

@@ -149,6 +149,8 @@ def measure_case(ctx, case, rule: StoppingRule) -> list[dict]:
         if not verify_each:
             run.verify()
         rows = case_rows(scenario, case, samples, why, ctx.info_dict, run.extra)
+        if hasattr(run, "finish_rows"):
+            run.finish_rows(rows)  # figures the op derives from several phases
         um = getattr(session, "um", None)
         if um is not None and not um.counting:  # 'sample' mode: one counted sample after the timed ones
             _add_counted_sample(run, session, rows)
@@ -262,3 +264,50 @@ def run_scenarios(scenarios, *, output, force=False, device=0, timing=None, allo
     finally:
         session.close()
     return writer.result(), failed
+
+
+def profile_pass(scenarios, *, device=0, launches_path, console=None):
+    """One untimed sample per case with every kernel launch logged (for a profiler that runs this
+    process, such as Nsight Compute); writes ``[{scenario, case, kernels}]`` to launches_path."""
+    from umprof import device as devmod
+    from umprof import kernels as kmod
+    from umprof.gpu import open_session
+    from umprof.ncu import write_launches
+    from umprof.ops import RunContext
+
+    session = open_session(device, False, um_counters=False)
+    launches = []
+    try:
+        info = devmod.query(session)
+        info_dict = info.to_dict()
+        kernels = kmod.KernelCache(session)
+        for s in scenarios:
+            for ref, sig, opts in s.op.kernel_refs(s):
+                kernels.get(ref, sig, opts)
+        for s in scenarios:
+            ctx = RunContext(session, kernels, info, s, info_dict)
+            for case in s.cases():
+                try:
+                    run = s.op.prepare(ctx, case)
+                except (CaseSkipped, UmprofError):
+                    continue
+                try:
+                    run.reset()
+                    kmod.LAUNCH_LOG = []
+                    timer = PhaseTimer(session)
+                    run.sample(timer)
+                    timer.finish()
+                    log, kmod.LAUNCH_LOG = kmod.LAUNCH_LOG, None
+                    run.verify()
+                    launches.append({"scenario": s.name, "case": case.label, "kernels": log})
+                except Exception as e:  # noqa: BLE001 — a case that fails here was reported by the timed run
+                    kmod.LAUNCH_LOG = None
+                    if console is not None:
+                        console.print(f"[yellow]ncu pass: {s.name} {case.label}: {e}[/]")
+                    session.synchronize()
+                finally:
+                    run.close()
+    finally:
+        kmod.LAUNCH_LOG = None
+        write_launches(launches_path, launches)
+        session.close()

@@ -21,7 +21,7 @@ from umprof.axes import parse_override
 from umprof.errors import UsageError
 from umprof.resources import scenarios_dir
 
-_SCENARIO_KEYS = {"name", "about", "op", "kernel", "default", "compile_options"}
+_SCENARIO_KEYS = {"name", "about", "op", "kernel", "default", "compile_options", "group"}
 _TOP_KEYS = {"scenario", "axes", "timing"}
 TIMING_KEYS = {"min_samples", "min_time", "max_noise", "timeout", "warmup"}
 
@@ -49,6 +49,7 @@ class Scenario:
     default: bool = False
     timing: dict = field(default_factory=dict)
     compile_options: list[str] = field(default_factory=list)
+    group: str = ""  # `umprof run GROUP` runs every shipped scenario of the group
 
     def override(self, name: str, values: str) -> None:
         """Replace an axis' values from the command line (``-a name=values``)."""
@@ -109,6 +110,9 @@ def load_scenario(path: str | Path) -> Scenario:
     default = head.get("default", False)
     if not isinstance(default, bool):
         raise UsageError(f"{path}: [scenario] default: expected true or false, got {default!r}")
+    group = head.get("group", "")
+    if not isinstance(group, str):
+        raise UsageError(f"{path}: [scenario] group: expected a string, got {group!r}")
 
     axes_raw = data.get("axes", {})
     if not isinstance(axes_raw, dict):
@@ -131,7 +135,7 @@ def load_scenario(path: str | Path) -> Scenario:
             raise UsageError(f"{path}: [timing] {k}: expected a non-negative number, got {v!r}")
 
     return Scenario(name=head["name"], about=head.get("about", ""), op=op, path=path, axes=axes,
-                    kernel=kernel, default=default, timing=timing, compile_options=options)
+                    kernel=kernel, default=default, timing=timing, compile_options=options, group=group)
 
 
 def _check_kernel_ref(ref, where):
@@ -145,19 +149,28 @@ def shipped_scenarios() -> dict[str, Path]:
 
 
 def resolve(names: list[str]) -> list[Scenario]:
-    """Scenario names or file paths → loaded scenarios; none → the default suite."""
+    """Scenario names, group names or file paths → loaded scenarios; none → the default suite."""
     shipped = shipped_scenarios()
     if not names:
         loaded = [load_scenario(p) for p in shipped.values()]
         return [s for s in loaded if s.default]
-    out = []
+    out, groups = [], None
     for name in names:
         if name.endswith(".toml") or "/" in name:
             out.append(load_scenario(name))
         elif name in shipped:
             out.append(load_scenario(shipped[name]))
         else:
-            raise UsageError(f"unknown scenario {name!r}: expected a file path or one of {', '.join(shipped)}")
+            if groups is None:
+                groups = {}
+                for p in shipped.values():
+                    s = load_scenario(p)
+                    if s.group:
+                        groups.setdefault(s.group, []).append(s)
+            if name not in groups:
+                raise UsageError(f"unknown scenario {name!r}: expected a file path, a group "
+                                 f"({', '.join(sorted(groups))}) or one of {', '.join(shipped)}")
+            out.extend(groups[name])
     return out
 
 

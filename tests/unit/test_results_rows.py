@@ -117,3 +117,15 @@ def test_load_refuses_other_schema(tmp_path):
     p.write_text('{"schema_version": 99, "cases": []}')
     with pytest.raises(UsageError, match="schema_version 99"):
         ResultSet.load(p)
+
+
+def test_parquet_keeps_a_column_of_mixed_types(tmp_path):
+    """One op's int beside another op's text in the same column must not lose the file."""
+    import pandas as pd
+
+    from umprof.results import ResultSet
+
+    rs = ResultSet(pd.DataFrame({"case": ["a", "b"], "grid": [1056, "512x512"]}), meta={}, devices=[])
+    rs.save(tmp_path / "r.parquet")
+    back = ResultSet.load(tmp_path / "r.parquet")
+    assert list(back.frame["grid"]) == ["1056", "512x512"]

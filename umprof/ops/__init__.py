@@ -8,6 +8,7 @@ stopping rule is met, and ``close``. Ops import nothing from the GPU at module l
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Callable
 
 from umprof.axes import AxisSet
 
@@ -44,16 +45,25 @@ class CaseRun:
 
 @dataclass
 class Op:
+    """What a scenario measures. ``run`` is the :class:`CaseRun` class built for each case
+    (``run(ctx, case)``); ``kernels`` lists, for a scenario, every (ref, signature, options)
+    its cases launch, so that all of them compile before the first timed sample; ``merge``
+    maps a combination of axis values to an equivalent case's (or None: not a case)."""
+
     name: str
     about: str
     axes: AxisSet
     default_kernel: str | None = None
     kernel_signature: str = ""
     phases: tuple = ()
+    run: type | None = None
+    kernels: Callable | None = None
+    merge: Callable | None = None  # params → params of an equivalent case, or None to drop it
+
 
     def canonical(self, params: dict) -> dict | None:
         """Params of an equivalent case (merged at expansion), or None to drop the combination."""
-        return params
+        return params if self.merge is None else self.merge(params)
 
     def label(self, params: dict) -> str:
         """The case's name; axes the op set to None (they do not apply to this case) are left out."""
@@ -61,12 +71,15 @@ class Op:
 
     def kernel_refs(self, scenario) -> list[tuple[str, str, tuple]]:
         """(ref, signature, compile options) of every kernel the scenario's cases launch."""
+        if self.kernels is not None:
+            return list(self.kernels(scenario))
         if scenario.kernel is None:
             return []
         return [(scenario.kernel, self.kernel_signature, tuple(scenario.compile_options))]
 
     def prepare(self, ctx: RunContext, case) -> CaseRun:
-        raise NotImplementedError
+        """The case's prepared state: allocations and references, outside any timed region."""
+        return self.run(ctx, case)
 
 
 _OPS: dict[str, Op] = {}
@@ -85,4 +98,4 @@ def op_names() -> list[str]:
     return sorted(_OPS)
 
 
-from umprof.ops import lifecycle, transfer, um  # noqa: E402,F401  (registration)
+from umprof.ops import access, lifecycle, matrix, reduction, transfer, um  # noqa: E402,F401  (registration)

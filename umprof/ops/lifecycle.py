@@ -100,12 +100,7 @@ class LifecycleRun(CaseRun):
         check_readback("kernel output", total, spots, self.spot_idx, self.spot_expected, self.expected_sum)
 
 
-class LifecycleOp(Op):
-    def prepare(self, ctx, case):
-        return LifecycleRun(ctx, case)
-
-
-OP = register(LifecycleOp(
+OP = register(Op(
     name="lifecycle",
     about="alloc → host init → to device → kernel × reuse → to host → host read → free, per strategy",
     axes=AxisSet([
@@ -117,4 +112,5 @@ OP = register(LifecycleOp(
     default_kernel="lifecycle.cu:scale_inplace",
     kernel_signature="PQ",
     phases=("alloc", "host_init", "h2d", "kernel", "d2h", "host_read", "free"),
+    run=LifecycleRun,
 ))

@@ -102,19 +102,15 @@ class TransferRun(CaseRun):
             self.dst.free()
 
 
-class TransferOp(Op):
-    def canonical(self, params):
-        if params["direction"] == "d2d":  # no host memory involved: one case per size
-            return {**params, "strategy": "device"}
-        if params["strategy"] == "device":  # 'device' names the d2d cases only
-            return None
-        return params
-
-    def prepare(self, ctx, case):
-        return TransferRun(ctx, case)
+def _merge(params):
+    if params["direction"] == "d2d":  # no host memory involved: one case per size
+        return {**params, "strategy": "device"}
+    if params["strategy"] == "device":  # 'device' names the d2d cases only
+        return None
+    return params
 
 
-OP = register(TransferOp(
+OP = register(Op(
     name="transfer",
     about="cudaMemcpy H2D / D2H / D2D bandwidth across sizes (bandwidthTest, nvbandwidth)",
     axes=AxisSet([
@@ -124,4 +120,6 @@ OP = register(TransferOp(
         AxisSpec("bytes", "size", default=(256 * 1024**2,), minimum=1),
     ]),
     phases=("h2d", "d2h", "d2d"),
+    run=TransferRun,
+    merge=_merge,
 ))

@@ -148,21 +148,18 @@ class PagesRun(CaseRun):
                 self._managed.free(self.session, b)
 
 
-class PagesOp(Op):
-    def canonical(self, params):
-        if params["access"] != "stream_warp":  # the page size shapes stream_warp's grid only
-            return {**params, "page": None}
-        return params
-
-    def kernel_refs(self, scenario):
-        opts = tuple(scenario.compile_options)
-        return [(f"{KERNELS}:stream_thread", SIG["stream_thread"], opts), (f"{KERNELS}:stream_warp", SIG["stream_warp"], opts)]
-
-    def prepare(self, ctx, case):
-        return PagesRun(ctx, case)
+def _pages_merge(params):
+    if params["access"] != "stream_warp":  # the page size shapes stream_warp's grid only
+        return {**params, "page": None}
+    return params
 
 
-register(PagesOp(
+def _pages_kernels(scenario):
+    opts = tuple(scenario.compile_options)
+    return [(f"{KERNELS}:stream_thread", SIG["stream_thread"], opts), (f"{KERNELS}:stream_warp", SIG["stream_warp"], opts)]
+
+
+register(Op(
     name="um_pages",
     about="seed 004: copy kernel on managed memory, a thread per element, a warp per page, or after a prefetch",
     axes=AxisSet([
@@ -172,6 +169,9 @@ register(PagesOp(
         AxisSpec("bytes", "size", default=(256 * 1024**2,), minimum=16),
     ]),
     phases=("h2d", "kernel", "d2h", "host_read"),
+    run=PagesRun,
+    kernels=_pages_kernels,
+    merge=_pages_merge,
 ))
 
 
@@ -292,22 +292,19 @@ class AdviceRun(CaseRun):
             self.result.free()
 
 
-class AdviceOp(Op):
-    def canonical(self, params):
-        if params["pattern"] != "ping-pong":
-            return {**params, "rounds": None}
-        return params
-
-    def kernel_refs(self, scenario):
-        opts = tuple(scenario.compile_options)
-        return [(f"{KERNELS}:sum_pages", SIG["sum_pages"], opts), (f"{KERNELS}:fill_words", SIG["fill_words"], opts),
-                ("lifecycle.cu:scale_inplace", "PQ", opts)]
-
-    def prepare(self, ctx, case):
-        return AdviceRun(ctx, case)
+def _advice_merge(params):
+    if params["pattern"] != "ping-pong":
+        return {**params, "rounds": None}
+    return params
 
 
-register(AdviceOp(
+def _advice_kernels(scenario):
+    opts = tuple(scenario.compile_options)
+    return [(f"{KERNELS}:sum_pages", SIG["sum_pages"], opts), (f"{KERNELS}:fill_words", SIG["fill_words"], opts),
+            ("lifecycle.cu:scale_inplace", "PQ", opts)]
+
+
+register(Op(
     name="um_advice",
     about="managed memory with each cuMemAdvise, prefetch, pinned and zero-copy on GPU-read, GPU-write and ping-pong access",
     axes=AxisSet([
@@ -318,6 +315,9 @@ register(AdviceOp(
         AxisSpec("bytes", "size", default=(64 * 1024**2,), minimum=16),
     ]),
     phases=("host_init", "h2d", "kernel", "d2h", "host_read"),
+    run=AdviceRun,
+    kernels=_advice_kernels,
+    merge=_advice_merge,
 ))
 
 
@@ -379,15 +379,7 @@ class SparseRun(CaseRun):
         self.result.free()
 
 
-class SparseOp(Op):
-    def kernel_refs(self, scenario):
-        return [(f"{KERNELS}:sum_pages", SIG["sum_pages"], tuple(scenario.compile_options))]
-
-    def prepare(self, ctx, case):
-        return SparseRun(ctx, case)
-
-
-register(SparseOp(
+register(Op(
     name="um_sparse",
     about="a kernel reads a fraction of the pages: on-demand managed and zero-copy move only those, copies move all",
     axes=AxisSet([
@@ -398,4 +390,6 @@ register(SparseOp(
         AxisSpec("bytes", "size", default=(256 * 1024**2,), minimum=16),
     ]),
     phases=("h2d", "kernel"),
+    run=SparseRun,
+    kernels=lambda scenario: [(f"{KERNELS}:sum_pages", SIG["sum_pages"], tuple(scenario.compile_options))],
 ))
