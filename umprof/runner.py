@@ -152,7 +152,7 @@ def measure_case(ctx, case, rule: StoppingRule) -> list[dict]:
         if hasattr(run, "finish_rows"):
             run.finish_rows(rows)  # figures the op derives from several phases
         um = getattr(session, "um", None)
-        if um is not None and not um.counting:  # 'sample' mode: one counted sample after the timed ones
+        if um is not None and not um.counting and scenario.op.counts_um:  # 'sample' mode: one counted sample after the timed ones
             _add_counted_sample(run, session, rows)
         if um is not None and hasattr(run, "check_rows"):
             run.check_rows(rows)  # the op's own sanity check of the counters

@@ -59,6 +59,7 @@ class Op:
     run: type | None = None
     kernels: Callable | None = None
     merge: Callable | None = None  # params → params of an equivalent case, or None to drop it
+    counts_um: bool = False  # its cases may use managed memory: the runner adds a sample with UM counters on
 
 
     def canonical(self, params: dict) -> dict | None:

@@ -68,7 +68,8 @@ class CoalescingRun(CaseRun):
         self.mem = DeviceArrays(s)
         floats = self.n_buf * self.width // 4
         comps = self.width // 4
-        self.rows = np.arange(self.n, dtype=np.int64) * self.stride + self.offset  # accessed elements
+        # the accessed elements as a strided slice (a view: no index array of n entries)
+        self.rows = slice(self.offset, self.offset + (self.n - 1) * self.stride + 1, self.stride)
         pattern = small_ints(floats)
         self.inb = self.mem.upload(pattern, "input") if self.access != "write" else None
         self.outb = self.mem.zeros(floats * 4, "output") if self.access != "read" else None

@@ -112,5 +112,6 @@ OP = register(Op(
     default_kernel="lifecycle.cu:scale_inplace",
     kernel_signature="PQ",
     phases=("alloc", "host_init", "h2d", "kernel", "d2h", "host_read", "free"),
+    counts_um=True,
     run=LifecycleRun,
 ))

@@ -169,6 +169,7 @@ register(Op(
         AxisSpec("bytes", "size", default=(256 * 1024**2,), minimum=16),
     ]),
     phases=("h2d", "kernel", "d2h", "host_read"),
+    counts_um=True,
     run=PagesRun,
     kernels=_pages_kernels,
     merge=_pages_merge,
@@ -315,6 +316,7 @@ register(Op(
         AxisSpec("bytes", "size", default=(64 * 1024**2,), minimum=16),
     ]),
     phases=("host_init", "h2d", "kernel", "d2h", "host_read"),
+    counts_um=True,
     run=AdviceRun,
     kernels=_advice_kernels,
     merge=_advice_merge,
@@ -390,6 +392,7 @@ register(Op(
         AxisSpec("bytes", "size", default=(256 * 1024**2,), minimum=16),
     ]),
     phases=("h2d", "kernel"),
+    counts_um=True,
     run=SparseRun,
     kernels=lambda scenario: [(f"{KERNELS}:sum_pages", SIG["sum_pages"], tuple(scenario.compile_options))],
 ))
