@@ -10,7 +10,7 @@ from umprof.ops.matrix import matrix_add_prediction, transpose_prediction, trave
 from umprof.ops.reduction import reduction_prediction
 from umprof.scenario import resolve
 
-ACCESS = {"coalescing-stride", "coalescing-offset", "coalescing-width", "coalescing-peak", "caches", "layout",
+ACCESS = {"coalescing-stride", "coalescing-offset", "coalescing-width", "coalescing-peak", "read-peak", "caches", "layout",
           "traversal", "launch-threads", "launch-blocks", "matrix-add", "matrix-add-blocks", "transpose", "reduction"}
 
 
