@@ -106,7 +106,7 @@ def heatmap_figure(k: pd.DataFrame, title: str):
     ax.set_yticks(range(len(t.index)), [str(int(c)) for c in t.index])
     ax.set_xlabel("block_x (threads)")
     ax.set_ylabel("block_y (threads)")
-    for (i, j), v in pd.DataFrame(t.values).stack().items():
+    for (i, j), v in pd.DataFrame(t.values).stack().items():  # stack() drops the shapes not measured
         ax.text(j, i, f"{v:.0f}", ha="center", va="center", fontsize=7, color="white" if v < t.values[~pd.isna(t.values)].max() / 2 else "black")
     fig.colorbar(im, ax=ax, label="kernel GB/s")
     ax.set_title(title)
@@ -126,8 +126,10 @@ def figures(rs):
         op = g["op"].iloc[0]
         if op in ("coalescing", "traversal"):
             series = "access" if op == "coalescing" else "order"
-            for axis in ("stride", "offset", "threads", "blocks", "unroll"):
-                if _varying(k, axis):
+            for axis in ("stride", "offset", "threads", "blocks"):
+                others = [c for c in k.columns if c.startswith(AXIS_PREFIX) and c not in
+                          (AXIS_PREFIX + axis, AXIS_PREFIX + series) and k[c].nunique() > 1]
+                if _varying(k, axis) and not others:  # one line per series, nothing else mixed in
                     yield (f"{name}-{axis}", sweep_figure(k, axis, f"{name}: kernel GB/s vs {axis}", series, device_copy))
         if op == "matrix_add" and _varying(k, "block_x") and _varying(k, "block_y"):
             yield f"{name}-blocks", heatmap_figure(k, f"{name}: kernel GB/s by 2D block shape")
