@@ -127,7 +127,7 @@ def measure_case(ctx, case, rule: StoppingRule) -> list[dict]:
         return [status_row(scenario, case, "failed", str(e))]
     except Exception as e:  # a CUDA error while preparing: recorded, the run goes on
         return [status_row(scenario, case, "failed", f"{type(e).__name__}: {e}")]
-    verify_each = getattr(run, "verify_every_sample", True)
+    verify_each = run.verify_every_sample
     try:
         for _ in range(rule.warmup):
             run.reset()
@@ -149,8 +149,7 @@ def measure_case(ctx, case, rule: StoppingRule) -> list[dict]:
         if not verify_each:
             run.verify()
         rows = case_rows(scenario, case, samples, why, ctx.info_dict, run.extra)
-        if hasattr(run, "finish_rows"):
-            run.finish_rows(rows)  # figures the op derives from several phases
+        run.finish_rows(rows)  # figures the op derives from several phases
         um = getattr(session, "um", None)
         if um is not None and not um.counting and scenario.op.counts_um:  # 'sample' mode: one counted sample after the timed ones
             _add_counted_sample(run, session, rows)

@@ -25,7 +25,11 @@ class RunContext:
 
 
 class CaseRun:
-    """One case's prepared state. ``extra`` holds per-case facts written with its rows."""
+    """One case's prepared state. ``extra`` holds per-case facts written with its rows.
+    ``verify_every_sample = False`` checks the output once, after the last sample (for checks
+    that read back a whole buffer of hundreds of MiB)."""
+
+    verify_every_sample = True
 
     def __init__(self):
         self.extra: dict = {}
@@ -38,6 +42,9 @@ class CaseRun:
 
     def verify(self) -> None:
         """Raise CaseFailed when the last sample's output is wrong."""
+
+    def finish_rows(self, rows: list[dict]) -> None:
+        """After summarising: add figures derived from several phases to the case's rows."""
 
     def close(self) -> None:
         """Free what prepare allocated."""
@@ -60,7 +67,6 @@ class Op:
     kernels: Callable | None = None
     merge: Callable | None = None  # params → params of an equivalent case, or None to drop it
     counts_um: bool = False  # its cases may use managed memory: the runner adds a sample with UM counters on
-
 
     def canonical(self, params: dict) -> dict | None:
         """Params of an equivalent case (merged at expansion), or None to drop the combination."""
