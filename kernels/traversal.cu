@@ -23,33 +23,30 @@ __device__ __forceinline__ void add_block_sum(double acc, double *sum) {
     if (threadIdx.x == 0 && threadIdx.y == 0) atomicAdd(sum, block_sum);
 }
 
-template <typename T>
-__device__ __forceinline__ void sum_rows(const T *__restrict__ in, int rows, int cols, double *sum) {
+// Blocks take the outer lines (rows BY_ROWS, else columns) in turn; threads step along them.
+template <typename T, bool BY_ROWS>
+__device__ __forceinline__ void sum_matrix(const T *__restrict__ in, int rows, int cols, double *sum) {
+    const int outer = BY_ROWS ? rows : cols, inner = BY_ROWS ? cols : rows;
     double acc = 0.0;
-    for (int r = blockIdx.x; r < rows; r += gridDim.x)
-        for (int c = threadIdx.x; c < cols; c += blockDim.x) acc += hsum(in[(long long)r * cols + c]);
-    add_block_sum(acc, sum);
-}
-
-template <typename T>
-__device__ __forceinline__ void sum_cols(const T *__restrict__ in, int rows, int cols, double *sum) {
-    double acc = 0.0;
-    for (int c = blockIdx.x; c < cols; c += gridDim.x)
-        for (int r = threadIdx.x; r < rows; r += blockDim.x) acc += hsum(in[(long long)r * cols + c]);
+    for (int o = blockIdx.x; o < outer; o += gridDim.x)
+        for (int i = threadIdx.x; i < inner; i += blockDim.x) {
+            const long long r = BY_ROWS ? o : i, c = BY_ROWS ? i : o;
+            acc += hsum(in[r * cols + c]);
+        }
     add_block_sum(acc, sum);
 }
 
 extern "C" __global__ void sum_rows_f32(const float *__restrict__ in, int rows, int cols, double *sum) {
-    sum_rows<float>(in, rows, cols, sum);
+    sum_matrix<float, true>(in, rows, cols, sum);
 }
 extern "C" __global__ void sum_rows_f32x4(const float4 *__restrict__ in, int rows, int cols, double *sum) {
-    sum_rows<float4>(in, rows, cols, sum);
+    sum_matrix<float4, true>(in, rows, cols, sum);
 }
 extern "C" __global__ void sum_cols_f32(const float *__restrict__ in, int rows, int cols, double *sum) {
-    sum_cols<float>(in, rows, cols, sum);
+    sum_matrix<float, false>(in, rows, cols, sum);
 }
 extern "C" __global__ void sum_cols_f32x4(const float4 *__restrict__ in, int rows, int cols, double *sum) {
-    sum_cols<float4>(in, rows, cols, sum);
+    sum_matrix<float4, false>(in, rows, cols, sum);
 }
 
 extern "C" __global__ void add_2d_row(const int *a, const int *b, int *c, int rows, int cols) {

@@ -51,7 +51,7 @@ def _out() -> Console:
 @click.option("--cases", "cases_of", metavar="SCENARIO", help="List every case of one scenario.")
 @click.option("-a", "--axis", "axes", multiple=True, metavar="NAME=VALUES", help="Override an axis (with --cases).")
 def list_cmd(cases_of, axes):
-    """Shipped scenarios: their op, axes and number of cases (* = in the default suite)."""
+    """Shipped scenarios: their op, axes and number of cases (* = in the default suite), and their groups."""
     from umprof.scenario import apply_overrides, load_scenario, resolve, shipped_scenarios
 
     console = _out()
@@ -64,12 +64,17 @@ def list_cmd(cases_of, axes):
     table = Table(header_style="bold")
     for col in ("scenario", "op", "cases", "axes", "about"):
         table.add_column(col)
+    groups = {}
     for name, path in shipped_scenarios().items():
         s = load_scenario(path)
+        if s.group:
+            groups.setdefault(s.group, []).append(name)
         axes_txt = "; ".join(f"{k}: {_values(s.op.axes.by_name[k], v)}" for k, v in s.axes.items())
         table.add_row(("* " if s.default else "  ") + name, s.op.name, str(len(s.cases())), axes_txt, s.about)
     console.print(table)
     console.print("* = run by a plain `umprof run`; override axes with -a NAME=VALUES")
+    for group, names in groups.items():
+        console.print(f"group {group}: `umprof run {group}` runs {len(names)} scenarios ({', '.join(names)})")
 
 
 def _values(spec, values) -> str:
@@ -167,6 +172,14 @@ def _chosen(scenarios, axes):
     return chosen
 
 
+def _child_command(command: str, chosen, axes, device_index) -> list[str]:
+    """This umprof, run again as a profiler's child on the same scenarios, axes and device."""
+    child = [sys.executable, "-m", "umprof", command, *[str(s.path) for s in chosen], "--device", str(device_index)]
+    for a in axes:
+        child += ["-a", a]
+    return child
+
+
 def _default_output(command: str) -> str:
     return str(Path("umprof-results") / f"{command}-{datetime.now():%Y%m%d-%H%M%S}.parquet")
 
@@ -181,7 +194,7 @@ def _default_output(command: str) -> str:
 @click.option("--ncu", "with_ncu", is_flag=True,
               help="After timing, run each case once under Nsight Compute and add its measured sectors per request "
                    "and bytes used per sector fetched beside the sector model's prediction.")
-@click.option("--ncu-path", metavar="PATH", default=None, help="The ncu executable (default: $UMPROF_NCU, then PATH).")
+@click.option("--ncu-path", metavar="PATH", default=None, help="The ncu executable (default: $UMPROF_NCU, then PATH, then the usual install folders).")
 def run(scenarios, axes, output, force, device_index, min_samples, min_time, max_noise, timeout, warmup,
         allow_oversubscription, quiet, dry_run, um_counters, with_ncu, ncu_path):
     """Run scenarios (names or groups from `umprof list`, or TOML files; none: the default suite)."""
@@ -230,10 +243,7 @@ def _add_ncu(rs, ncu, chosen, axes, device_index, output, err):
 
     out = Path(output)
     log, launches = out.with_name(out.stem + "-ncu.csv"), out.with_name(out.stem + "-ncu-launches.json")
-    child = [sys.executable, "-m", "umprof", "ncu-pass", *[str(s.path) for s in chosen], "--device", str(device_index),
-             "--launches", str(launches)]
-    for a in axes:
-        child += ["-a", a]
+    child = _child_command("ncu-pass", chosen, axes, device_index) + ["--launches", str(launches)]
     cmd = ncumod.profile_command(ncu, log, child)
     err.print(f"Nsight Compute pass: {' '.join(cmd)}")
     proc = subprocess.run(cmd)
@@ -294,10 +304,7 @@ def trace(scenarios, axes, output, force, device_index, min_samples, min_time, m
     for p in (output, rep, phases_out):
         if p.exists() and not force:
             raise UsageError(f"{p}: already exists; pass --force to overwrite it or -o to write elsewhere")
-    child = [sys.executable, "-m", "umprof", "run", *[str(s.path) for s in chosen]]
-    for a in axes:
-        child += ["-a", a]
-    child += ["-o", str(output), "--force", "--device", str(device_index)]
+    child = _child_command("run", chosen, axes, device_index) + ["-o", str(output), "--force"]
     for flag, v in (("--min-samples", min_samples), ("--min-time", min_time), ("--max-noise", max_noise),
                     ("--timeout", timeout), ("--warmup", warmup)):
         if v is not None:

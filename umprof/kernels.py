@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -62,7 +63,19 @@ class Kernel:
         return self.ref.partition(":")[2]
 
 
-LAUNCH_LOG: list | None = None  # set to a list to record every launch (Nsight Compute pass)
+LAUNCH_LOG: list | None = None  # while a list, every launch's ref is appended (see logged_launches)
+
+
+@contextmanager
+def logged_launches():
+    """Within the block, the refs of every kernel launched, in order (what `run --ncu` joins
+    to Nsight Compute's list of profiled kernels)."""
+    global LAUNCH_LOG
+    LAUNCH_LOG = log = []
+    try:
+        yield log
+    finally:
+        LAUNCH_LOG = None
 
 
 class KernelCache:

@@ -209,6 +209,18 @@ def run_meta(argv, rules) -> dict:
     return meta
 
 
+def compiled_kernels(session, scenarios):
+    """A KernelCache with every kernel the scenarios' cases launch already compiled and loaded,
+    so that no compilation happens inside a timed region."""
+    from umprof.kernels import KernelCache
+
+    kernels = KernelCache(session)
+    for s in scenarios:
+        for ref, sig, opts in s.op.kernel_refs(s):
+            kernels.get(ref, sig, opts)
+    return kernels
+
+
 def run_scenarios(scenarios, *, output, force=False, device=0, timing=None, allow_oversubscription=False,
                   argv=None, console=None, progress=True, um_counters="sample"):
     """Run every case of every scenario; returns (ResultSet, cases failed). Saves as it goes."""
@@ -216,7 +228,6 @@ def run_scenarios(scenarios, *, output, force=False, device=0, timing=None, allo
 
     from umprof import device as devmod
     from umprof.gpu import open_session
-    from umprof.kernels import KernelCache
     from umprof.ops import RunContext
 
     timing = timing or {}
@@ -237,10 +248,7 @@ def run_scenarios(scenarios, *, output, force=False, device=0, timing=None, allo
         info_dict = info.to_dict()
         writer.devices = [info_dict]
         writer.meta["driver"] = info.driver
-        kernels = KernelCache(session)
-        for s in scenarios:  # compile and load every kernel before the first timed sample
-            for ref, sig, opts in s.op.kernel_refs(s):
-                kernels.get(ref, sig, opts)
+        kernels = compiled_kernels(session, scenarios)
         total = sum(len(c) for _, c in plan)
         columns = [TextColumn("[bold]{task.fields[scenario]}"), BarColumn(), MofNCompleteColumn(),
                    TimeElapsedColumn(), TextColumn("{task.fields[case]}")]
@@ -279,10 +287,7 @@ def profile_pass(scenarios, *, device=0, launches_path, console=None):
     try:
         info = devmod.query(session)
         info_dict = info.to_dict()
-        kernels = kmod.KernelCache(session)
-        for s in scenarios:
-            for ref, sig, opts in s.op.kernel_refs(s):
-                kernels.get(ref, sig, opts)
+        kernels = compiled_kernels(session, scenarios)
         for s in scenarios:
             ctx = RunContext(session, kernels, info, s, info_dict)
             for case in s.cases():
@@ -290,23 +295,22 @@ def profile_pass(scenarios, *, device=0, launches_path, console=None):
                     run = s.op.prepare(ctx, case)
                 except (CaseSkipped, UmprofError):
                     continue
+                log = []
                 try:
                     run.reset()
-                    kmod.LAUNCH_LOG = []
-                    timer = PhaseTimer(session)
-                    run.sample(timer)
-                    timer.finish()
-                    log, kmod.LAUNCH_LOG = kmod.LAUNCH_LOG, None
+                    with kmod.logged_launches() as log:
+                        timer = PhaseTimer(session)
+                        run.sample(timer)
+                        timer.finish()
                     run.verify()
-                    launches.append({"scenario": s.name, "case": case.label, "kernels": log})
                 except Exception as e:  # noqa: BLE001 — a case that fails here was reported by the timed run
-                    kmod.LAUNCH_LOG = None
                     if console is not None:
                         console.print(f"[yellow]ncu pass: {s.name} {case.label}: {e}[/]")
                     session.synchronize()
                 finally:
+                    # every kernel ncu profiled must be in the log, even a failed case's, or the order means nothing
+                    launches.append({"scenario": s.name, "case": case.label, "kernels": log})
                     run.close()
     finally:
-        kmod.LAUNCH_LOG = None
         write_launches(launches_path, launches)
         session.close()

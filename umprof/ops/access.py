@@ -19,9 +19,9 @@ import numpy as np
 from umprof import sectors
 from umprof.axes import AxisSet, AxisSpec
 from umprof.errors import CaseSkipped
-from umprof.ops import CaseRun, Op, register
-from umprof.ops.patterns import (CACHE_AXIS, DeviceArrays, ceil_div, check_equal, check_sum, kernel_refs, options,
-                                 small_ints, wave_grid)
+from umprof.ops import Op, register
+from umprof.ops.checks import check_sum
+from umprof.ops.patterns import CACHE_AXIS, DeviceRun, ceil_div, kernel_refs, options, small_ints, wave_grid
 
 WIDTHS = {"f32": 4, "f32x2": 8, "f32x4": 16}
 UNROLLS = {"f32": (1, 4), "f32x2": (1, 4), "f32x4": (1, 2, 4, 8)}  # instantiated in coalescing.cu
@@ -43,13 +43,12 @@ def coalescing_prediction(access: str, width: int, stride: int, offset: int) -> 
     return sectors.columns(p if access in ("read", "copy") else None, p if access in ("write", "copy") else None)
 
 
-class CoalescingRun(CaseRun):
+class CoalescingRun(DeviceRun):
     verify_every_sample = False  # the output is compared in full once, after the last sample
 
     def __init__(self, ctx, case):
-        super().__init__()
+        super().__init__(ctx.session)
         p = case.params
-        s = self.session = ctx.session
         self.access, self.width_name = p["access"], p["width"]
         self.width = WIDTHS[self.width_name]
         self.stride, self.offset, self.block = p["stride"], p["offset"], p["block"]
@@ -65,7 +64,6 @@ class CoalescingRun(CaseRun):
             self.grid, occ = wave_grid(ctx, self.kernel, self.block)
         else:
             self.grid, occ = ceil_div(self.n, self.block * p["unroll"]), ctx.kernels.occupancy(self.kernel, self.block)
-        self.mem = DeviceArrays(s)
         floats = self.n_buf * self.width // 4
         comps = self.width // 4
         # the accessed elements as a strided slice (a view: no index array of n entries)
@@ -76,8 +74,7 @@ class CoalescingRun(CaseRun):
         self.partials = self.mem.zeros(8 * self.grid, "partial sums") if self.access == "read" else None
         if self.access == "read":
             self.expected_sum = float(pattern.reshape(-1, comps)[self.rows].sum(dtype=np.float64))
-        moved = self.n * self.width * (2 if self.access == "copy" else 1)
-        self.bytes = moved
+        self.bytes = self.n * self.width * (2 if self.access == "copy" else 1)  # what the algorithm moves
         self.extra.update(registers=self.kernel.registers, grid=self.grid, block=self.block,
                           elements=self.n, **occ, **coalescing_prediction(self.access, self.width, self.stride,
                                                                           self.offset))
@@ -89,26 +86,21 @@ class CoalescingRun(CaseRun):
             self.session.cuda.memset_d32(self.partials, 0, 2 * self.grid)
 
     def sample(self, timer):
-        s = self.session
         with timer.phase("kernel", bytes=self.bytes, ceiling="dram"):
             self.kernel.launch(self.grid, self.block, self.inb or 0, self.outb or 0, self.n, self.stride,
-                               self.offset, self.partials or 0, stream=s.stream)
+                               self.offset, self.partials or 0, stream=self.session.stream)
 
     def verify(self):
-        s = self.session
-        s.synchronize()
         if self.access == "read":
+            self.session.synchronize()
             partials = self.mem.download(self.partials, self.grid, np.float64)
             check_sum(f"read of {self.n} elements", float(partials.sum()), self.expected_sum)
             return
-        floats = self.n_buf * self.width // 4
-        got = self.mem.download(self.outb, floats, np.float32).reshape(-1, self.width // 4)
-        expected = np.zeros_like(got)
-        expected[self.rows] = small_ints(floats).reshape(-1, self.width // 4)[self.rows]
-        check_equal(f"{self.access} output", got, expected)
-
-    def close(self):
-        self.mem.free()
+        comps = self.width // 4  # written elements hold the pattern, the others stay zero
+        pattern = small_ints(self.n_buf * comps).reshape(-1, comps)
+        expected = np.zeros_like(pattern)
+        expected[self.rows] = pattern[self.rows]
+        self.check_output(f"{self.access} output", self.outb, expected)
 
 
 def _coalescing_merge(params):
@@ -170,18 +162,16 @@ def layout_prediction(variant: str) -> dict:
     return sectors.columns(p, p)
 
 
-class LayoutRun(CaseRun):
+class LayoutRun(DeviceRun):
     verify_every_sample = False
 
     def __init__(self, ctx, case):
-        super().__init__()
+        super().__init__(ctx.session)
         p = case.params
-        s = self.session = ctx.session
         self.variant, self.block = p["variant"], p["block"]
         self.kernel = ctx.kernels.get(f"layout.cu:{self.variant.replace('-', '_')}", LAYOUT_SIG[self.variant],
                                       options(ctx.scenario, p["cache"]))
         nbytes = p["bytes"]
-        self.mem = DeviceArrays(s)
         if self.variant.startswith("copy"):
             self.n = nbytes // 4
             self.data = small_ints(self.n).view(np.int32)  # any bits will do for a copy
@@ -213,12 +203,7 @@ class LayoutRun(CaseRun):
             self.kernel.launch(self.grid, self.block, *args, self.n, stream=self.session.stream)
 
     def verify(self):
-        self.session.synchronize()
-        got = self.mem.download(self.outb, self.data.shape, self.data.dtype)
-        check_equal(f"{self.variant} output", got, self.expected)
-
-    def close(self):
-        self.mem.free()
+        self.check_output(f"{self.variant} output", self.outb, self.expected)
 
 
 register(Op(

@@ -31,3 +31,27 @@ def read_u64(session, device_ptr) -> int:
     got = np.zeros(1, np.uint64)
     session.cuda.memcpy_dtoh(got, device_ptr)
     return int(got[0])
+
+
+def read_f64(session, ptr) -> float:
+    """One double from device memory (a kernel's sum)."""
+    got = np.zeros(1, np.float64)
+    session.cuda.memcpy_dtoh(got, ptr)
+    return float(got[0])
+
+
+def check_equal(what: str, got: np.ndarray, expected: np.ndarray) -> None:
+    """Raise CaseFailed naming the first element that differs."""
+    if got.shape != expected.shape:
+        raise CaseFailed(f"{what}: shape {got.shape}, expected {expected.shape}")
+    bad = np.flatnonzero(got.ravel() != expected.ravel())
+    if bad.size:
+        i = int(bad[0])
+        raise CaseFailed(f"{what}: {bad.size} wrong elements; element {i} is {got.ravel()[i]}, "
+                         f"expected {expected.ravel()[i]}")
+
+
+def check_sum(what: str, got: float, expected: float) -> None:
+    """Exact sums (small integers in floating point) must match exactly."""
+    if got != expected:
+        raise CaseFailed(f"{what}: the GPU's sum is {got!r}, numpy's is {expected!r}")

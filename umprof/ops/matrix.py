@@ -24,8 +24,8 @@ from umprof import sectors, strategies
 from umprof.axes import AxisSet, AxisSpec
 from umprof.errors import CaseSkipped
 from umprof.ops import CaseRun, Op, register
-from umprof.ops.patterns import (CACHE_AXIS, DeviceArrays, ceil_div, check_equal, check_sum, kernel_refs, options,
-                                 read_f64, small_ints, wave_grid)
+from umprof.ops.checks import check_equal, check_sum, read_f64
+from umprof.ops.patterns import CACHE_AXIS, DeviceRun, ceil_div, kernel_refs, options, small_ints, wave_grid
 
 # -- traversal ---------------------------------------------------------------------------------
 
@@ -55,11 +55,10 @@ def _matrix_sum(floats: int) -> float:
     return float(small_ints(floats).sum(dtype=np.float64))
 
 
-class TraversalRun(CaseRun):
+class TraversalRun(DeviceRun):
     def __init__(self, ctx, case):
-        super().__init__()
+        super().__init__(ctx.session)
         p = case.params
-        s = self.session = ctx.session
         self.order, self.width_name, self.side = p["order"], p["width"], p["n"]
         width = TRAVERSAL_WIDTHS[self.width_name]
         if (self.side * 4) % width:
@@ -74,7 +73,6 @@ class TraversalRun(CaseRun):
         else:
             self.blocks, occ = p["blocks"], ctx.kernels.occupancy(self.kernel, self.threads)
         floats = self.side * self.side
-        self.mem = DeviceArrays(s)
         self.inb = self.mem.upload(small_ints(floats), "matrix")
         self.sum = self.mem.zeros(8, "sum")
         self.expected = _matrix_sum(floats)
@@ -110,8 +108,11 @@ class TraversalRun(CaseRun):
             r["launch_overhead_s"] = e["time_median_s"]
         k["net_bytes_per_s"] = k["bytes"] / net if net > 0 else float("nan")
 
-    def close(self):
-        self.mem.free()
+
+def _traversal_kernels(scenario):
+    sums = [(f"traversal.cu:sum_{o}_{w}", "PiiP", options(scenario))
+            for o in scenario.axes["order"] for w in scenario.axes["width"]]
+    return sums + [("launch.cu:empty", "Pi", options(scenario))]
 
 
 register(Op(
@@ -127,9 +128,7 @@ register(Op(
     ]),
     phases=("empty", "kernel"),
     run=TraversalRun,
-    kernels=lambda scenario: [(f"traversal.cu:sum_{o}_{w}", "PiiP", options(scenario))
-                              for o in scenario.axes["order"] for w in scenario.axes["width"]]
-    + [("launch.cu:empty", "Pi", options(scenario))],
+    kernels=_traversal_kernels,
 ))
 
 
@@ -268,13 +267,12 @@ def transpose_prediction(variant: str, bx: int | None, by: int | None, side: int
     return sectors.columns(rows, cols) if variant.endswith("rowcol") else sectors.columns(cols, rows)
 
 
-class TransposeRun(CaseRun):
+class TransposeRun(DeviceRun):
     verify_every_sample = False
 
     def __init__(self, ctx, case):
-        super().__init__()
+        super().__init__(ctx.session)
         p = case.params
-        s = self.session = ctx.session
         self.variant, self.side = p["variant"], p["n"]
         self.kernel = ctx.kernels.get(f"transpose.cu:{self.variant.replace('-', '_')}", "PPii",
                                       options(ctx.scenario, p["cache"]))
@@ -286,7 +284,6 @@ class TransposeRun(CaseRun):
         if self.grid[1] > 65535:
             raise CaseSkipped(f"grid.y = {self.grid[1]} exceeds CUDA's 65535")
         n = self.side * self.side
-        self.mem = DeviceArrays(s)
         self.data = small_ints(n).reshape(self.side, self.side) + np.arange(self.side, dtype=np.float32)[:, None]
         self.inb = self.mem.upload(self.data, "input")
         self.outb = self.mem.zeros(self.data.nbytes, "output")
@@ -302,12 +299,7 @@ class TransposeRun(CaseRun):
                                stream=self.session.stream)
 
     def verify(self):
-        self.session.synchronize()
-        got = self.mem.download(self.outb, self.data.shape, np.float32)
-        check_equal(f"{self.variant} transpose", got, np.ascontiguousarray(self.data.T))
-
-    def close(self):
-        self.mem.free()
+        self.check_output(f"{self.variant} transpose", self.outb, np.ascontiguousarray(self.data.T))
 
 
 def _transpose_merge(params):

@@ -8,7 +8,8 @@ import functools
 import numpy as np
 
 from umprof.axes import AxisSpec
-from umprof.errors import CaseFailed
+from umprof.ops import CaseRun
+from umprof.ops.checks import check_equal
 
 # -Xptxas -dlcm: ca caches global loads in L1, cg caches them in L2 only (seed 004)
 CACHE_OPTIONS = {"default": (), "ca": ("-Xptxas", "-dlcm=ca"), "cg": ("-Xptxas", "-dlcm=cg")}
@@ -45,6 +46,24 @@ def wave_grid(ctx, kernel, block: int, shared: int = 0) -> tuple[int, dict]:
     return max(1, ctx.info.sms * occ["blocks_per_sm"]), occ
 
 
+class DeviceRun(CaseRun):
+    """A case whose buffers live in device memory: ``self.mem`` allocates them, ``close`` frees
+    them, ``check_output`` compares one with what numpy expects."""
+
+    def __init__(self, session):
+        super().__init__()
+        self.session = session
+        self.mem = DeviceArrays(session)
+
+    def check_output(self, what: str, buf, expected: np.ndarray) -> None:
+        """Copy ``buf`` back (shaped and typed like ``expected``) and compare element by element."""
+        self.session.synchronize()
+        check_equal(what, self.mem.download(buf, expected.shape, expected.dtype), expected)
+
+    def close(self):
+        self.mem.free()
+
+
 class DeviceArrays:
     """Device allocations of one case, freed together."""
 
@@ -77,26 +96,3 @@ class DeviceArrays:
         for b in self._all:
             b.free()
         self._all.clear()
-
-
-def read_f64(session, ptr) -> float:
-    got = np.zeros(1, np.float64)
-    session.cuda.memcpy_dtoh(got, ptr)
-    return float(got[0])
-
-
-def check_equal(what: str, got: np.ndarray, expected: np.ndarray) -> None:
-    """Raise CaseFailed naming the first element that differs."""
-    if got.shape != expected.shape:
-        raise CaseFailed(f"{what}: shape {got.shape}, expected {expected.shape}")
-    bad = np.flatnonzero(got.ravel() != expected.ravel())
-    if bad.size:
-        i = int(bad[0])
-        raise CaseFailed(f"{what}: {bad.size} wrong elements; element {i} is {got.ravel()[i]}, "
-                         f"expected {expected.ravel()[i]}")
-
-
-def check_sum(what: str, got: float, expected: float) -> None:
-    """Exact sums (small integers in floating point) must match exactly."""
-    if got != expected:
-        raise CaseFailed(f"{what}: the GPU's sum is {got!r}, numpy's is {expected!r}")

@@ -21,8 +21,8 @@ import numpy as np
 from umprof import sectors
 from umprof.axes import AxisSet, AxisSpec
 from umprof.errors import CaseFailed, CaseSkipped
-from umprof.ops import CaseRun, Op, register
-from umprof.ops.patterns import DeviceArrays, ceil_div, options, wave_grid
+from umprof.ops import Op, register
+from umprof.ops.patterns import DeviceRun, ceil_div, options, wave_grid
 
 VARIANTS = ("chunked", "grid-stride", "block-tree", "two-kernel")
 STAGE1_BLOCKS = 1024  # = the finishing block's threads (seed 002's tip)
@@ -43,11 +43,10 @@ def reduction_prediction(variant: str, m: int | None) -> dict:
     return sectors.columns(sectors.predict(sectors.strided(8, stride), 8), None)
 
 
-class ReductionRun(CaseRun):
+class ReductionRun(DeviceRun):
     def __init__(self, ctx, case):
-        super().__init__()
+        super().__init__(ctx.session)
         p = case.params
-        s = self.session = ctx.session
         self.variant, self.n, self.block = p["variant"], p["n"], p["block"]
         self.m = p["m"]
         if self.variant in ("block-tree", "two-kernel") and (self.block & (self.block - 1)):
@@ -69,7 +68,6 @@ class ReductionRun(CaseRun):
             self.grid, occ = wave_grid(ctx, self.kernel, self.block, self.shared)
             self.partials = self.grid * self.block if self.variant == "grid-stride" else self.grid
         self.x, self.expected, self.magnitude = reduction_data(self.n)
-        self.mem = DeviceArrays(s)
         self.xb = self.mem.upload(self.x, "values")
         self.res = self.mem.zeros(8 * self.partials, "partials")
         self.total = self.mem.zeros(8, "sum")
@@ -107,9 +105,6 @@ class ReductionRun(CaseRun):
             raise CaseFailed(f"{self.variant} sum of {self.n} doubles is {self._got!r}, numpy's float64 sum is "
                              f"{self.expected!r} (difference {err:.3g}, allowed {TOLERANCE * self.magnitude:.3g})")
         self.extra["abs_error"] = err
-
-    def close(self):
-        self.mem.free()
 
 
 def _merge(params):

@@ -28,6 +28,7 @@ from umprof.errors import CaseFailed, CaseSkipped
 from umprof.ops import CaseRun, Op, register
 from umprof.ops.checks import check_readback, read_u64, spot_indices
 from umprof.ops.lifecycle import initial_pattern, lifecycle_expected
+from umprof.ops.patterns import ceil_div
 
 BLOCK = 256
 KERNELS = "um.cu"
@@ -47,10 +48,6 @@ def page_sums(n_words: int, page_words: int) -> np.ndarray:
     """Sum of each page's 32-bit words of :func:`initial_pattern` (uint64), computed once."""
     starts = np.arange(0, n_words, page_words)
     return np.add.reduceat(initial_pattern(n_words), starts, dtype=np.uint64)
-
-
-def _ceil(a: int, b: int) -> int:
-    return -(-a // b)
 
 
 def _require_managed(ctx, strategy_name="managed"):
@@ -82,12 +79,12 @@ class PagesRun(CaseRun):
             if page % 128 or page < 128:
                 raise CaseSkipped(f"page must be a multiple of 128 bytes, got {page}")
             self.page_elems = page // 4
-            pages = _ceil(self.n, self.page_elems)
+            pages = ceil_div(self.n, self.page_elems)
             self.kernel = ctx.kernels.get(f"{KERNELS}:stream_warp", SIG["stream_warp"], opts)
-            self.grid = _ceil(pages * 32, BLOCK)
+            self.grid = ceil_div(pages * 32, BLOCK)
         else:
             self.kernel = ctx.kernels.get(f"{KERNELS}:stream_thread", SIG["stream_thread"], opts)
-            self.grid = _ceil(self.n, BLOCK)
+            self.grid = ceil_div(self.n, BLOCK)
         managed = strategies.get("managed")
         self._managed = managed
         self.inb = managed.allocate(s, self.nbytes)
@@ -201,12 +198,12 @@ class AdviceRun(CaseRun):
         self.n = _words(self.nbytes, "um_advice")
         opts = tuple(ctx.scenario.compile_options)
         self.sms = ctx.info.sms
-        self.grid = max(1, min(_ceil(self.n // 4, BLOCK), self.sms * 16))
+        self.grid = max(1, min(ceil_div(self.n // 4, BLOCK), self.sms * 16))
         self.x0 = initial_pattern(self.n)
         if self.pattern == "gpu-read":
             self.kernel = ctx.kernels.get(f"{KERNELS}:sum_pages", SIG["sum_pages"], opts)
             self.page_words = 4096  # 16 KiB a warp: enough warps to keep the GPU's memory busy
-            self.read_grid = max(1, min(_ceil(_ceil(self.n, self.page_words), BLOCK // 32), self.sms * 16))
+            self.read_grid = max(1, min(ceil_div(ceil_div(self.n, self.page_words), BLOCK // 32), self.sms * 16))
             self.expected = int(page_sums(self.n, self.page_words).sum(dtype=np.uint64))
             self.result = s.cuda.mem_alloc(8)
         elif self.pattern == "gpu-write":
@@ -342,7 +339,7 @@ class SparseRun(CaseRun):
         if page % 16:
             raise CaseSkipped(f"page must be a multiple of 16 bytes, got {page}")
         self.page_words = page // 4
-        pages = _ceil(self.n, self.page_words)
+        pages = ceil_div(self.n, self.page_words)
         mask = touched_pages(pages, self.fraction)
         self.touched = int(mask.sum())
         sizes = np.full(pages, self.page_words, dtype=np.int64)
@@ -350,7 +347,7 @@ class SparseRun(CaseRun):
         self.touched_bytes = int(sizes[mask].sum()) * 4
         self.expected = int(page_sums(self.n, self.page_words)[mask].sum(dtype=np.uint64))
         self.kernel = ctx.kernels.get(f"{KERNELS}:sum_pages", SIG["sum_pages"], tuple(ctx.scenario.compile_options))
-        self.grid = max(1, min(_ceil(pages, BLOCK // 32), ctx.info.sms * 16))
+        self.grid = max(1, min(ceil_div(pages, BLOCK // 32), ctx.info.sms * 16))
         self.buf = self.st.allocate(s, self.nbytes)
         self.buf.view(np.uint32)[:] = initial_pattern(self.n)
         self.result = s.cuda.mem_alloc(8)
