@@ -35,6 +35,7 @@ class AxisSpec:
     about: str = ""
     minimum: float | None = None
     maximum: float | None = None
+    quiet_default: bool = False  # case names leave the axis out while it holds its (one) default
 
     def expected(self) -> str:
         if self.kind == "choice":

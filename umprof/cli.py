@@ -273,6 +273,117 @@ def ncu_pass(scenarios, axes, device_index, launches):
     profile_pass(_chosen(scenarios, axes), device=device_index, launches_path=launches, console=Console(stderr=True))
 
 
+def _workloads(files, size, reuse, touched, pattern, stride, iterations, pingpong, fits):
+    """Workloads from --workload files or from the options (not both)."""
+    from umprof.workload import from_mapping, load_workloads
+
+    opts = {k: v for k, v in dict(bytes=size, reuse=reuse, touched=touched, pattern=pattern, stride=stride,
+                                  iterations=iterations, pingpong=pingpong, fits=fits).items() if v is not None}
+    if files and opts:
+        raise UsageError(f"give either --workload FILE or the workload's options, not both "
+                         f"(got --workload and --{', --'.join(opts)})")
+    if files:
+        return [w for f in files for w in load_workloads(f)]
+    if "bytes" not in opts:
+        raise UsageError("no workload: give --bytes SIZE (and --reuse, --touched, ... as needed) or --workload FILE "
+                         "(see scenarios/workloads/example.toml)")
+    return [from_mapping(opts, "options")]
+
+
+def _calibration(sources, save, force, device_index, console):
+    """The Calibration: from saved results, or measured now (the calibration group) and saved."""
+    from umprof.predict import Calibration
+    from umprof.results import ResultSet
+
+    if sources:
+        sets = [ResultSet.load(p) for p in sources]
+        import pandas as pd
+
+        frame = pd.concat([r.frame for r in sets], ignore_index=True)
+        devices = next((r.devices for r in sets if r.devices), [])
+        return Calibration(frame, devices[0] if devices else {}, ", ".join(sources))
+    from umprof.runner import run_scenarios
+    from umprof.scenario import resolve
+
+    save = save or _default_output("calibration")
+    console.print(f"calibrating on GPU {device_index} (`umprof run calibration`, a few minutes); saving to {save}")
+    rs, _ = run_scenarios(resolve(["calibration"]), output=save, force=force, device=device_index,
+                          argv=["umprof", *sys.argv[1:]], console=console)
+    return Calibration.from_results(rs, save)
+
+
+@cli.command()
+@click.option("--from", "sources", multiple=True, type=click.Path(dir_okay=False), metavar="RESULTS",
+              help="Predict from saved results with lifecycle cases (`umprof run calibration -o F`; repeatable). "
+                   "Default: calibrate on this GPU now.")
+@click.option("--workload", "workload_files", multiple=True, type=click.Path(dir_okay=False), metavar="FILE",
+              help="A workload TOML file ([workload] or [[workload]] tables; see scenarios/workloads/example.toml).")
+@click.option("--bytes", "size", metavar="SIZE", default=None, help="The buffer's size: 64MiB, 1GiB (a multiple of 64 KiB).")
+@click.option("--reuse", type=int, default=None, help="Kernel passes per transfer [1].")
+@click.option("--touched", type=float, default=None, help="Fraction of the 64 KiB pages each pass touches, in (0, 1] [1.0].")
+@click.option("--pattern", type=click.Choice(["streaming", "strided", "random", "warp-pages"]), default=None,
+              help="How a pass walks the touched pages [streaming].")
+@click.option("--stride", type=int, default=None, help="Strided pattern: words between touched words, a power of two [8].")
+@click.option("--iterations", type=int, default=None, help="Rounds of reuse passes [1].")
+@click.option("--pingpong/--no-pingpong", default=None, help="The host reads and updates the buffer between rounds [no].")
+@click.option("--fits/--no-fits", default=None, help="Whether the buffer fits in device memory [from the device's memory].")
+@click.option("--verify", is_flag=True, help="Measure the workload under the top strategies and print predicted vs measured.")
+@click.option("--verify-top", default="3", show_default=True, metavar="N|all", help="How many of the top strategies --verify measures.")
+@click.option("--measured", type=click.Path(dir_okay=False), default=None, metavar="RESULTS",
+              help="Verify against an earlier --verify run's results instead of measuring again.")
+@click.option("-o", "--output", type=click.Path(dir_okay=False), default=None,
+              help="Where --verify saves its measurements. Default: umprof-results/verify-<time>.parquet")
+@click.option("--save-calibration", type=click.Path(dir_okay=False), default=None,
+              help="Where a calibration measured now is saved. Default: umprof-results/calibration-<time>.parquet")
+@click.option("--force", is_flag=True, help="Overwrite result files that exist.")
+@click.option("--device", "device_index", type=int, default=0, show_default=True, help="GPU index.")
+def recommend(sources, workload_files, size, reuse, touched, pattern, stride, iterations, pingpong, fits, verify,
+              verify_top, measured, output, save_calibration, force, device_index):
+    """Rank the host-memory strategies for a workload, with predicted time per phase and the reason.
+
+    Predictions come from lifecycle measurements: saved ones (--from, e.g. measured on
+    another machine) or a calibration run on this GPU now. --verify then measures the
+    workload itself under the top strategies.
+    """
+    from umprof import recommend as rmod
+    from umprof.report import print_recommendation, verification_summary
+    from umprof.results import ResultSet
+    from umprof.workload import with_fit
+
+    workloads = _workloads(workload_files, size, reuse, touched, pattern, stride, iterations, pingpong, fits)
+    if verify_top != "all" and (not verify_top.isdigit() or int(verify_top) < 1):
+        raise UsageError(f"option '--verify-top': expected a positive integer or 'all', got {verify_top!r}")
+    if measured and not verify:
+        verify = True
+    console, err = _out(), Console(stderr=True)
+    cal = _calibration(sources, save_calibration, force, device_index, err)
+    memory = cal.device.get("memory_total_bytes")
+    recs = [rmod.recommend(cal, with_fit(w, memory)) for w in workloads]
+    if cal.device:
+        err.print(f"predicted from {cal.source or 'a calibration'} ({cal.device.get('name', 'unknown GPU')})")
+    verified = {}
+    if verify:
+        top = None if verify_top == "all" else int(verify_top)
+        picks = [[p.strategy for p in r.ranked[:top]] for r in recs]
+        scenarios = [rmod.verification_scenario(r.workload, pk, index=i) for i, (r, pk) in enumerate(zip(recs, picks))]
+        if measured:
+            frame = ResultSet.load(measured).frame
+        else:
+            from umprof.runner import run_scenarios
+
+            output = output or _default_output("verify")
+            rs, _ = run_scenarios(scenarios, output=output, force=force, device=device_index,
+                                  argv=["umprof", *sys.argv[1:]], console=err)
+            frame = rs.frame
+            err.print(f"verification results: {output}")
+        for r, s in zip(recs, scenarios):
+            verified[id(r)] = rmod.verdict(r, rmod.measured_totals(frame, s.name))
+    for r in recs:
+        print_recommendation(r, console, verified.get(id(r)))
+    if len(verified) > 1:
+        console.print(verification_summary([(r, verified[id(r)]) for r in recs]))
+
+
 @cli.command()
 @click.argument("scenarios", nargs=-1)
 @_run_options

@@ -31,6 +31,7 @@ PHASE_COLORS = {
     "kernel": 0x2CA02C,
     "d2h": 0xFF7F0E,
     "d2d": 0x9467BD,
+    "host_turn": 0xDBDB8D,
     "host_read": 0xE377C2,
     "free": 0xBCBD22,
     "reset": 0xC7C7C7,

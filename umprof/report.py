@@ -270,3 +270,56 @@ def print_um(rs: ResultSet, console: Console, scenario: str | None = None) -> No
     if not shown:
         why = rs.meta.get("um_counters") or "not recorded"
         console.print(f"no unified-memory counters in this result (counters: {why})")
+
+
+def recommendation_table(rec) -> Table:
+    """Ranked strategies with the predicted time of each phase (ms), the total and × the best."""
+    from umprof.predict import PHASES as PREDICTED
+
+    df = rec.table()
+    phases = [p for p in PREDICTED if p in df.columns and df[p].notna().any() and (df[p].fillna(0) > 0).any()]
+    t = Table(title=f"{rec.workload.label}: {rec.workload.describe()}" if rec.workload.name else rec.workload.describe(),
+              title_justify="left", header_style="bold")
+    for col in ["#", "strategy", *phases, "total", "× best"]:
+        t.add_column(col, justify="left" if col == "strategy" else "right")
+    for _, r in df.iterrows():
+        cells = [str(r["rank"]), r["strategy"]]
+        cells += ["-" if _nan(r[p]) else format_time(r[p]) for p in phases]
+        cells += [format_time(r["total"]), f"{r['vs_best']:.2f}"]
+        t.add_row(*cells, style="bold green" if r["rank"] == 1 else None)
+    return t
+
+
+def print_recommendation(rec, console: Console, verified: dict | None = None) -> None:
+    console.print(recommendation_table(rec))
+    console.print(rec.reason)
+    for s, why in rec.excluded.items():
+        console.print(f"[dim]not ranked: {s}: {why}[/]")
+    for n in rec.notes:
+        console.print(f"[yellow]note:[/] {n}")
+    if verified is not None:
+        console.print(verification_table(verified))
+        colour = "green" if verified["ok"] else "red"
+        console.print(f"[{colour}]verified: {verified['summary']}[/]")
+    console.print()
+
+
+def verification_table(verified: dict) -> Table:
+    t = Table(title="predicted vs measured (whole workload)", title_justify="left", header_style="bold")
+    for col in ("strategy", "predicted", "measured", "error", "measured rank"):
+        t.add_column(col, justify="left" if col == "strategy" else "right")
+    for _, r in verified["table"].iterrows():
+        t.add_row(r["strategy"], format_time(r["predicted_s"]), format_time(r["measured_s"]),
+                  f"{r['error']:+.0%}", str(r.get("measured_rank", "-")))
+    return t
+
+
+def verification_summary(results: list) -> Table:
+    """One row per verified workload: the top pick, the measured fastest and the gap."""
+    t = Table(title="recommend --verify", title_justify="left", header_style="bold")
+    for col in ("workload", "top pick", "measured fastest", "top pick vs fastest", "held"):
+        t.add_column(col)
+    for rec, v in results:
+        t.add_row(rec.workload.label, rec.top.strategy, v["fastest"] or "-",
+                  "-" if _nan(v["gap"]) else f"+{v['gap']:.1%}", "yes" if v["ok"] else "NO")
+    return t

@@ -126,7 +126,12 @@ class PhaseTimer:
         self.sample.phases.append(PhaseTime(name, gpu_s, (c1 - c0) / reps, bytes, ceiling))
 
     def finish(self) -> Sample:
-        """The sample, with the UM counters of each phase (and of all of them, as 'total') in ``extra``."""
+        """The sample, with the UM counters of each phase (and of all of them, as 'total') in ``extra``.
+
+        A phase entered several times (a loop's iterations, a ping-pong's rounds) counts once:
+        its times and bytes summed, in the order it first ran.
+        """
+        self.sample.phases = merge_repeated(self.sample.phases)
         if self._um is not None:
             from umprof.um_counters import attribute, summarize_records
 
@@ -136,3 +141,17 @@ class PhaseTimer:
             inside = [r for r in records if any(t0 <= r.start <= t1 for _, t0, t1 in self.sample.windows)]
             self.sample.extra.setdefault("total", {}).update(summarize_records(inside))
         return self.sample
+
+
+def merge_repeated(phases: list[PhaseTime]) -> list[PhaseTime]:
+    """One PhaseTime per name: times and bytes of repeated entries summed."""
+    merged: dict[str, PhaseTime] = {}
+    for p in phases:
+        m = merged.get(p.name)
+        if m is None:
+            merged[p.name] = PhaseTime(p.name, p.gpu_s, p.cpu_s, p.bytes, p.ceiling)
+        else:
+            m.gpu_s += p.gpu_s
+            m.cpu_s += p.cpu_s
+            m.bytes += p.bytes
+    return list(merged.values())

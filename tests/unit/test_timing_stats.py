@@ -98,3 +98,17 @@ def test_phase_timer_records_gpu_and_host_phases():
     assert math.isnan(read.gpu_s) and read.time_s == read.cpu_s >= 0
     assert d2d.gpu_s == pytest.approx(0.5e-3)  # divided by reps
     assert t.sample.total_s == pytest.approx(2e-3 + read.cpu_s + 0.5e-3)
+
+
+def test_a_phase_entered_in_several_iterations_counts_once_summed():
+    t = PhaseTimer(FakeSession())
+    for _ in range(3):
+        with t.phase("h2d", bytes=100, ceiling="pcie"):
+            pass
+        with t.phase("kernel", bytes=10):
+            pass
+    sample = t.finish()
+    assert [p.name for p in sample.phases] == ["h2d", "kernel"]
+    h2d, kernel = sample.phases
+    assert h2d.bytes == 300 and kernel.bytes == 30 and h2d.ceiling == "pcie"
+    assert h2d.gpu_s == pytest.approx(3 * 2e-3) and kernel.gpu_s == pytest.approx(3 * 2e-3)

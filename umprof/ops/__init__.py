@@ -73,8 +73,15 @@ class Op:
         return params if self.merge is None else self.merge(params)
 
     def label(self, params: dict) -> str:
-        """The case's name; axes the op set to None (they do not apply to this case) are left out."""
-        return " ".join(f"{k}={self.axes.by_name[k].format(v)}" for k, v in params.items() if v is not None)
+        """The case's name; axes the op set to None (they do not apply to this case) are left out,
+        and so are quiet axes at their default (names stay those of results made before them)."""
+        parts = []
+        for k, v in params.items():
+            spec = self.axes.by_name[k]
+            if v is None or (spec.quiet_default and (v,) == spec.default):
+                continue
+            parts.append(f"{k}={spec.format(v)}")
+        return " ".join(parts)
 
     def kernel_refs(self, scenario) -> list[tuple[str, str, tuple]]:
         """(ref, signature, compile options) of every kernel the scenario's cases launch."""

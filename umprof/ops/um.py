@@ -27,20 +27,13 @@ from umprof.axes import AxisSet, AxisSpec
 from umprof.errors import CaseFailed, CaseSkipped
 from umprof.ops import CaseRun, Op, register
 from umprof.ops.checks import check_readback, read_u64, spot_indices
-from umprof.ops.lifecycle import initial_pattern, lifecycle_expected
+from umprof.ops.lifecycle import initial_pattern, lifecycle_expected, touched_pages
 from umprof.ops.patterns import ceil_div
 
 BLOCK = 256
 KERNELS = "um.cu"
 # pycuda prepared-call signatures of um.cu's kernels
 SIG = {"stream_thread": "PPQ", "stream_warp": "PPQI", "sum_pages": "PQIdP", "fill_words": "PQI"}
-
-
-def touched_pages(pages: int, fraction: float) -> np.ndarray:
-    """Boolean mask of the pages a kernel touches when it reads ``fraction`` of them, spread
-    evenly: page p when floor((p+1)·f) > floor(p·f), the test the kernel makes in double."""
-    p = np.arange(pages, dtype=np.float64)
-    return np.floor((p + 1) * fraction) > np.floor(p * fraction)
 
 
 @functools.lru_cache(maxsize=4)
