@@ -48,6 +48,10 @@ class Prediction:
         return float(sum(self.phases.values()))
 
 
+def st_advice(strategy: str) -> str | None:
+    return getattr(strategies.get(strategy), "advice", None)
+
+
 def _loglog(xs: np.ndarray, ys: np.ndarray, x: float) -> float:
     """Piecewise log-log interpolation; past the largest x, in proportion to x; under the smallest,
     the first segment's slope."""
@@ -198,6 +202,9 @@ class Calibration:
 
     def applies(self, strategy: str, w: Workload) -> str | None:
         """Why the strategy cannot serve the workload here, or None."""
+        if st_advice(strategy) == "read-mostly":
+            return ("the workload's kernels write the buffer, and every write collapses READ_MOSTLY's read-only "
+                    "copies: advice for data the GPU only reads")
         if strategy in self.skipped:
             return self.skipped[strategy]
         if strategy not in self.strategies:

@@ -77,15 +77,18 @@ def explain(ranked: list[Prediction], w: Workload) -> str:
     if not ranked:
         return "No strategy applies to this workload on this device."
     t = ranked[0]
-    passes = w.reuse * w.iterations
-    used = f"read {passes} time" + ("s" if passes != 1 else "")
+    if w.pingpong and w.iterations > 1:  # the data goes back to the host between rounds
+        used = f"read {w.reuse} time{'s' if w.reuse != 1 else ''} per round trip, {w.iterations} round trips"
+    else:
+        passes = w.reuse * w.iterations
+        used = f"read {passes} time{'s' if passes != 1 else ''} per transfer"
     out = [f"{t.strategy} is predicted fastest: {format_time(t.total)} for the whole workload ({w.describe()})."]
     kind = _kind(t.strategy)
     inplace, copier, ondemand = _best(ranked, "in-place"), _best(ranked, "copy"), _best(ranked, "on-demand")
     touched = f"{w.touched:.0%}" if w.touched >= 0.01 else f"{w.touched:.2%}"
     if kind == "copy":
         if inplace is not None:
-            out.append(f"The data is {used} per round trip, so copying all {format_size(w.bytes)} there and back "
+            out.append(f"The data is {used}, so copying all {format_size(w.bytes)} there and back "
                        f"({format_time(_copies(t))}) and reading it from device memory ({format_time(t.phases['kernel'])} "
                        f"of kernel time) beats reading it in place: {inplace.strategy} would cross PCIe on every pass "
                        f"({format_time(inplace.phases['kernel'])} of kernel time).")
@@ -144,8 +147,10 @@ def verification_scenario(w: Workload, strategy_names: list[str], timing: dict |
     axes.update(w.lifecycle_axes())
     axes["strategy"] = list(strategy_names)
     name = f"recommend-{slug(w.name) if w.name else index + 1}"
+    # at least three samples of every strategy, even of cases that take a second each
+    timing = dict({"min_samples": 3, "timeout": 2.0}, **(timing or {}))
     return Scenario(name=name, about=f"recommend --verify: {w.describe()}", op=op, path=Path("<recommend>"),
-                    axes=axes, kernel=op.default_kernel, timing=dict(timing or {}))
+                    axes=axes, kernel=op.default_kernel, timing=timing)
 
 
 def measured_totals(frame: pd.DataFrame, scenario: str) -> dict[str, float]:
