@@ -385,6 +385,70 @@ def recommend(sources, workload_files, size, reuse, touched, pattern, stride, it
 
 
 @cli.command()
+@click.argument("results", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.option("--pair", metavar="A,B", default=None, help="Only this pair of strategies: pinned,zero-copy.")
+@click.option("--axis", type=click.Choice(["bytes", "reuse", "touched", "iterations"]), default=None,
+              help="Only crossings along this axis.")
+@click.option("-o", "--outdir", type=click.Path(file_okay=False), default=None, help="Also draw each sweep (PNG) here.")
+def crossovers(results, pair, axis, outdir):
+    """Where the faster of two strategies changes along size, reuse or touched fraction (measured)."""
+    import pandas as pd
+
+    from umprof import crossover
+    from umprof.plots import _pyplot
+    from umprof.report import crossover_table
+    from umprof.results import ResultSet
+
+    if pair is not None:
+        from umprof.strategies import STRATEGIES
+
+        parts = [p.strip() for p in pair.split(",")]
+        if len(parts) != 2 or any(p not in STRATEGIES for p in parts):
+            raise UsageError(f"option '--pair': expected two strategies as A,B (of {', '.join(STRATEGIES)}), got {pair!r}")
+        pair = tuple(parts)
+    frame = pd.concat([ResultSet.load(r).frame for r in results], ignore_index=True)
+    found = crossover.find(frame, pair, axis)
+    console = _out()
+    if not any(True for _ in crossover.sweeps(frame)):
+        raise UsageError(f"{', '.join(results)}: no lifecycle sweep of bytes, reuse, touched or iterations with two "
+                         "strategies; run `umprof run crossovers` first")
+    console.print(crossover_table(found))
+    if outdir:
+        plt = _pyplot()
+        Path(outdir).mkdir(parents=True, exist_ok=True)
+        for stem, fig in crossover.figures(frame, pair):
+            path = Path(outdir) / f"{stem}.png"
+            fig.savefig(path, dpi=110)
+            plt.close(fig)
+            console.print(f"wrote {path}")
+
+
+@cli.command()
+@click.argument("a", type=click.Path(dir_okay=False))
+@click.argument("b", type=click.Path(dir_okay=False))
+@click.option("--phase", "phases", default="total", show_default=True, metavar="total|all|PHASE",
+              help="Compare the whole case (total), every phase, or one phase (kernel, h2d, ...).")
+@click.option("--floor", type=click.FloatRange(min=0), default=0.03, show_default=True,
+              help="No change under this relative difference is called FAST or SLOW, however quiet the runs.")
+@click.option("--across-devices", is_flag=True, help="Match cases measured on different GPUs.")
+@click.option("--all", "show_all", is_flag=True, help="List SAME cases too (default: only FAST and SLOW).")
+@click.option("--fail-on-slow", is_flag=True, help="Exit 1 when any case is SLOW (for CI).")
+def compare(a, b, phases, floor, across_devices, show_all, fail_on_slow):
+    """Match the cases of two result files and call each SAME, FAST or SLOW (B against A) against their noise.
+
+    Exits 2 when no case matches, 1 with --fail-on-slow when any case got slower.
+    """
+    from umprof import compare as cmpmod
+    from umprof.report import print_comparison
+    from umprof.results import ResultSet
+
+    result = cmpmod.compare(ResultSet.load(a), ResultSet.load(b), phases, across_devices, floor, name_a=a, name_b=b)
+    print_comparison(result, _out(), a, b, show_all)
+    if fail_on_slow and result.counts()["SLOW"]:
+        sys.exit(1)
+
+
+@cli.command()
 @click.argument("scenarios", nargs=-1)
 @_run_options
 @click.option("--nsys", "nsys_path", metavar="PATH", default=None, help="The nsys executable (default: $UMPROF_NSYS, then PATH).")

@@ -116,7 +116,10 @@ def heatmap_figure(k: pd.DataFrame, title: str):
 
 def figures(rs):
     """(file stem, figure) for every figure the result file supports."""
+    from umprof import crossover
+
     device_copy = next((d.get("d2d_bytes_per_s") for d in rs.devices if d.get("d2d_bytes_per_s")), None)
+    yield from crossover.figures(rs.frame)
     for name, g in rs.frame.groupby("scenario", sort=False):
         if "um_gpu_fault_groups" in g.columns and not g["um_gpu_fault_groups"].map(_nan).all():
             yield f"{name}-um", um_figure(g, f"{name}: time and unified-memory faults per case")

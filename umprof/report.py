@@ -323,3 +323,48 @@ def verification_summary(results: list) -> Table:
         t.add_row(rec.workload.label, rec.top.strategy, v["fastest"] or "-",
                   "-" if _nan(v["gap"]) else f"+{v['gap']:.1%}", "yes" if v["ok"] else "NO")
     return t
+
+
+def crossover_table(found: pd.DataFrame) -> Table:
+    """Crossings, one per row: the pair, the axis, where it crosses and which side wins where."""
+    from umprof.crossover import format_value
+
+    t = Table(title="crossovers (measured)", title_justify="left", header_style="bold")
+    for col in ("scenario", "axis", "fixed", "faster below", "crossing", "faster above", "between points", "note"):
+        t.add_column(col)
+    for _, r in found.iterrows():
+        note = "within noise: the lines touch" if r["within_noise"] else \
+            f"{r['gap_below']:.0%} faster below, {r['gap_above']:.0%} above"
+        t.add_row(r["scenario"], r["axis"], r["fixed"] or "-", r["faster_below"], format_value(r["axis"], r["crossing"]),
+                  r["faster_above"], r["between"], note, style="dim" if r["within_noise"] else None)
+    if found.empty:
+        t.caption = "no crossing: one strategy of each pair is faster over the whole range"
+    return t
+
+
+def print_comparison(c, console: Console, name_a: str, name_b: str, show_all: bool = False) -> None:
+    """The changed cases (all with show_all), the counts, and the cases found on one side only."""
+    shown = c.matched if show_all else c.matched[c.matched["verdict"] != "SAME"]
+    shown = shown.assign(order=shown["verdict"].map({"SLOW": 0, "FAST": 1, "SAME": 2})).sort_values(["order", "ratio"],
+                                                                                                    ascending=[True, False])
+    t = Table(title=f"B against A — A: {name_a} ({c.device_a}) · B: {name_b} ({c.device_b})", title_justify="left",
+              header_style="bold")
+    for col in ("scenario", "case", "phase", "A", "B", "B/A", "noise band", "verdict"):
+        t.add_column(col, justify="right" if col in ("A", "B", "B/A", "noise band") else "left")
+    style = {"SLOW": "red", "FAST": "green", "SAME": "dim"}
+    for _, r in shown.iterrows():
+        t.add_row(r["scenario"], r["case"], r["phase"], format_time(r["a_s"]), format_time(r["b_s"]),
+                  f"{r['ratio']:.3f}", f"±{r['band']:.0%}", r["verdict"], style=style[r["verdict"]])
+    if len(shown):
+        console.print(t)
+    n = c.counts()
+    console.print(f"{len(c.matched)} matched: {n['SAME']} SAME, {n['FAST']} FAST, {n['SLOW']} SLOW"
+                  + ("" if show_all or not n["SAME"] else " (SAME cases hidden; --all lists them)"))
+    for side, name, cases in (("A", name_a, c.only_a), ("B", name_b, c.only_b)):
+        if cases:
+            if len(cases) <= 6:
+                listed = "; ".join(f"{s} {k}" for s, k in cases)
+            else:
+                per = pd.Series([s for s, _ in cases]).value_counts(sort=False)
+                listed = ", ".join(f"{s} {n}" for s, n in per.items())
+            console.print(f"only in {side} ({name}): {len(cases)} case(s): {listed}")
