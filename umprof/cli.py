@@ -449,6 +449,35 @@ def compare(a, b, phases, floor, across_devices, show_all, fail_on_slow):
 
 
 @cli.command()
+@click.argument("results", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.option("-o", "--output", type=click.Path(dir_okay=False), default="umprof-report.html", show_default=True,
+              help="The HTML file to write.")
+@click.option("--workload", "workload_files", multiple=True, type=click.Path(dir_okay=False), metavar="FILE",
+              help="Workloads to recommend for (default: scenarios/workloads/verify.toml when the results hold a calibration).")
+@click.option("--force", is_flag=True, help="Overwrite the HTML file if it exists.")
+def report(results, output, workload_files, force):
+    """One self-contained HTML report (figures embedded) from result files: ceilings, strategy breakdown,
+    copies, crossovers, unified memory, access patterns and the recommendation."""
+    from umprof import html_report
+    from umprof.resources import scenarios_dir
+    from umprof.results import ResultSet
+    from umprof.workload import load_workloads
+
+    out = Path(output)
+    if out.suffix.lower() not in (".html", ".htm"):
+        raise UsageError(f"option '-o': expected a file ending in .html, got {output!r}")
+    if out.exists() and not force:
+        raise UsageError(f"{out}: already exists; pass --force to overwrite it or -o to write elsewhere")
+    sets = [ResultSet.load(r) for r in results]
+    files = list(workload_files) or [scenarios_dir() / "workloads" / "verify.toml"]
+    workloads = [w for f in files for w in load_workloads(f)]
+    text = html_report.build(sets, list(results), workloads)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(text, encoding="utf-8")
+    _out().print(f"wrote {out} ({len(text) / 1e6:.1f} MB)")
+
+
+@cli.command()
 @click.argument("scenarios", nargs=-1)
 @_run_options
 @click.option("--nsys", "nsys_path", metavar="PATH", default=None, help="The nsys executable (default: $UMPROF_NSYS, then PATH).")

@@ -39,7 +39,8 @@ def sweeps(frame: pd.DataFrame):
                 key = key if isinstance(key, tuple) else (key,)
                 fixed = ", ".join(f"{c[len(AXIS_PREFIX):]}={_fmt(c, v)}" for c, v in zip(others, key))
                 t = sub.pivot_table(index="axis.strategy", columns=col, values="time_median_s", aggfunc="median")
-                n = sub.pivot_table(index="axis.strategy", columns=col, values="noise_rel", aggfunc="median")
+                n = sub.pivot_table(index="axis.strategy", columns=col, values="noise_rel", aggfunc="median",
+                                    dropna=False).reindex(index=t.index, columns=t.columns)
                 if len(t) >= 2 and t.shape[1] >= 2:
                     yield scenario, name, fixed, t, n
 

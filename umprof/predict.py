@@ -31,6 +31,8 @@ from umprof.errors import UsageError
 from umprof.units import format_size
 from umprof.workload import Workload
 
+CALIBRATION_PREFIX = "calibration-"  # the shipped calibration group's scenarios
+VERIFY_PREFIX = "recommend-"  # scenarios `recommend --verify` writes
 PHASES = ("alloc", "host_init", "h2d", "kernel", "d2h", "host_turn", "host_read", "free")
 REF_PATTERN_STRIDE = 8  # the calibration's strided pattern touches every 8th word: one per 32-byte sector
 WORKLOAD_DEFAULTS = {"touched": 1.0, "pattern": "streaming", "stride": REF_PATTERN_STRIDE, "iterations": 1,
@@ -79,7 +81,13 @@ class Calibration:
         if missing:
             raise UsageError(f"{source or 'results'}: no lifecycle measurements to predict from "
                              f"(missing columns {', '.join(sorted(missing))}); run `umprof run calibration` first")
-        life = frame[frame["op"] == "lifecycle"].copy()
+        life = frame[frame["op"] == "lifecycle"]
+        # a verification run measures the very workloads predicted: never predict from it; and where
+        # a calibration is present, predict from it alone rather than mix in other runs' sweeps
+        life = life[~life["scenario"].astype(str).str.startswith(VERIFY_PREFIX)]
+        if life["scenario"].astype(str).str.startswith(CALIBRATION_PREFIX).any():
+            life = life[life["scenario"].astype(str).str.startswith(CALIBRATION_PREFIX)]
+        life = life.copy()
         for k, v in WORKLOAD_DEFAULTS.items():
             col = f"axis.{k}"
             life[col] = life[col].fillna(v) if col in life.columns else v
@@ -89,6 +97,11 @@ class Calibration:
         if ok.empty:
             raise UsageError(f"{source or 'results'}: no successful lifecycle cases to predict from; "
                              "run `umprof run calibration` first")
+        base = ok[(ok["axis.touched"].astype(float) == 1.0) & (ok["axis.pattern"] == "streaming")
+                  & (ok["axis.iterations"].astype(int) == 1) & (ok["axis.pingpong"] == "no")]
+        if base.empty:
+            raise UsageError(f"{source or 'results'}: the lifecycle cases hold no plain workload (whole buffer, streaming, "
+                             "one iteration) to scale from; include calibration-sizes (`umprof run calibration`)")
         keys = ["axis.strategy", "axis.bytes", "axis.reuse", "axis.touched", "axis.pattern", "axis.stride",
                 "axis.iterations", "axis.pingpong", "phase"]
         self.t = ok.groupby(keys)["time_median_s"].median()
@@ -169,7 +182,10 @@ class Calibration:
         return v / base
 
     def _touched_ratio(self, strategy, phase, f: float, part: str = "all") -> float:
-        """Through (f_cal, measured ratio) and (1, 1): a fixed part plus one proportional to f."""
+        """The phase's time at touched fraction f over its time on the whole buffer: a line through the
+        measured sparse point (f_cal, r) and (1, 1); for the kernel, below f_cal in proportion to f
+        (scattered pages cost more per byte than a contiguous buffer, but nothing touched costs
+        nothing), while the host's phases keep the line's fixed part (it reads the whole buffer)."""
         if f >= 1.0:
             return 1.0
         fracs = sorted({float(x) for x in self.t.index.get_level_values("axis.touched") if float(x) < 1.0})
@@ -180,9 +196,9 @@ class Calibration:
         r = self._ratio(strategy, phase, {"touched": fc}, part)
         if math.isnan(r):
             return unmeasured
-        slope = (1.0 - r) / (1.0 - fc)
-        fixed = max(1.0 - slope, 0.0)
-        return max(fixed + slope * f, 1e-3)
+        if f <= fc and phase == "kernel":  # fewer scattered pages: in proportion to the measured sparse point
+            return max(r * f / fc, 1e-3)
+        return max(r + (1.0 - r) * (f - fc) / (1.0 - fc), 1e-3)  # a line through it and the whole buffer
 
     def _pattern_ratio(self, strategy, phase, w: Workload, part: str = "all") -> float:
         if w.pattern == "streaming":

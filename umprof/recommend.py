@@ -12,7 +12,7 @@ from pathlib import Path
 import pandas as pd
 
 from umprof import strategies
-from umprof.predict import PHASES, Calibration, Prediction
+from umprof.predict import PHASES, VERIFY_PREFIX, Calibration, Prediction
 from umprof.units import format_size, format_time
 from umprof.workload import Workload
 
@@ -146,7 +146,7 @@ def verification_scenario(w: Workload, strategy_names: list[str], timing: dict |
     axes = {spec.name: list(spec.default) for spec in op.axes.specs}
     axes.update(w.lifecycle_axes())
     axes["strategy"] = list(strategy_names)
-    name = f"recommend-{slug(w.name) if w.name else index + 1}"
+    name = f"{VERIFY_PREFIX}{slug(w.name) if w.name else index + 1}"
     # at least three samples of every strategy, even of cases that take a second each
     timing = dict({"min_samples": 3, "timeout": 2.0}, **(timing or {}))
     return Scenario(name=name, about=f"recommend --verify: {w.describe()}", op=op, path=Path("<recommend>"),
