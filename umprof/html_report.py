@@ -143,12 +143,7 @@ def _transfers_section(frame: pd.DataFrame, devices) -> str:
 def _access_section(rs: ResultSet) -> str:
     from umprof import plots
 
-    figs = []
-    for stem, fig in plots.figures(rs):
-        if stem.startswith("crossover-") or stem.endswith("-um"):  # drawn in their own sections
-            plots._pyplot().close(fig)
-        else:
-            figs.append((stem, fig))
+    figs = list(plots.figures(rs, crossovers=False, um=False))  # those have their own sections
     if not figs:
         return ""
     return "<h2 id='access'>Access patterns</h2><p>Kernel bandwidth against stride, offset, threads and blocks, the " \
@@ -174,8 +169,8 @@ def _um_section(frame: pd.DataFrame) -> str:
 def _crossover_section(frame: pd.DataFrame) -> str:
     from umprof import crossover
 
-    # the crossover sweeps and the default suite; the calibration's sweeps serve the predictions
-    frame = frame[~frame["scenario"].str.startswith(("calibration-", "recommend-"))]
+    # the crossover group's sweeps (`umprof crossovers` reads any sweep; here, the ones made for it)
+    frame = frame[frame["scenario"].astype(str).str.startswith("crossover-")]
     found = crossover.find(frame)
     figs = list(crossover.figures(frame))
     if not figs:

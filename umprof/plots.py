@@ -114,14 +114,16 @@ def heatmap_figure(k: pd.DataFrame, title: str):
     return fig
 
 
-def figures(rs):
-    """(file stem, figure) for every figure the result file supports."""
+def figures(rs, crossovers: bool = True, um: bool = True):
+    """(file stem, figure) for every figure the result file supports (lifecycle sweeps with their
+    crossovers and the unified-memory bars left out on request)."""
     from umprof import crossover
 
     device_copy = next((d.get("d2d_bytes_per_s") for d in rs.devices if d.get("d2d_bytes_per_s")), None)
-    yield from crossover.figures(rs.frame)
+    if crossovers:
+        yield from crossover.figures(rs.frame)
     for name, g in rs.frame.groupby("scenario", sort=False):
-        if "um_gpu_fault_groups" in g.columns and not g["um_gpu_fault_groups"].map(_nan).all():
+        if um and "um_gpu_fault_groups" in g.columns and not g["um_gpu_fault_groups"].map(_nan).all():
             yield f"{name}-um", um_figure(g, f"{name}: time and unified-memory faults per case")
         k = _kernel_rows(g)
         if k.empty:
