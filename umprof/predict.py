@@ -12,8 +12,9 @@ elsewhere). :meth:`Calibration.predict` builds a workload's phases from them:
   streaming and by the touched fraction (a line through the measured fractions);
 * host_read and host_turn (the ping-pong's host step) at the size, scaled the same way,
   since what migrates back depends on what the kernel touched;
-* counts: with ping-pong every iteration pays a copy each way, a host turn and a first pass;
-  without it the data stays and only the first pass is a first.
+* counts: with ping-pong every iteration pays a copy each way, a host turn and a later round's
+  first pass (the calibration's two-round ping-pong less its first pass: on-demand pages migrate
+  again, mappings do not); without it the data stays and only the first pass is a first.
 
 Phase times are the medians the runner recorded, so a prediction inherits their noise.
 """
@@ -251,8 +252,17 @@ class Calibration:
         first, nxt = parts if parts else (0.0, 0.0)
         first *= self._pattern_ratio(strategy, "kernel", w, "first") * self._touched_ratio(strategy, "kernel", w.touched, "first")
         nxt *= self._pattern_ratio(strategy, "kernel", w, "next") * self._touched_ratio(strategy, "kernel", w.touched, "next")
-        firsts = w.iterations if pp else 1
-        ph["kernel"] = firsts * first + (w.reuse * w.iterations - firsts) * nxt
+        if pp:
+            # the first pass of a later round, after the host's turn: on-demand pages migrate again, while
+            # mappings (prefer-host, accessed-by) are set up once; measured as the calibration's ping-pong
+            # kernel (two rounds of one pass) less the first pass
+            again = first
+            both = self._at(strategy, "kernel", B, reuse=1, iterations=2, pingpong="yes")
+            if both is not None and parts:
+                again = max(both - parts[0], 0.0) * first / parts[0] if parts[0] > 0 else first
+            ph["kernel"] = first + (w.iterations - 1) * again + (w.reuse - 1) * w.iterations * nxt
+        else:
+            ph["kernel"] = first + (w.reuse * w.iterations - 1) * nxt
         if st.moves_data:
             ph["d2h"] = (self._at(strategy, "d2h", B) or 0.0) * copies
         if turns:
