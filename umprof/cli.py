@@ -305,6 +305,9 @@ def _calibration(sources, save, force, device_index, console):
     from umprof.runner import run_scenarios
     from umprof.scenario import resolve
 
+    from umprof.gpu import load_pycuda
+
+    load_pycuda()  # no GPU: say so before promising a calibration
     save = save or _default_output("calibration")
     console.print(f"calibrating on GPU {device_index} (`umprof run calibration`, a few minutes); saving to {save}")
     rs, _ = run_scenarios(resolve(["calibration"]), output=save, force=force, device=device_index,
