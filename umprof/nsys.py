@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from umprof.errors import UsageError
+from umprof.errors import ToolUnavailable, UsageError
 from umprof.tools import find_tool
 
 ENV_NSYS = "UMPROF_NSYS"

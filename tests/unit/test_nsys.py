@@ -200,3 +200,19 @@ def test_trace_cli_without_nsys_is_one_line(tmp_path, monkeypatch):
     assert "nsys was not found" in res.output and "Traceback" not in res.output
     res = CliRunner().invoke(cli, ["trace", "no-such-scenario"])
     assert res.exit_code == 2
+
+
+def test_a_failed_nsys_stats_is_a_clear_tool_error(tmp_path, monkeypatch):
+    """nsys stats exiting non-zero with nothing exported: ToolUnavailable naming the trace, not a NameError."""
+    import subprocess
+
+    from umprof import nsys
+
+    class Done:
+        returncode, stdout, stderr = 1, "", "fatal: the trace is corrupt\n"
+
+    monkeypatch.setattr(subprocess, "run", lambda *a, **k: Done())
+    trace = tmp_path / "t.nsys-rep"
+    trace.write_bytes(b"")
+    with pytest.raises(ToolUnavailable, match="nsys stats failed on .*t.nsys-rep.*the trace is corrupt"):
+        nsys.export_reports("nsys", trace, tmp_path / "out" / "r")
