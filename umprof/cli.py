@@ -21,6 +21,7 @@ from umprof import __version__
 from umprof.errors import ToolUnavailable, UmprofError, UsageError
 from umprof.timing import StoppingRule
 from umprof.units import format_rate, format_size
+from umprof.workload import PATTERNS
 
 
 _RULE = StoppingRule()  # the defaults the run options' help texts show
@@ -324,7 +325,7 @@ def _calibration(sources, save, force, device_index, console):
 @click.option("--bytes", "size", metavar="SIZE", default=None, help="The buffer's size: 64MiB, 1GiB (a multiple of 64 KiB).")
 @click.option("--reuse", type=int, default=None, help="Kernel passes per transfer [1].")
 @click.option("--touched", type=float, default=None, help="Fraction of the 64 KiB pages each pass touches, in (0, 1] [1.0].")
-@click.option("--pattern", type=click.Choice(["streaming", "strided", "random", "warp-pages"]), default=None,
+@click.option("--pattern", type=click.Choice(PATTERNS), default=None,
               help="How a pass walks the touched pages [streaming].")
 @click.option("--stride", type=int, default=None, help="Strided pattern: words between touched words, a power of two [8].")
 @click.option("--iterations", type=int, default=None, help="Rounds of reuse passes [1].")

@@ -51,10 +51,6 @@ class Prediction:
         return float(sum(self.phases.values()))
 
 
-def st_advice(strategy: str) -> str | None:
-    return getattr(strategies.get(strategy), "advice", None)
-
-
 def _loglog(xs: np.ndarray, ys: np.ndarray, x: float) -> float:
     """Piecewise log-log interpolation; past the largest x, in proportion to x; under the smallest,
     the first segment's slope."""
@@ -219,7 +215,7 @@ class Calibration:
 
     def applies(self, strategy: str, w: Workload) -> str | None:
         """Why the strategy cannot serve the workload here, or None."""
-        if st_advice(strategy) == "read-mostly":
+        if strategies.get(strategy).advice == "read-mostly":
             return ("the workload's kernels write the buffer, and every write collapses READ_MOSTLY's read-only "
                     "copies: advice for data the GPU only reads")
         if strategy in self.skipped:

@@ -85,7 +85,7 @@ def explain(ranked: list[Prediction], w: Workload) -> str:
     out = [f"{t.strategy} is predicted fastest: {format_time(t.total)} for the whole workload ({w.describe()})."]
     kind = _kind(t.strategy)
     inplace, copier, ondemand = _best(ranked, "in-place"), _best(ranked, "copy"), _best(ranked, "on-demand")
-    touched = f"{w.touched:.0%}" if w.touched >= 0.01 else f"{w.touched:.2%}"
+    touched = w.touched_text
     if kind == "copy":
         if inplace is not None:
             out.append(f"The data is {used}, so copying all {format_size(w.bytes)} there and back "

@@ -43,6 +43,7 @@ class Strategy:
     moves_data = False  # has to_device / to_host steps (copies or prefetches)
     over_link = False  # kernels read the data across PCIe (zero-copy, mapped, system)
     managed = False
+    advice = None  # managed memory's cuMemAdvise ("read-mostly", "prefer-gpu", ...), else None
     copies = False  # explicit cudaMemcpy between a host buffer and a cudaMalloc'd one
 
     def unsupported(self, info) -> str | None:

@@ -15,15 +15,15 @@ It is written as CLI options (``umprof recommend --bytes 256MiB --reuse 16``) or
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields, replace
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 
 from umprof.errors import UsageError
 from umprof.units import format_size, parse_size
 
 PATTERNS = ("streaming", "strided", "random", "warp-pages")
-PAGE_BYTES = 64 * 1024  # the granule of `touched` (lifecycle.PAGE_BYTES)
-MAX_WORDS_PER_PAGE = PAGE_BYTES // 4
+PAGE_BYTES = 64 * 1024  # the granule of `touched`: the lifecycle op touches whole pages of this size
+PAGE_WORDS = PAGE_BYTES // 4
 
 
 @dataclass(frozen=True)
@@ -41,16 +41,21 @@ class Workload:
     fits: bool | None = None
 
     def __post_init__(self):
-        _check(self, "")
+        _check(self)
 
     @property
     def label(self) -> str:
         return self.name or self.describe()
 
+    @property
+    def touched_text(self) -> str:
+        """The touched fraction as a percentage a person reads (two decimals under 1%)."""
+        return f"{self.touched:.0%}" if self.touched >= 0.01 else f"{self.touched:.2%}"
+
     def describe(self) -> str:
-        """One line a person reads: '256 MiB, reuse 16, touched 100%, streaming, 1 iteration'."""
-        parts = [format_size(self.bytes), f"reuse {self.reuse}", f"touched {self.touched:.0%}" if self.touched >= 0.01
-                 else f"touched {self.touched:.2%}", self.pattern + (f" (stride {self.stride})" if self.pattern == "strided" else "")]
+        """One line a person reads: '256MiB, reuse 16, touched 100%, streaming, 1 iteration'."""
+        parts = [format_size(self.bytes), f"reuse {self.reuse}", f"touched {self.touched_text}",
+                 self.pattern + (f" (stride {self.stride})" if self.pattern == "strided" else "")]
         parts.append(f"{self.iterations} iteration" + ("s" if self.iterations != 1 else ""))
         if self.pingpong:
             parts.append("ping-pong")
@@ -65,22 +70,19 @@ class Workload:
             "stride": [self.stride], "iterations": [self.iterations], "pingpong": ["yes" if self.pingpong else "no"],
         }
 
-    def to_dict(self) -> dict:
-        return asdict(self)
-
 
 KEYS = {f.name for f in fields(Workload)}
 
 
-def _check(w: Workload, where: str) -> None:
+def _check(w: Workload) -> None:
     """Raise UsageError naming the key, what is expected and what was given."""
-    at = f"{where}: " if where else ""
-
     def bad(key, expected):
-        raise UsageError(f"{at}key '{key}': expected {expected}, got {getattr(w, key)!r}")
+        raise UsageError(f"key '{key}': expected {expected}, got {getattr(w, key)!r}")
 
+    if not isinstance(w.name, str):
+        bad("name", "text")
     if not isinstance(w.bytes, int) or isinstance(w.bytes, bool) or w.bytes < PAGE_BYTES:
-        bad("bytes", f"a size of at least 64KiB ('256MiB', 1073741824)")
+        bad("bytes", "a size of at least 64KiB ('256MiB', 1073741824)")
     if w.bytes % PAGE_BYTES:
         bad("bytes", "a multiple of 64 KiB (the granule of 'touched')")
     if not isinstance(w.reuse, int) or isinstance(w.reuse, bool) or not 1 <= w.reuse <= 1024:
@@ -90,8 +92,8 @@ def _check(w: Workload, where: str) -> None:
     if w.pattern not in PATTERNS:
         bad("pattern", "one of " + ", ".join(PATTERNS))
     if (not isinstance(w.stride, int) or isinstance(w.stride, bool) or w.stride < 1
-            or w.stride & (w.stride - 1) or w.stride > MAX_WORDS_PER_PAGE):
-        bad("stride", f"a power of two from 1 to {MAX_WORDS_PER_PAGE} (4-byte words between touched words)")
+            or w.stride & (w.stride - 1) or w.stride > PAGE_WORDS):
+        bad("stride", f"a power of two from 1 to {PAGE_WORDS} (4-byte words between touched words)")
     if not isinstance(w.iterations, int) or isinstance(w.iterations, bool) or not 1 <= w.iterations <= 1024:
         bad("iterations", "an integer from 1 to 1024 (rounds of reuse passes)")
     if not isinstance(w.pingpong, bool):
@@ -116,14 +118,10 @@ def from_mapping(raw: dict, where: str) -> Workload:
         raise UsageError(f"{where}: key 'bytes': expected a size ('256MiB', 1073741824), got {raw['bytes']!r}") from None
     if isinstance(values.get("touched"), int) and not isinstance(values.get("touched"), bool):
         values["touched"] = float(values["touched"])
-    if isinstance(values.get("name", ""), str) is False:
-        raise UsageError(f"{where}: key 'name': expected text, got {values['name']!r}")
-    w = Workload.__new__(Workload)
-    defaults = Workload(bytes=PAGE_BYTES)
-    for f in fields(Workload):
-        object.__setattr__(w, f.name, values.get(f.name, getattr(defaults, f.name)))
-    _check(w, where)
-    return w
+    try:
+        return Workload(**values)
+    except UsageError as e:
+        raise UsageError(f"{where}: {e}") from None
 
 
 def load_workloads(path: str | Path) -> list[Workload]:

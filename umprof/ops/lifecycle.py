@@ -26,11 +26,9 @@ from umprof.axes import AxisSet, AxisSpec
 from umprof.errors import CaseSkipped
 from umprof.ops import CaseRun, Op, register
 from umprof.ops.checks import check_readback, spot_indices
+from umprof.workload import PAGE_BYTES, PAGE_WORDS, PATTERNS  # the workload model's granule and patterns
 
 BLOCK = 256
-PAGE_BYTES = 64 * 1024  # the granule of the touched fraction (um_sparse's page)
-PAGE_WORDS = PAGE_BYTES // 4
-PATTERNS = ("streaming", "strided", "random", "warp-pages")
 PATTERN_CODE = {name: i for i, name in enumerate(PATTERNS)}
 
 
@@ -133,9 +131,7 @@ class LifecycleRun(CaseRun):
             raise CaseSkipped("lifecycle needs a multiple of 4 bytes (uint32 elements)")
         self.n = self.nbytes // 4
         opts = tuple(ctx.scenario.compile_options)
-        # every word once, in order: the original whole-buffer kernel; any other workload: touch_pass
-        self.whole = self.fraction == 1.0 and self.pattern == "streaming"
-        if self.whole:
+        if not needs_touch_pass(self.fraction, self.pattern):  # every word once, in order: the whole-buffer kernel
             self.kernel = ctx.kernels.get(ctx.scenario.kernel, OP.kernel_signature, opts)
             self.args = (self.n,)
             selected = self.n
@@ -212,11 +208,16 @@ TOUCH_KERNEL = "lifecycle.cu:touch_pass"
 TOUCH_SIGNATURE = "PPQIiIQ"
 
 
+def needs_touch_pass(fraction: float, pattern: str) -> bool:
+    """Any workload but the whole buffer streamed runs ``touch_pass``; that one, ``scale_inplace``."""
+    return fraction != 1.0 or pattern != "streaming"
+
+
 def _lifecycle_kernels(scenario):
     opts = tuple(scenario.compile_options)
     refs = [(scenario.kernel, OP.kernel_signature, opts)]
-    if any(v != 1.0 for v in scenario.axes.get("touched", [1.0])) or \
-            any(v != "streaming" for v in scenario.axes.get("pattern", ["streaming"])):
+    if any(needs_touch_pass(f, p) for f in scenario.axes.get("touched", [1.0])
+           for p in scenario.axes.get("pattern", ["streaming"])):
         refs.append((TOUCH_KERNEL, TOUCH_SIGNATURE, opts))
     return refs
 
