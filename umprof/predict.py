@@ -103,6 +103,10 @@ class Calibration:
                 "axis.iterations", "axis.pingpong", "phase"]
         self.t = ok.groupby(keys)["time_median_s"].median()
         self.strategies = sorted(ok["axis.strategy"].unique())
+        self.max_bytes = int(ok["axis.bytes"].max())
+        self.reuses = sorted({int(r) for r in ok["axis.reuse"]})
+        self.sparse_fractions = sorted({float(f) for f in ok["axis.touched"] if float(f) < 1.0})
+        self._cache: dict[tuple, dict] = {}  # _rows' answers: a prediction asks the same ones many times
         for s in list(self.skipped):
             if s in self.strategies:
                 del self.skipped[s]
@@ -115,6 +119,12 @@ class Calibration:
 
     def _rows(self, strategy, phase, *, reuse=None, touched=1.0, pattern="streaming", iterations=1, pingpong="no"):
         """{bytes: seconds} for the condition (median over the reuse values when reuse is None)."""
+        key = (strategy, phase, reuse, touched, pattern, iterations, pingpong)
+        if key not in self._cache:
+            self._cache[key] = self._select(*key)
+        return self._cache[key]
+
+    def _select(self, strategy, phase, reuse, touched, pattern, iterations, pingpong) -> dict:
         try:
             sub = self.t.xs((strategy, phase), level=("axis.strategy", "phase"))
         except KeyError:
@@ -156,11 +166,7 @@ class Calibration:
 
     def _reuses(self, strategy, **cond) -> list[int]:
         """The reuse counts measured for a condition (the calibration's are 1 and 4)."""
-        found = set()
-        for r in sorted({int(x) for x in self.t.index.get_level_values("axis.reuse")}):
-            if self._rows(strategy, "kernel", reuse=r, **cond):
-                found.add(r)
-        return sorted(found)
+        return [r for r in self.reuses if self._rows(strategy, "kernel", reuse=r, **cond)]
 
     def _ratio(self, strategy, phase, variant: dict, part: str = "all") -> float:
         """Measured time of a variant (pattern, touched) over streaming's, at the variant's size."""
@@ -185,11 +191,10 @@ class Calibration:
         nothing), while the host's phases keep the line's fixed part (it reads the whole buffer)."""
         if f >= 1.0:
             return 1.0
-        fracs = sorted({float(x) for x in self.t.index.get_level_values("axis.touched") if float(x) < 1.0})
         unmeasured = f if phase == "kernel" else 1.0  # nothing measured: passes in proportion, the rest as is
-        if not fracs:
+        if not self.sparse_fractions:
             return unmeasured
-        fc = min(fracs, key=lambda x: abs(math.log(x) - math.log(f)))
+        fc = min(self.sparse_fractions, key=lambda x: abs(math.log(x) - math.log(f)))
         r = self._ratio(strategy, phase, {"touched": fc}, part)
         if math.isnan(r):
             return unmeasured
@@ -233,9 +238,8 @@ class Calibration:
         pp = w.pingpong and w.iterations > 1
         turns = w.iterations - 1 if pp else 0
         notes = []
-        sizes = sorted({b for b in self.t.index.get_level_values("axis.bytes")})
-        if B > max(sizes):
-            notes.append(f"{format_size(B)} is past the largest calibrated size ({format_size(max(sizes))}): "
+        if B > self.max_bytes:
+            notes.append(f"{format_size(B)} is past the largest calibrated size ({format_size(self.max_bytes)}): "
                          "scaled in proportion")
         ph = {}
         for name in ("alloc", "host_init", "free"):
