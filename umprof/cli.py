@@ -352,7 +352,6 @@ def recommend(sources, workload_files, size, reuse, touched, pattern, stride, it
     from umprof import recommend as rmod
     from umprof.report import print_recommendation, verification_summary
     from umprof.results import ResultSet
-    from umprof.workload import with_fit
 
     workloads = _workloads(workload_files, size, reuse, touched, pattern, stride, iterations, pingpong, fits)
     if verify_top != "all" and (not verify_top.isdigit() or int(verify_top) < 1):
@@ -361,31 +360,29 @@ def recommend(sources, workload_files, size, reuse, touched, pattern, stride, it
         verify = True
     console, err = _out(), Console(stderr=True)
     cal = _calibration(sources, save_calibration, force, device_index, err)
-    memory = cal.device.get("memory_total_bytes")
-    recs = [rmod.recommend(cal, with_fit(w, memory)) for w in workloads]
+    recs = rmod.recommend_all(cal, workloads)
     if cal.device:
         err.print(f"predicted from {cal.source or 'a calibration'} ({cal.device.get('name', 'unknown GPU')})")
-    verified = {}
+    verdicts, source = [None] * len(recs), ""
     if verify:
         top = None if verify_top == "all" else int(verify_top)
         picks = [[p.strategy for p in r.ranked[:top]] for r in recs]
         scenarios = [rmod.verification_scenario(r.workload, pk, index=i) for i, (r, pk) in enumerate(zip(recs, picks))]
         if measured:
-            frame = ResultSet.load(measured).frame
+            frame, source = ResultSet.load(measured).frame, measured
         else:
             from umprof.runner import run_scenarios
 
             output = output or _default_output("verify")
             rs, _ = run_scenarios(scenarios, output=output, force=force, device=device_index,
                                   argv=["umprof", *sys.argv[1:]], console=err)
-            frame = rs.frame
+            frame, source = rs.frame, output
             err.print(f"verification results: {output}")
-        for r, s in zip(recs, scenarios):
-            verified[id(r)] = rmod.verdict(r, rmod.measured_totals(frame, s.name))
-    for r in recs:
-        print_recommendation(r, console, verified.get(id(r)))
-    if len(verified) > 1:
-        console.print(verification_summary([(r, verified[id(r)]) for r in recs]))
+        verdicts = rmod.verify_all(recs, frame)
+    for r, v in zip(recs, verdicts):
+        print_recommendation(r, console, v, source)
+    if sum(v is not None for v in verdicts) > 1:
+        console.print(verification_summary(list(zip(recs, verdicts))))
 
 
 @cli.command()

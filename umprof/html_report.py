@@ -19,6 +19,7 @@ from datetime import datetime
 import pandas as pd
 
 from umprof import __version__
+from umprof.predict import PHASES as PREDICTED_PHASES
 from umprof.results import ResultSet
 from umprof.units import format_rate, format_size, format_time
 
@@ -26,7 +27,8 @@ CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2em auto;max-width:1200px;color:#222;padding:0 1em}
 h1{font-size:1.6em;margin-bottom:.2em}h2{border-bottom:2px solid #ddd;padding-bottom:.2em;margin-top:2em}
 table{border-collapse:collapse;margin:.6em 0;font-size:.85em}th,td{border:1px solid #ccc;padding:.25em .6em;text-align:right}
-th{background:#f2f2f2}td:first-child,th:first-child{text-align:left}tr.top td{background:#e8f5e9;font-weight:600}
+th{background:#f2f2f2}td:first-child,th:first-child{text-align:left}
+table.ranked tbody tr:first-child td{background:#e8f5e9;font-weight:600}
 .muted{color:#777}.reason{background:#f7f9fc;border-left:4px solid #4a78c2;padding:.6em 1em;margin:.6em 0}
 img{max-width:100%;border:1px solid #eee;margin:.4em 0}.fig{display:inline-block;width:49%;vertical-align:top}
 .bad{color:#b00020;font-weight:600}.good{color:#1b5e20;font-weight:600}nav a{margin-right:1em}
@@ -42,15 +44,12 @@ def _img(fig) -> str:
     return f'<img alt="figure" src="data:image/png;base64,{base64.b64encode(buf.getvalue()).decode()}">'
 
 
-def _table(rows: list[dict], top_first: bool = False) -> str:
-    if not rows:
+def _table(rows, ranked: bool = False) -> str:
+    """Rows (dicts or a DataFrame) as an HTML table, escaped; ``ranked`` highlights the first row."""
+    frame = rows if isinstance(rows, pd.DataFrame) else pd.DataFrame(rows)
+    if frame.empty:
         return ""
-    cols = list(rows[0])
-    out = ["<table><tr>" + "".join(f"<th>{html.escape(str(c))}</th>" for c in cols) + "</tr>"]
-    for i, r in enumerate(rows):
-        cls = ' class="top"' if top_first and i == 0 else ""
-        out.append(f"<tr{cls}>" + "".join(f"<td>{html.escape(str(r[c]))}</td>" for c in cols) + "</tr>")
-    return "".join(out) + "</table>"
+    return frame.to_html(index=False, escape=True, border=0, classes="ranked" if ranked else None)
 
 
 def _device_section(sets) -> str:
@@ -86,9 +85,8 @@ def _lifecycle_base(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def _breakdown_section(frame: pd.DataFrame) -> str:
-    from umprof.plots import _pyplot
-    from umprof.predict import PHASES
     from umprof.nvtx import PHASE_COLORS
+    from umprof.plots import _pyplot
 
     f = _lifecycle_base(frame)
     f = f[f["phase"] != "total"]
@@ -101,7 +99,7 @@ def _breakdown_section(frame: pd.DataFrame) -> str:
     for size in sizes:
         g = f[f["axis.bytes"] == size]
         t = g.pivot_table(index="axis.strategy", columns="phase", values="time_median_s", aggfunc="median")
-        t = t[[p for p in PHASES if p in t.columns]].fillna(0)
+        t = t[[p for p in PREDICTED_PHASES if p in t.columns]].fillna(0)
         t = t.loc[t.sum(axis=1).sort_values().index]
         fig, ax = plt.subplots(figsize=(9, 0.35 * len(t) + 1.2))
         left = pd.Series(0.0, index=t.index)
@@ -154,16 +152,14 @@ def _access_section(rs: ResultSet) -> str:
 def _um_section(frame: pd.DataFrame) -> str:
     if "um_gpu_fault_groups" not in frame.columns:
         return ""
-    f = frame[(frame["status"] == "ok") & (frame["phase"] == "total") & frame["scenario"].str.startswith("um-")]
-    f = f[f["um_gpu_fault_groups"].notna()] if not f.empty else f
-    if f.empty:
+    from umprof.report import um_rows
+
+    rows = [dict(scenario=name, **r) for name, g in frame[frame["scenario"].astype(str).str.startswith("um-")]
+            .groupby("scenario", sort=False) for r in um_rows(g) if r["phase"] == "total"]
+    if not rows:
         return ""
-    rows = []
-    for _, r in f.iterrows():
-        rows.append({"scenario": r["scenario"], "case": r["case"], "time": format_time(r["time_median_s"]),
-                     "to GPU": format_size(r.get("um_htod_bytes") or 0), "to host": format_size(r.get("um_dtoh_bytes") or 0),
-                     "GPU fault groups": f"{r.get('um_gpu_fault_groups') or 0:.0f}", "CPU faults": f"{r.get('um_cpu_faults') or 0:.0f}"})
-    return "<h2 id='um'>Unified memory</h2><p>Per case: time, bytes migrated each way and page faults (CUPTI).</p>" + _table(rows)
+    return "<h2 id='um'>Unified memory</h2><p>Per case and sample (medians): time, migrations each way (count × " \
+           "average size (min–max) = total) and page faults, from CUPTI.</p>" + _table(rows)
 
 
 def _crossover_section(frame: pd.DataFrame) -> str:
@@ -184,41 +180,36 @@ def _crossover_section(frame: pd.DataFrame) -> str:
 
 def _recommend_section(frame: pd.DataFrame, devices, workloads) -> str:
     from umprof import recommend as rmod
-    from umprof.predict import PHASES, Calibration
     from umprof.errors import UsageError
-    from umprof.workload import with_fit
+    from umprof.predict import Calibration
 
     if not workloads:
         return ""
     try:
         cal = Calibration(frame, devices[0] if devices else {})
     except UsageError:
-        return ""
+        return ""  # no calibration among the results: nothing to predict from
+    recs = rmod.recommend_all(cal, workloads)
+    verdicts = rmod.verify_all(recs, frame)
     parts = ["<h2 id='recommend'>Recommendation</h2>"]
-    summary = []
-    for i, w in enumerate(workloads):
-        rec = rmod.recommend(cal, with_fit(w, cal.device.get("memory_total_bytes")))
-        measured = rmod.measured_totals(frame, rmod.verification_scenario(w, [], index=i).name)
-        v = rmod.verdict(rec, measured) if measured else None
-        rows = []
-        for p in rec.ranked:
-            row = {"strategy": p.strategy}
-            row.update({ph: format_time(p.phases[ph]) if ph in p.phases else "-" for ph in PHASES})
-            row["predicted"] = format_time(p.total)
-            if v is not None:
-                row["measured"] = format_time(measured.get(p.strategy, math.nan))
-            rows.append(row)
-        parts.append(f"<h3>{html.escape(w.label)}</h3><p class='muted'>{html.escape(w.describe())}</p>")
-        parts.append(f"<div class='reason'>{html.escape(rec.reason)}</div>" + _table(rows, top_first=True))
+    summary = rmod.summary_rows(zip(recs, verdicts))
+    if summary:
+        parts.append("<p>Top pick against the measured fastest (recommend --verify):</p>" + _table(summary))
+    for rec, v in zip(recs, verdicts):
+        table = rec.table()
+        shown = pd.DataFrame({"strategy": table["strategy"]})
+        for col in [*PREDICTED_PHASES, "total"]:
+            if col == "total" or table[col].notna().any():
+                shown[col if col != "total" else "predicted"] = table[col].map(format_time)
+        if v is not None:
+            measured = dict(zip(v["table"]["strategy"], v["table"]["measured_s"]))
+            shown["measured"] = table["strategy"].map(lambda s: format_time(measured.get(s, math.nan)))
+        parts.append(f"<h3>{html.escape(rec.workload.label)}</h3><p class='muted'>{html.escape(rec.workload.describe())}</p>")
+        parts.append(f"<div class='reason'>{html.escape(rec.reason)}</div>" + _table(shown, ranked=True))
         if rec.excluded:
             parts.append("<p class='muted'>Not ranked: " + "; ".join(html.escape(f"{s}: {why}") for s, why in rec.excluded.items()) + "</p>")
         if v is not None:
-            cls = "good" if v["ok"] else "bad"
-            parts.append(f"<p class='{cls}'>verified: {html.escape(v['summary'])}</p>")
-            summary.append({"workload": w.label, "top pick": rec.top.strategy, "measured fastest": v["fastest"] or "-",
-                            "top pick vs fastest": f"+{v['gap']:.1%}", "held": "yes" if v["ok"] else "NO"})
-    if summary:
-        parts.insert(1, "<p>Top pick against the measured fastest (recommend --verify):</p>" + _table(summary))
+            parts.append(f"<p class='{'good' if v['ok'] else 'bad'}'>verified: {html.escape(v['summary'])}</p>")
     return "".join(parts)
 
 

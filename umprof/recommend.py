@@ -14,7 +14,7 @@ import pandas as pd
 from umprof import strategies
 from umprof.predict import PHASES, VERIFY_PREFIX, Calibration, Prediction
 from umprof.units import format_size, format_time
-from umprof.workload import Workload
+from umprof.workload import Workload, with_fit
 
 CLOSE = 0.05  # within this, two strategies are a close call (and a top pick within it of the fastest counts as right)
 
@@ -77,11 +77,13 @@ def explain(ranked: list[Prediction], w: Workload) -> str:
     if not ranked:
         return "No strategy applies to this workload on this device."
     t = ranked[0]
+    def times(n):
+        return "once" if n == 1 else f"{n} times"
+
     if w.pingpong and w.iterations > 1:  # the data goes back to the host between rounds
-        used = f"read {w.reuse} time{'s' if w.reuse != 1 else ''} per round trip, {w.iterations} round trips"
+        used = f"read {times(w.reuse)} per round trip, {w.iterations} round trips"
     else:
-        passes = w.reuse * w.iterations
-        used = f"read {passes} time{'s' if passes != 1 else ''} per transfer"
+        used = f"read {times(w.reuse * w.iterations)} per transfer"
     out = [f"{t.strategy} is predicted fastest: {format_time(t.total)} for the whole workload ({w.describe()})."]
     kind = _kind(t.strategy)
     inplace, copier, ondemand = _best(ranked, "in-place"), _best(ranked, "copy"), _best(ranked, "on-demand")
@@ -131,10 +133,22 @@ def recommend(cal: Calibration, w: Workload) -> Recommendation:
     return Recommendation(w, ranked, excluded, explain(ranked, w), notes)
 
 
+def recommend_all(cal: Calibration, workloads: list[Workload]) -> list[Recommendation]:
+    """:func:`recommend` for each workload, ``fits`` decided from the calibrated device's memory
+    where the workload leaves it open."""
+    memory = cal.device.get("memory_total_bytes")
+    return [recommend(cal, with_fit(w, memory)) for w in workloads]
+
+
 # -- verification ---------------------------------------------------------------------------
 
 def slug(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-") or "workload"
+
+
+def verification_name(w: Workload, index: int) -> str:
+    """The scenario name ``--verify`` measures the index-th workload under (its results' key)."""
+    return f"{VERIFY_PREFIX}{slug(w.name) if w.name else index + 1}"
 
 
 def verification_scenario(w: Workload, strategy_names: list[str], timing: dict | None = None, index: int = 0):
@@ -146,7 +160,7 @@ def verification_scenario(w: Workload, strategy_names: list[str], timing: dict |
     axes = {spec.name: list(spec.default) for spec in op.axes.specs}
     axes.update(w.lifecycle_axes())
     axes["strategy"] = list(strategy_names)
-    name = f"{VERIFY_PREFIX}{slug(w.name) if w.name else index + 1}"
+    name = verification_name(w, index)
     # at least three samples of every strategy, even of cases that take a second each
     timing = dict({"min_samples": 3, "timeout": 2.0}, **(timing or {}))
     return Scenario(name=name, about=f"recommend --verify: {w.describe()}", op=op, path=Path("<recommend>"),
@@ -181,3 +195,20 @@ def verdict(rec: Recommendation, measured: dict[str, float]) -> dict:
         summary = (f"top pick {rec.top.strategy} measured {gap:.1%} slower than {fastest} "
                    f"({'within' if ok else 'outside'} 5%)")
     return {"table": table, "ok": ok, "fastest": fastest, "gap": gap, "summary": summary}
+
+
+def verify_all(recs: list[Recommendation], frame: pd.DataFrame) -> list[dict | None]:
+    """Each recommendation's :func:`verdict` against measured results, None where its workload
+    was not measured (recommendations in the order ``recommend --verify`` ran them)."""
+    out = []
+    for i, rec in enumerate(recs):
+        measured = measured_totals(frame, verification_name(rec.workload, i))
+        out.append(verdict(rec, measured) if measured else None)
+    return out
+
+
+def summary_rows(pairs) -> list[dict]:
+    """One row per verified (recommendation, verdict): the top pick, the measured fastest, the gap."""
+    return [{"workload": rec.workload.label, "top pick": rec.top.strategy, "measured fastest": v["fastest"] or "-",
+             "top pick vs fastest": "-" if math.isnan(v["gap"]) else f"+{v['gap']:.1%}", "held": "yes" if v["ok"] else "NO"}
+            for rec, v in pairs if v is not None]

@@ -223,24 +223,14 @@ def _migrations(r, d) -> str:
             f"{format_size(_num(r.get(f'um_{d}_max_bytes')))}) = {format_size(total)}")
 
 
-def um_table(df: pd.DataFrame, title: str) -> Table | None:
-    """nvprof's "Unified Memory profiling result", one row per case and phase with UM activity.
-
-    Migrations read count × average size (min–max) = total, as nvprof's columns did.
-    """
+def um_rows(df: pd.DataFrame) -> list[dict]:
+    """nvprof's "Unified Memory profiling result" as rows of text: one per case and phase with UM
+    activity (and every case's total). Migrations read count × average size (min–max) = total,
+    as nvprof's columns did. The terminal table and the HTML report both show these."""
     if "um_htod_bytes" not in df.columns:
-        return None
+        return []
     ok = df[(df["status"] == "ok") & df["um_htod_bytes"].notna()]
-    if ok.empty:
-        return None
-    t = Table(title=title, title_justify="left", header_style="bold")
-    t.add_column("case", no_wrap=True)
-    t.add_column("phase")
-    t.add_column("time", justify="right")
-    for _, name in UM_DIRECTIONS:
-        t.add_column(name, justify="right")
-    for c in ("GPU fault groups", "GPU faults", "CPU faults", "thrashing / throttling / remote maps"):
-        t.add_column(c, justify="right")
+    rows = []
     for case, g in ok.groupby("case", sort=False):
         for _, r in g.iterrows():
             faults = [_num(r.get(k)) for k in ("um_gpu_fault_groups", "um_gpu_faults", "um_cpu_faults")]
@@ -248,9 +238,24 @@ def um_table(df: pd.DataFrame, title: str) -> Table | None:
             moved = [_num(r.get(f"um_{d}_migrations")) for d, _ in UM_DIRECTIONS]
             if r["phase"] != "total" and not any(faults + other + moved):
                 continue
-            t.add_row(case, r["phase"], format_time(r["time_median_s"]), *[_migrations(r, d) for d, _ in UM_DIRECTIONS],
-                      *[f"{v:g}" for v in faults], " / ".join(f"{v:g}" for v in other),
-                      style="bold" if r["phase"] == "total" else None)
+            row = {"case": case, "phase": r["phase"], "time": format_time(r["time_median_s"])}
+            row.update({name: _migrations(r, d) for d, name in UM_DIRECTIONS})
+            row.update(zip(("GPU fault groups", "GPU faults", "CPU faults"), (f"{v:g}" for v in faults)))
+            row["thrashing / throttling / remote maps"] = " / ".join(f"{v:g}" for v in other)
+            rows.append(row)
+    return rows
+
+
+def um_table(df: pd.DataFrame, title: str) -> Table | None:
+    """:func:`um_rows` as a terminal table, totals in bold; None where the scenario has no UM counters."""
+    rows = um_rows(df)
+    if not rows:
+        return None
+    t = Table(title=title, title_justify="left", header_style="bold")
+    for col in rows[0]:
+        t.add_column(col, no_wrap=col == "case", justify="left" if col in ("case", "phase") else "right")
+    for r in rows:
+        t.add_row(*r.values(), style="bold" if r["phase"] == "total" else None)
     return t
 
 
@@ -290,7 +295,9 @@ def recommendation_table(rec) -> Table:
     return t
 
 
-def print_recommendation(rec, console: Console, verified: dict | None = None) -> None:
+def print_recommendation(rec, console: Console, verified: dict | None = None, verify_source: str = "") -> None:
+    """The ranked table, the reason, what was not ranked and, where asked for, the verification
+    (``verify_source`` names where measurements were looked for when this workload has none)."""
     console.print(recommendation_table(rec))
     console.print(rec.reason)
     for s, why in rec.excluded.items():
@@ -301,6 +308,8 @@ def print_recommendation(rec, console: Console, verified: dict | None = None) ->
         console.print(verification_table(verified))
         colour = "green" if verified["ok"] else "red"
         console.print(f"[{colour}]verified: {verified['summary']}[/]")
+    elif verify_source:
+        console.print(f"[yellow]not verified: {verify_source} has no measurements of this workload[/]")
     console.print()
 
 
@@ -314,14 +323,16 @@ def verification_table(verified: dict) -> Table:
     return t
 
 
-def verification_summary(results: list) -> Table:
+def verification_summary(pairs: list) -> Table:
     """One row per verified workload: the top pick, the measured fastest and the gap."""
+    from umprof.recommend import summary_rows
+
     t = Table(title="recommend --verify", title_justify="left", header_style="bold")
-    for col in ("workload", "top pick", "measured fastest", "top pick vs fastest", "held"):
+    rows = summary_rows(pairs)
+    for col in rows[0] if rows else ():
         t.add_column(col)
-    for rec, v in results:
-        t.add_row(rec.workload.label, rec.top.strategy, v["fastest"] or "-",
-                  "-" if _nan(v["gap"]) else f"+{v['gap']:.1%}", "yes" if v["ok"] else "NO")
+    for r in rows:
+        t.add_row(*r.values(), style="red" if r["held"] == "NO" else None)
     return t
 
 
