@@ -408,12 +408,11 @@ def crossovers(results, pair, axis, outdir):
             raise UsageError(f"option '--pair': expected two strategies as A,B (of {', '.join(STRATEGIES)}), got {pair!r}")
         pair = tuple(parts)
     frame = pd.concat([ResultSet.load(r).frame for r in results], ignore_index=True)
-    found = crossover.find(frame, pair, axis)
-    console = _out()
-    if not any(True for _ in crossover.sweeps(frame)):
+    if next(crossover.sweeps(frame), None) is None:
         raise UsageError(f"{', '.join(results)}: no lifecycle sweep of bytes, reuse, touched or iterations with two "
                          "strategies; run `umprof run crossovers` first")
-    console.print(crossover_table(found))
+    console = _out()
+    console.print(crossover_table(crossover.find(frame, pair, axis)))
     if outdir:
         plt = _pyplot()
         Path(outdir).mkdir(parents=True, exist_ok=True)
@@ -429,8 +428,8 @@ def crossovers(results, pair, axis, outdir):
 @click.argument("b", type=click.Path(dir_okay=False))
 @click.option("--phase", "phases", default="total", show_default=True, metavar="total|all|PHASE",
               help="Compare the whole case (total), every phase, or one phase (kernel, h2d, ...).")
-@click.option("--floor", type=click.FloatRange(min=0), default=0.03, show_default=True,
-              help="No change under this relative difference is called FAST or SLOW, however quiet the runs.")
+@click.option("--floor", type=click.FloatRange(min=0), default=None,
+              help="No change under this relative difference is called FAST or SLOW, however quiet the runs [0.03].")
 @click.option("--across-devices", is_flag=True, help="Match cases measured on different GPUs.")
 @click.option("--all", "show_all", is_flag=True, help="List SAME cases too (default: only FAST and SLOW).")
 @click.option("--fail-on-slow", is_flag=True, help="Exit 1 when any case is SLOW (for CI).")
@@ -443,6 +442,7 @@ def compare(a, b, phases, floor, across_devices, show_all, fail_on_slow):
     from umprof.report import print_comparison
     from umprof.results import ResultSet
 
+    floor = cmpmod.FLOOR if floor is None else floor
     result = cmpmod.compare(ResultSet.load(a), ResultSet.load(b), phases, across_devices, floor, name_a=a, name_b=b)
     print_comparison(result, _out(), a, b, show_all)
     if fail_on_slow and result.counts()["SLOW"]:

@@ -15,7 +15,8 @@ import math
 import numpy as np
 import pandas as pd
 
-from umprof.results import AXIS_PREFIX
+from umprof.report import axis_text
+from umprof.results import AXIS_PREFIX, slug
 from umprof.units import format_size
 
 AXES = ("bytes", "reuse", "touched", "iterations")  # lifecycle axes a crossover is sought along
@@ -37,7 +38,7 @@ def sweeps(frame: pd.DataFrame):
             groups = g.groupby(others, dropna=False) if others else [((), g)]
             for key, sub in groups:
                 key = key if isinstance(key, tuple) else (key,)
-                fixed = ", ".join(f"{c[len(AXIS_PREFIX):]}={_fmt(c, v)}" for c, v in zip(others, key))
+                fixed = ", ".join(f"{c[len(AXIS_PREFIX):]}={axis_text(c, v)}" for c, v in zip(others, key))
                 t = sub.pivot_table(index="axis.strategy", columns=col, values="time_median_s", aggfunc="median")
                 n = sub.pivot_table(index="axis.strategy", columns=col, values="noise_rel", aggfunc="median",
                                     dropna=False).reindex(index=t.index, columns=t.columns)
@@ -45,20 +46,9 @@ def sweeps(frame: pd.DataFrame):
                     yield scenario, name, fixed, t, n
 
 
-def _fmt(col: str, v) -> str:
-    if col.endswith("bytes"):
-        return format_size(v)
-    if isinstance(v, float) and v.is_integer():
-        return str(int(v))
-    return str(v)
-
-
 def format_value(axis: str, v: float) -> str:
-    if axis == "bytes":
-        return format_size(round(v))
-    if axis == "touched":
-        return f"{v:.3g}"
-    return f"{v:.3g}"
+    """A crossing's position: a size for bytes, three significant digits otherwise."""
+    return format_size(round(v)) if axis == "bytes" else f"{v:.3g}"
 
 
 def find(frame: pd.DataFrame, pair: tuple[str, str] | None = None, axis: str | None = None) -> pd.DataFrame:
@@ -134,9 +124,5 @@ def figures(frame: pd.DataFrame, pairs_only: tuple[str, str] | None = None):
     for scenario, name, fixed, t, _ in sweeps(frame):
         c = found[(found["scenario"] == scenario) & (found["axis"] == name) & (found["fixed"] == fixed)
                   & ~found["within_noise"]]
-        stem = f"{scenario}-{name}" + (f"-{_slug(fixed)}" if fixed else "")
+        stem = f"{scenario}-{name}" + (f"-{slug(fixed)}" if fixed else "")
         yield stem, figure(t, name, f"{scenario}: whole lifecycle vs {name}" + (f" ({fixed})" if fixed else ""), c)
-
-
-def _slug(text: str) -> str:
-    return "".join(ch if ch.isalnum() else "-" for ch in text).strip("-")

@@ -5,7 +5,6 @@ and the check of the prediction against a measured run (``recommend --verify``).
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -13,6 +12,7 @@ import pandas as pd
 
 from umprof import strategies
 from umprof.predict import PHASES, VERIFY_PREFIX, Calibration, Prediction
+from umprof.results import slug
 from umprof.units import format_size, format_time
 from umprof.workload import Workload, with_fit
 
@@ -142,13 +142,9 @@ def recommend_all(cal: Calibration, workloads: list[Workload]) -> list[Recommend
 
 # -- verification ---------------------------------------------------------------------------
 
-def slug(text: str) -> str:
-    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-") or "workload"
-
-
 def verification_name(w: Workload, index: int) -> str:
     """The scenario name ``--verify`` measures the index-th workload under (its results' key)."""
-    return f"{VERIFY_PREFIX}{slug(w.name) if w.name else index + 1}"
+    return f"{VERIFY_PREFIX}{slug(w.name) or index + 1}"
 
 
 def verification_scenario(w: Workload, strategy_names: list[str], timing: dict | None = None, index: int = 0):

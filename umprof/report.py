@@ -32,7 +32,8 @@ def device_lines(devices: list[dict]) -> list[str]:
     return out
 
 
-def _axis_text(col: str, v) -> str:
+def axis_text(col: str, v) -> str:
+    """An axis value as case names show it: sizes as 64KiB, whole floats as integers."""
     if v is None or (isinstance(v, float) and math.isnan(v)) or v is pd.NA:
         return "-"
     if col in SIZE_AXES or col.endswith("_bytes"):
@@ -107,7 +108,7 @@ def scenario_table(df: pd.DataFrame, title: str) -> Table:
     fixed = [c for c in axes_all if df[c].nunique(dropna=False) == 1 and df["case"].nunique() > 1]
     axes = [c for c in axes_all if c not in fixed]
     if fixed:
-        title += " · " + " ".join(f"{c[len(AXIS_PREFIX):]}={_axis_text(c, df[c].iloc[0])}" for c in fixed)
+        title += " · " + " ".join(f"{c[len(AXIS_PREFIX):]}={axis_text(c, df[c].iloc[0])}" for c in fixed)
     ok = df[(df["status"] == "ok") & (df["phase"] != "total")]
     phases = _phase_order(set(ok["phase"]))
     single = bool(len(ok)) and ok.groupby("case")["phase"].nunique().max() == 1
@@ -130,7 +131,7 @@ def scenario_table(df: pd.DataFrame, title: str) -> Table:
     table.add_column("notes")
     for case, g in df.groupby("case", sort=False):
         first = g.iloc[0]
-        cells = [_axis_text(c, first[c]) for c in axes]
+        cells = [axis_text(c, first[c]) for c in axes]
         by_phase = {r["phase"]: r for _, r in g.iterrows()}
         total = by_phase.get("total", first)
         if first["status"] != "ok":

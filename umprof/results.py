@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -101,6 +102,11 @@ class ResultSet:
         if version != SCHEMA_VERSION:
             raise UsageError(f"{path}: schema_version {version!r}; this umprof reads version {SCHEMA_VERSION}")
         return cls(frame=frame, meta=header.get("meta", {}), devices=header.get("devices", []))
+
+
+def slug(text: str) -> str:
+    """Text as a lowercase name for files and scenarios: runs of anything but letters and digits become '-'."""
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
 
 
 def format_for(path: Path) -> str:

@@ -21,7 +21,8 @@ from umprof.axes import AxisSet, AxisSpec
 from umprof.errors import CaseSkipped
 from umprof.ops import Op, register
 from umprof.ops.checks import check_sum
-from umprof.ops.patterns import CACHE_AXIS, DeviceRun, ceil_div, kernel_refs, options, small_ints, wave_grid
+from umprof.ops.patterns import (CACHE_AXIS, DeviceRun, ceil_div, kernel_refs, options, small_ints, variant_ref,
+                                  wave_grid)
 
 WIDTHS = {"f32": 4, "f32x2": 8, "f32x4": 16}
 UNROLLS = {"f32": (1, 4), "f32x2": (1, 4), "f32x4": (1, 2, 4, 8)}  # instantiated in coalescing.cu
@@ -169,7 +170,7 @@ class LayoutRun(DeviceRun):
         super().__init__(ctx.session)
         p = case.params
         self.variant, self.block = p["variant"], p["block"]
-        self.kernel = ctx.kernels.get(f"layout.cu:{self.variant.replace('-', '_')}", LAYOUT_SIG[self.variant],
+        self.kernel = ctx.kernels.get(variant_ref("layout.cu", self.variant), LAYOUT_SIG[self.variant],
                                       options(ctx.scenario, p["cache"]))
         nbytes = p["bytes"]
         if self.variant.startswith("copy"):
@@ -217,6 +218,6 @@ register(Op(
     ]),
     phases=("kernel",),
     run=LayoutRun,
-    kernels=lambda scenario: kernel_refs(scenario, [(f"layout.cu:{v.replace('-', '_')}", LAYOUT_SIG[v])
+    kernels=lambda scenario: kernel_refs(scenario, [(variant_ref("layout.cu", v), LAYOUT_SIG[v])
                                                     for v in scenario.axes["variant"]]),
 ))

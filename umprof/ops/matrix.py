@@ -25,7 +25,8 @@ from umprof.axes import AxisSet, AxisSpec
 from umprof.errors import CaseSkipped
 from umprof.ops import CaseRun, Op, register
 from umprof.ops.checks import check_equal, check_sum, read_f64
-from umprof.ops.patterns import CACHE_AXIS, DeviceRun, ceil_div, kernel_refs, options, small_ints, wave_grid
+from umprof.ops.patterns import (CACHE_AXIS, DeviceRun, ceil_div, kernel_refs, options, small_ints, variant_ref,
+                                  wave_grid)
 
 # -- traversal ---------------------------------------------------------------------------------
 
@@ -274,7 +275,7 @@ class TransposeRun(DeviceRun):
         super().__init__(ctx.session)
         p = case.params
         self.variant, self.side = p["variant"], p["n"]
-        self.kernel = ctx.kernels.get(f"transpose.cu:{self.variant.replace('-', '_')}", "PPii",
+        self.kernel = ctx.kernels.get(variant_ref("transpose.cu", self.variant), "PPii",
                                       options(ctx.scenario, p["cache"]))
         if self.variant.startswith("smem"):
             self.grid, self.block = (ceil_div(self.side, TILE), ceil_div(self.side, TILE)), (TILE, TILE_ROWS, 1)
@@ -325,6 +326,6 @@ register(Op(
     phases=("kernel",),
     run=TransposeRun,
     merge=_transpose_merge,
-    kernels=lambda scenario: kernel_refs(scenario, [(f"transpose.cu:{v.replace('-', '_')}", "PPii")
+    kernels=lambda scenario: kernel_refs(scenario, [(variant_ref("transpose.cu", v), "PPii")
                                                     for v in scenario.axes["variant"]]),
 ))

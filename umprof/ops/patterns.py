@@ -22,6 +22,11 @@ def options(scenario, cache: str = "default") -> tuple:
     return tuple(scenario.compile_options) + CACHE_OPTIONS[cache]
 
 
+def variant_ref(source: str, variant: str) -> str:
+    """The kernel of an op's variant axis value: ``layout.cu`` + ``copy-ldg`` → ``layout.cu:copy_ldg``."""
+    return f"{source}:{variant.replace('-', '_')}"
+
+
 def kernel_refs(scenario, refs: list[tuple[str, str]]) -> list[tuple[str, str, tuple]]:
     """Every (ref, signature) under every cache policy the scenario's cases use."""
     caches = scenario.axes.get("cache", ["default"])
