@@ -29,7 +29,7 @@ extern "C" __global__ void stream_warp(const float* __restrict__ in, float* __re
 }
 
 // Whether page p of a buffer is touched when a fraction f of its pages is: pages spread evenly,
-// p touched when floor((p + 1) f) > floor(p f). The host computes the same set (umprof.ops.um).
+// p touched when floor((p + 1) f) > floor(p f). The host computes the same set (umprof.measure.ops.um).
 __device__ __forceinline__ bool page_touched(unsigned long long p, double f)
 {
     return floor((double)(p + 1) * f) > floor((double)p * f);

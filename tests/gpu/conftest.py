@@ -2,7 +2,7 @@
 
 import pytest
 
-from umprof.errors import GpuUnavailable
+from umprof.core.errors import GpuUnavailable
 
 
 def pytest_collection_modifyitems(config, items):
@@ -13,7 +13,7 @@ def pytest_collection_modifyitems(config, items):
 
 @pytest.fixture(scope="session")
 def session():
-    from umprof.gpu import open_session
+    from umprof.measure.gpu import open_session
 
     try:
         s = open_session(0, um_counters=True)
@@ -27,9 +27,9 @@ def session():
 
 @pytest.fixture(scope="session")
 def ctx_factory(session):
-    from umprof import device as devmod
-    from umprof.kernels import KernelCache
-    from umprof.ops import RunContext
+    from umprof.measure import device as devmod
+    from umprof.measure.kernels import KernelCache
+    from umprof.measure.ops import RunContext
 
     info = devmod.query(session)
     info.d2d_bytes_per_s = devmod.measure_d2d(session)

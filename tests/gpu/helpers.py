@@ -1,6 +1,6 @@
-from umprof.runner import measure_case
-from umprof.scenario import resolve
-from umprof.timing import StoppingRule
+from umprof.measure.runner import measure_case
+from umprof.measure.scenario import resolve
+from umprof.measure.timing import StoppingRule
 
 QUICK = StoppingRule(min_samples=3, min_time=0.0, max_noise=1.0, timeout=5.0, warmup=1)
 

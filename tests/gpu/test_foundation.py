@@ -10,15 +10,15 @@ import sys
 
 import pytest
 
-from umprof import strategies
-from tests.gpu.helpers import by, run_cases, QUICK
-from umprof.timing import StoppingRule
+from tests.gpu.helpers import by, run_cases
+from umprof.measure import strategies
+from umprof.measure.timing import StoppingRule
 
 MiB = 1024**2
 
 
 def test_device_facts(session):
-    from umprof import device as devmod
+    from umprof.measure import device as devmod
 
     info = devmod.query(session)
     assert info.sms > 0 and info.memory_total_bytes > 0
@@ -79,7 +79,7 @@ def test_managed_prefetch_lifecycle_beats_on_demand_at_256mib(ctx_factory):
 
 
 def test_oversubscription_is_refused(session):
-    from umprof.errors import CaseSkipped
+    from umprof.core.errors import CaseSkipped
 
     free, _ = session.mem_info()
     with pytest.raises(CaseSkipped, match="oversubscribe"):

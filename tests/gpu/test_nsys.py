@@ -8,10 +8,10 @@ import sys
 import pytest
 from click.testing import CliRunner
 
-from umprof import nsys as nsysmod
 from umprof.cli import cli
-from umprof.errors import ToolUnavailable
-from umprof.results import ResultSet
+from umprof.core.errors import ToolUnavailable
+from umprof.core.results import ResultSet
+from umprof.nsight import nsys as nsysmod
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 FIXED = ["--min-samples", "3", "--max-noise", "1", "--min-time", "0", "--warmup", "1", "--timeout", "30"]

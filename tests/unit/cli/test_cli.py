@@ -1,0 +1,110 @@
+"""The CLI through click's CliRunner: no GPU needed."""
+
+
+import pytest
+from click.testing import CliRunner
+
+from tests.unit.data import RESULTS
+from umprof.cli import cli
+
+REAL = RESULTS / "nvidia-h200-default.parquet"
+
+
+@pytest.fixture
+def runner():
+    return CliRunner()
+
+
+def test_list(runner):
+    r = runner.invoke(cli, ["list"])
+    assert r.exit_code == 0, r.output
+    assert "transfers" in r.output and "host-strategies" in r.output and "lifecycle" in r.output
+
+
+def test_list_cases_with_override(runner):
+    r = runner.invoke(cli, ["list", "--cases", "transfers", "-a", "bytes=1MiB", "-a", "strategy=pinned"])
+    assert r.exit_code == 0
+    assert r.output.split("\n")[:3] == ["strategy=pinned direction=h2d bytes=1MiB",
+                                        "strategy=pinned direction=d2h bytes=1MiB",
+                                        "strategy=device direction=d2d bytes=1MiB"]
+
+
+def test_run_dry_run_touches_no_gpu(runner, monkeypatch):
+    monkeypatch.setenv("UMPROF_NO_GPU", "1")
+    r = runner.invoke(cli, ["run", "--dry-run", "host-strategies", "-a", "bytes=pow2:20..22:2", "-a", "reuse=1"])
+    assert r.exit_code == 0, r.output
+    assert "host-strategies (lifecycle, 24 cases)" in r.output
+
+
+@pytest.mark.parametrize("args,match", [
+    (["run", "-a", "nope=1"], "no selected scenario has an axis 'nope'"),
+    (["run", "-a", "bytes=pow2:20"], "expected pow2:START..STOP"),
+    (["run", "transfers", "-a", "strategy=zerocopy"], "expected one of pageable, pinned, write-combined"),
+    (["run", "no-such-scenario"], "unknown scenario 'no-such-scenario'"),
+    (["run", "-a", "bytes"], "expected NAME=VALUES"),
+    (["run", "-o", "out.txt", "transfers"], "expected a file ending in .parquet, .csv or .json"),
+    (["show", "missing.parquet"], "no such result file"),
+])
+def test_usage_errors_exit_2_without_traceback(runner, args, match, monkeypatch, tmp_path):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("UMPROF_NO_GPU", "1")
+    r = runner.invoke(cli, args)
+    assert r.exit_code == 2, r.output
+    assert match in r.output and "Traceback" not in r.output
+    assert r.output.startswith("umprof: error: ")
+
+
+def test_click_usage_errors_exit_2(runner):
+    r = runner.invoke(cli, ["run", "--min-samples", "0"])
+    assert r.exit_code == 2 and "--min-samples" in r.output
+
+
+def test_no_gpu_is_one_line_exit_3(runner, monkeypatch, tmp_path):
+    monkeypatch.setenv("UMPROF_NO_GPU", "1")
+    out = tmp_path / "r.parquet"
+    r = runner.invoke(cli, ["run", "transfers", "-o", str(out)])
+    assert r.exit_code == 3
+    assert r.output.count("\n") == 1 and "no GPU" in r.output and "umprof[gpu]" in r.output
+    assert not out.exists()
+
+
+def test_no_pycuda_says_what_to_install(runner, monkeypatch):
+    import builtins
+
+    real_import = builtins.__import__
+
+    def fake_import(name, *a, **k):
+        if name.startswith("pycuda"):
+            raise ModuleNotFoundError("No module named 'pycuda'", name="pycuda")
+        return real_import(name, *a, **k)
+
+    monkeypatch.setattr(builtins, "__import__", fake_import)
+    r = runner.invoke(cli, ["devices"])
+    assert r.exit_code == 3 and "pycuda is not installed: pip install 'umprof[gpu]'" in r.output
+
+
+def test_existing_output_is_refused_before_the_gpu(runner, tmp_path, monkeypatch):
+    out = tmp_path / "r.json"
+    out.write_text("{}")
+    r = runner.invoke(cli, ["run", "transfers", "-o", str(out)])
+    assert r.exit_code == 2 and "already exists; pass --force" in r.output
+
+
+def test_show_real_result(runner):
+    r = runner.invoke(cli, ["show", str(REAL)])
+    assert r.exit_code == 0, r.output
+    for text in ("NVIDIA H200", "PCIe 5.0 x16", "transfers (transfer)", "host-strategies (lifecycle)",
+                 "pinned", "managed-prefetch", "skipped:"):
+        assert text in r.output
+
+
+def test_show_one_scenario_and_unknown_one(runner):
+    r = runner.invoke(cli, ["show", str(REAL), "-s", "transfers"])
+    assert r.exit_code == 0 and "host-strategies (lifecycle)" not in r.output
+    r = runner.invoke(cli, ["show", str(REAL), "-s", "nope"])
+    assert r.exit_code == 2 and "has no scenario 'nope'" in r.output
+
+
+def test_version(runner):
+    r = runner.invoke(cli, ["--version"])
+    assert r.exit_code == 0 and "umprof" in r.output

@@ -1,0 +1,61 @@
+"""recommend, crossovers and compare through the CLI, on committed H200 results."""
+
+
+import pytest
+from click.testing import CliRunner
+
+from tests.unit.data import CAL, CROSS, RESULTS, VERIFY, WORKLOADS
+from umprof.cli import cli
+from umprof.core.results import ResultSet
+
+
+def test_crossovers_cli_writes_plots(tmp_path):
+    r = CliRunner().invoke(cli, ["crossovers", str(CROSS), "--pair", "pinned,zero-copy", "-o", str(tmp_path)])
+    assert r.exit_code == 0, r.output
+    assert "zero-copy" in r.output and len(list(tmp_path.glob("*.png"))) == 3
+    r = CliRunner().invoke(cli, ["crossovers", str(CROSS), "--pair", "pinned"])
+    assert r.exit_code == 2 and "option '--pair'" in r.output
+
+
+def test_compare_cli_on_two_real_runs(tmp_path):
+    a, b = RESULTS / "nvidia-h200-access.parquet", RESULTS / "nvidia-h200-access-recheck.parquet"
+    r = CliRunner().invoke(cli, ["compare", str(a), str(b)])
+    assert r.exit_code == 0, r.output
+    assert "matched:" in r.output and "only in A" in r.output
+    same = CliRunner().invoke(cli, ["compare", str(b), str(b), "--fail-on-slow"])
+    assert same.exit_code == 0 and "0 FAST, 0 SLOW" in same.output
+    slow_b = tmp_path / "slow.parquet"
+    rs = ResultSet.load(b)
+    rs.frame["time_median_s"] = rs.frame["time_median_s"] * 1.5
+    rs.save(slow_b)
+    r = CliRunner().invoke(cli, ["compare", str(b), str(slow_b), "--fail-on-slow"])
+    assert r.exit_code == 1 and "SLOW" in r.output
+    r = CliRunner().invoke(cli, ["compare", str(a), str(RESULTS / "nvidia-h200-ncu.parquet"), "--phase", "h2d"])
+    assert r.exit_code == 2 and "no case of" in r.output and "Traceback" not in r.output
+
+
+def test_recommend_cli_from_saved_results():
+    r = CliRunner().invoke(cli, ["recommend", "--from", str(CAL), "--bytes", "256MiB", "--reuse", "16"])
+    assert r.exit_code == 0, r.output
+    assert "is predicted fastest" in r.output and "× best" in r.output
+    r = CliRunner().invoke(cli, ["recommend", "--from", str(CAL), "--workload", str(WORKLOADS / "verify.toml"),
+                                 "--measured", str(VERIFY)])
+    assert r.exit_code == 0, r.output
+    assert r.output.count("verified: top pick") == 14
+    assert r.output.split("recommend --verify")[-1].count("NO") == 2
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--bytes", "1MiB", "--touched", "2"], "key 'touched'"),
+    (["--reuse", "4"], "no workload: give --bytes"),
+    (["--bytes", "1MiB", "--workload", "x.toml"], "not both"),
+    (["--bytes", "1MiB", "--verify-top", "zero"], "--verify-top"),
+])
+def test_recommend_usage_errors_exit_2(args, message):
+    r = CliRunner().invoke(cli, ["recommend", "--from", str(CAL), *args])
+    assert r.exit_code == 2 and message in r.output and "Traceback" not in r.output
+
+
+def test_recommend_without_results_or_gpu_says_what_is_missing(tmp_path):
+    r = CliRunner().invoke(cli, ["recommend", "--from", str(RESULTS / "nvidia-h200-ncu.parquet"), "--bytes", "1MiB"])
+    assert r.exit_code == 2 and "calibration" in r.output

@@ -1,0 +1,130 @@
+import math
+
+import pandas as pd
+import pytest
+
+from umprof.core.errors import UsageError
+from umprof.core.results import ResultSet, ResultWriter
+from umprof.measure.device import dram_bytes_per_s, pcie_bytes_per_s
+from umprof.measure.runner import case_rows, status_row
+from umprof.measure.scenario import resolve
+from umprof.measure.timing import PhaseTime, Sample
+
+INFO = {"pcie_bytes_per_s": 63e9, "dram_bytes_per_s": 4.8e12, "d2d_bytes_per_s": 4.1e12}
+
+
+def test_ceilings():
+    assert pcie_bytes_per_s(5, 16) == pytest.approx(63.015e9, rel=1e-3)
+    assert pcie_bytes_per_s(4, 16) == pytest.approx(31.5e9, rel=1e-3)
+    assert pcie_bytes_per_s(3, 16) == pytest.approx(15.75e9, rel=1e-3)
+    assert pcie_bytes_per_s(None, 16) is None
+    # seed 000: 8800 GTX, 900 MHz × 384 bit × 2 = 86.4 GB/s; seed 001: one of the K80's two GPUs,
+    # 2505 MHz × 384 bit × 2 = 240.48 GB/s (the seed's 480.96 counts both); H200: 3201 MHz × 6016 bit × 2
+    assert dram_bytes_per_s(900_000, 384) == pytest.approx(86.4e9)
+    assert dram_bytes_per_s(2_505_000, 384) == pytest.approx(240.48e9)
+    assert dram_bytes_per_s(3_201_000, 6016) == pytest.approx(4.814e12, rel=1e-3)
+
+
+def _samples():
+    out = []
+    for gpu in (4.8e-3, 5.0e-3, 5.2e-3):
+        s = Sample([PhaseTime("alloc", math.nan, 1e-3), PhaseTime("h2d", gpu, gpu + 1e-5, 256 * 2**20, "pcie"),
+                    PhaseTime("kernel", 1e-4, 1.1e-4, 2**29, "dram")])
+        out.append(s)
+    return out
+
+
+def _case(name="transfers"):
+    s = resolve([name])[0]
+    return s, s.cases()[0]
+
+
+def test_case_rows_phase_and_total():
+    s, c = _case()
+    rows = case_rows(s, c, _samples(), None, INFO, {"registers": 14})
+    assert [r["phase"] for r in rows] == ["alloc", "h2d", "kernel", "total"]
+    h2d = rows[1]
+    assert h2d["status"] == "ok" and h2d["samples"] == 3
+    assert h2d["gpu_time_median_s"] == 5.0e-3 and h2d["time_median_s"] == 5.0e-3
+    assert h2d["bytes_per_s"] == pytest.approx(256 * 2**20 / 5e-3)
+    assert h2d["util"] == pytest.approx(h2d["bytes_per_s"] / 63e9)
+    assert h2d["axis.strategy"] == c.params["strategy"] and h2d["registers"] == 14
+    kernel = rows[2]
+    assert kernel["d2d_util"] == pytest.approx(kernel["bytes_per_s"] / 4.1e12)
+    alloc = rows[0]
+    assert math.isnan(alloc["gpu_time_median_s"]) and alloc["time_median_s"] == 1e-3
+    total = rows[-1]
+    assert total["time_median_s"] == pytest.approx(1e-3 + 5.0e-3 + 1e-4)
+
+
+def test_unstable_flag():
+    s, c = _case()
+    noisy = [Sample([PhaseTime("h2d", t, t)]) for t in (1e-3, 2e-3, 1e-3, 2e-3)]
+    rows = case_rows(s, c, noisy, "timeout after 1 s", INFO, {})
+    assert rows[0]["unstable"] and rows[0]["stop_reason"].startswith("timeout")
+
+
+def _rs(tmp_path):
+    s, c = _case()
+    rows = case_rows(s, c, _samples(), None, INFO, {}) + [status_row(s, s.cases()[1], "skipped", "no HMM")]
+    w = ResultWriter(tmp_path / "r.parquet", {"umprof": "test"})
+    w.devices = [{"name": "Fake GPU", **INFO}]
+    w.add(rows)
+    return w
+
+
+@pytest.mark.parametrize("suffix", [".parquet", ".csv", ".json"])
+def test_round_trip(tmp_path, suffix):
+    rs = _rs(tmp_path).result()
+    path = tmp_path / f"out{suffix}"
+    rs.save(path)
+    back = ResultSet.load(path)
+    assert back.meta == {"umprof": "test"} and back.devices[0]["name"] == "Fake GPU"
+    assert list(back.frame["phase"]) == list(rs.frame["phase"])
+    assert back.frame["bytes_per_s"].iloc[1] == pytest.approx(rs.frame["bytes_per_s"].iloc[1])
+    assert list(back.frame.columns[:4]) == ["scenario", "op", "case", "axis.strategy"]
+    assert back.frame["status"].tolist()[-1] == "skipped"
+
+
+def test_writer_saves_as_cases_finish(tmp_path):
+    w = _rs(tmp_path)
+    assert ResultSet.load(tmp_path / "r.parquet").frame.shape[0] == 5
+
+
+def test_writer_refuses_to_overwrite(tmp_path):
+    _rs(tmp_path)
+    with pytest.raises(UsageError, match="already exists; pass --force"):
+        ResultWriter(tmp_path / "r.parquet", {})
+    ResultWriter(tmp_path / "r.parquet", {}, force=True)
+
+
+@pytest.mark.parametrize("name,content,match", [
+    ("x.txt", "", "expected a file ending in .parquet, .csv or .json"),
+    ("x.csv", "a,b\n1,2\n", "not one umprof wrote"),
+    ("x.json", "[1]", "not an umprof result"),
+    ("x.json", "{not json", "could not read it as json"),
+    ("x.parquet", "garbage", "could not read it as parquet"),
+])
+def test_load_errors(tmp_path, name, content, match):
+    p = tmp_path / name
+    p.write_text(content)
+    with pytest.raises(UsageError, match=match):
+        ResultSet.load(p)
+
+
+def test_load_refuses_other_schema(tmp_path):
+    p = tmp_path / "x.json"
+    p.write_text('{"schema_version": 99, "cases": []}')
+    with pytest.raises(UsageError, match="schema_version 99"):
+        ResultSet.load(p)
+
+
+def test_parquet_keeps_a_column_of_mixed_types(tmp_path):
+    """One op's int beside another op's text in the same column must not lose the file."""
+
+    from umprof.core.results import ResultSet
+
+    rs = ResultSet(pd.DataFrame({"case": ["a", "b"], "grid": [1056, "512x512"]}), meta={}, devices=[])
+    rs.save(tmp_path / "r.parquet")
+    back = ResultSet.load(tmp_path / "r.parquet")
+    assert list(back.frame["grid"]) == ["1056", "512x512"]

@@ -1,0 +1,95 @@
+import pytest
+
+from umprof.core.axes import AxisSpec, parse_override
+from umprof.core.errors import UsageError
+from umprof.core.units import (
+    format_percent,
+    format_rate,
+    format_size,
+    format_time,
+    parse_size,
+)
+
+SIZE = AxisSpec("bytes", "size", minimum=1)
+INT = AxisSpec("reuse", "int", minimum=1, maximum=1024)
+CHOICE = AxisSpec("strategy", "choice", choices=("pinned", "pageable"))
+
+
+@pytest.mark.parametrize("text,expected", [
+    (4096, 4096), ("4096", 4096), ("4KiB", 4096), ("4k", 4096), ("256 MiB", 256 * 2**20), ("1GiB", 2**30),
+    ("1G", 2**30), ("1GB", 10**9), ("1.5KiB", 1536),
+])
+def test_parse_size(text, expected):
+    assert parse_size(text) == expected
+
+
+@pytest.mark.parametrize("bad", ["", "abc", "4XB", "1.3B", -1, True])
+def test_parse_size_rejects(bad):
+    with pytest.raises(ValueError):
+        parse_size(bad)
+
+
+def test_formatting():
+    assert format_size(256 * 2**20) == "256MiB"
+    assert format_size(4096) == "4KiB"
+    assert format_size(100) == "100B"
+    assert format_rate(55.2e9) == "55.2 GB/s"
+    assert format_rate(4.13e12) == "4.13 TB/s"
+    assert format_time(4.86e-3) == "4.86 ms"
+    assert format_time(2.7e-6) == "2.7 µs"
+    assert format_percent(0.877) == "87.7%"
+
+
+def test_pow2_generator():
+    assert SIZE.parse("pow2:20..30:2") == [2**e for e in (20, 22, 24, 26, 28, 30)]
+    assert SIZE.parse("pow2:12..12") == [4096]
+
+
+def test_range_generator_and_lists():
+    assert INT.parse("range:32..128:32") == [32, 64, 96, 128]
+    assert INT.parse([1, 8]) == [1, 8]
+    assert INT.parse("1,8,8") == [1, 8]  # repeats dropped, order kept
+    assert SIZE.parse(["4KiB", "1MiB"]) == [4096, 2**20]
+
+
+@pytest.mark.parametrize("raw,match", [
+    ("pow2:20", "pow2:START..STOP"),
+    ("pow2:30..20", "START <= STOP"),
+    ("pow2:1..70", "between 0 and 62"),
+    ("range:1..10:0", "STEP >= 1"),
+    ([], "empty list"),
+    ("12XB", "byte size"),
+])
+def test_size_axis_errors(raw, match):
+    with pytest.raises(UsageError, match=match):
+        SIZE.parse(raw, where="scenarios/x.toml: axis 'bytes'")
+
+
+def test_errors_name_where_expected_and_given():
+    with pytest.raises(UsageError) as e:
+        CHOICE.parse("pinned,zero", where="f.toml: axis 'strategy'")
+    msg = str(e.value)
+    assert msg.startswith("f.toml: axis 'strategy'") and "one of pinned, pageable" in msg and "'zero'" in msg
+
+
+def test_int_axis_bounds_and_types():
+    with pytest.raises(UsageError, match=">= 1"):
+        INT.parse([0])
+    with pytest.raises(UsageError, match="<= 1024"):
+        INT.parse([4096])
+    with pytest.raises(UsageError, match="integers"):
+        INT.parse(["x"])
+    with pytest.raises(UsageError, match="integers"):
+        INT.parse([True])
+
+
+def test_generator_refused_on_choice_axis():
+    with pytest.raises(UsageError, match="generator"):
+        CHOICE.parse("pow2:1..3")
+
+
+def test_parse_override():
+    assert parse_override("bytes=pow2:20..24") == ("bytes", "pow2:20..24")
+    for bad in ("bytes", "=1", "bytes="):
+        with pytest.raises(UsageError, match="NAME=VALUES"):
+            parse_override(bad)

@@ -1,0 +1,71 @@
+"""Every kernel compiles with nvcc for sm_80 and sm_90 with no register spills (no GPU needed)."""
+
+import shutil
+
+import pytest
+
+from umprof.core.resources import kernels_dir
+from umprof.measure.kernels import resource_usage
+
+SOURCES = sorted(kernels_dir().glob("*.cu"))
+pytestmark = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not on PATH")
+
+
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
+@pytest.mark.parametrize("path", SOURCES, ids=[p.name for p in SOURCES])
+def test_compiles_without_spills(path, arch):
+    usage = resource_usage(path, arch)
+    assert usage, f"{path.name}: no kernels found"
+    for name, u in usage.items():
+        assert u["spill_stores"] == 0 and u["spill_loads"] == 0, f"{name} spills on {arch}: {u}"
+        assert 0 < u["registers"] <= 255
+
+
+def test_lifecycle_expected_closed_form():
+    import numpy as np
+
+    from umprof.measure.ops.lifecycle import initial_pattern, lifecycle_expected
+
+    x = initial_pattern(4096)
+    y = x.copy()
+    for r in range(1, 10):
+        y = y * np.uint32(3) + np.uint32(1)
+        assert np.array_equal(lifecycle_expected(x, r), y)
+
+
+def test_touch_pass_random_order_visits_every_word_once():
+    import numpy as np
+
+    from umprof.measure.ops.lifecycle import random_order
+
+    for m in (1, 3, 7, 64, 100):
+        order = random_order(m, page_words=256)
+        assert np.array_equal(np.sort(order), np.arange(m * 256, dtype=np.uint64)), m
+        if m >= 32:  # a warp's 32 lanes land in 32 different pages
+            assert len(set((order[:32] // 256).tolist())) == 32
+
+
+def test_workload_expected_values_follow_the_passes_and_the_host_turns():
+    import numpy as np
+
+    from umprof.measure.ops.lifecycle import (
+        PAGE_WORDS,
+        expected_after,
+        initial_pattern,
+        selected_words,
+    )
+
+    n = 8 * PAGE_WORDS
+    mask = selected_words(n, 0.25, "strided", 8)
+    assert mask.sum() == 2 * PAGE_WORDS // 8  # 2 of 8 pages, every 8th word
+    x0 = initial_pattern(n)
+    got = expected_after(x0, mask, reuse=2, iterations=3, pingpong=True)
+    y = x0.copy()
+    for it in range(3):
+        if it:
+            y = y + np.uint32(1)
+        for _ in range(2):
+            y[mask] = y[mask] * np.uint32(3) + np.uint32(1)
+    assert np.array_equal(got, y)
+    no_pp = expected_after(x0, mask, reuse=2, iterations=3, pingpong=False)
+    assert np.array_equal(no_pp[~mask], x0[~mask]) and not np.array_equal(no_pp[mask], x0[mask])

@@ -1,0 +1,53 @@
+"""The workload model: keys, errors, and its mapping onto the lifecycle axes."""
+
+
+import pytest
+
+from tests.unit.data import WORKLOADS, MiB
+from umprof.core.errors import UsageError
+from umprof.model.workload import Workload, from_mapping, load_workloads
+
+
+def test_example_and_verification_workloads_load():
+    (example,) = load_workloads(WORKLOADS / "example.toml")
+    assert example.bytes == 256 * MiB and example.reuse == 16 and example.pattern == "streaming"
+    verify = load_workloads(WORKLOADS / "verify.toml")
+    assert len(verify) >= 8 and len({w.name for w in verify}) == len(verify)
+    kinds = {(w.pattern, w.pingpong, w.touched < 1, w.reuse > 1) for w in verify}
+    assert len(kinds) >= 6  # spread over the space: patterns, ping-pong, sparse, reused
+
+
+@pytest.mark.parametrize("raw, key", [
+    ({"bytes": "1MiB", "touched": 0}, "touched"), ({"bytes": "1MiB", "touched": 1.5}, "touched"),
+    ({"bytes": "1MiB", "pattern": "zigzag"}, "pattern"), ({"bytes": "1MiB", "stride": 3}, "stride"),
+    ({"bytes": "1000"}, "bytes"), ({"bytes": "lots"}, "bytes"), ({"bytes": "1MiB", "reuse": 0}, "reuse"),
+    ({"bytes": "1MiB", "pingpong": "yes"}, "pingpong"), ({"bytes": "1MiB", "iterations": 2.5}, "iterations"),
+    ({"bytes": "64KiB", "touched": 0.5}, "touched"),
+])
+def test_bad_workload_values_name_the_key(raw, key):
+    with pytest.raises(UsageError, match=f"wl.toml: key '{key}': expected"):
+        from_mapping(raw, "wl.toml")
+
+
+def test_unknown_key_and_missing_bytes(tmp_path):
+    with pytest.raises(UsageError, match="unknown key 'reuses'.*keys are: bytes"):
+        from_mapping({"bytes": "1MiB", "reuses": 2}, "x")
+    with pytest.raises(UsageError, match="key 'bytes' is missing"):
+        from_mapping({"reuse": 2}, "x")
+    bad = tmp_path / "w.toml"
+    bad.write_text("[workloads]\nbytes = 1\n")
+    with pytest.raises(UsageError, match=r"w.toml: expected a \[workload\] table"):
+        load_workloads(bad)
+
+
+def test_workload_maps_onto_the_lifecycle_axes():
+    from umprof.model.recommend import verification_scenario
+
+    w = Workload(bytes=64 * MiB, reuse=2, touched=0.25, pattern="strided", stride=16, iterations=3, pingpong=True,
+                 name="x")
+    (case,) = verification_scenario(w, ["pinned"]).cases()
+    assert case.params == {"strategy": "pinned", "bytes": 64 * MiB, "reuse": 2, "touched": 0.25, "pattern": "strided",
+                           "stride": 16, "iterations": 3, "pingpong": "yes"}
+    assert case.label == "strategy=pinned bytes=64MiB reuse=2 touched=0.25 pattern=strided stride=16 iterations=3 pingpong=yes"
+    plain = verification_scenario(Workload(bytes=MiB), ["pinned"]).cases()[0]
+    assert plain.label == "strategy=pinned bytes=1MiB reuse=1"  # quiet defaults: old result names still match

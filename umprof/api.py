@@ -1,0 +1,211 @@
+"""umprof's Python API: what the command line does, as functions a notebook or a script calls.
+
+Every command of the CLI is a thin wrapper over these; they raise :class:`UmprofError`
+subclasses (``UsageError`` for a bad argument, ``GpuUnavailable`` without a GPU) instead of
+printing and exiting. Only :func:`run`, :func:`calibrate` and a :func:`recommend` or
+:func:`verify` that has to measure touch the GPU; everything else works on saved results,
+on any machine.
+
+This layer may import every layer below it (core, nsight, measure, model, views), always
+inside the functions, so ``import umprof`` stays light and needs no GPU.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import datetime
+from pathlib import Path
+
+from umprof.core.errors import UsageError
+from umprof.core.results import ResultSet
+
+
+def default_output(command: str) -> str:
+    """Where a command saves its results when not told: umprof-results/<command>-<time>.parquet."""
+    return str(Path("umprof-results") / f"{command}-{datetime.now():%Y%m%d-%H%M%S}.parquet")
+
+
+def axis_overrides(axes) -> list[str]:
+    """Axis overrides as the CLI's ``-a NAME=VALUES`` strings, from a mapping
+    (``{"bytes": "pow2:24..26", "strategy": ["pinned", "managed"]}``) or a list of such strings."""
+    if axes is None:
+        return []
+    if isinstance(axes, Mapping):
+        return [f"{k}={v if isinstance(v, str) else ','.join(map(str, v))}" for k, v in axes.items()]
+    if isinstance(axes, str):
+        return [axes]
+    return list(axes)
+
+
+def select(scenario=(), axes=None) -> list:
+    """Scenarios resolved (names, groups or TOML paths; empty: the default suite) with the axis
+    overrides applied. Every mistake is a UsageError, before the GPU is touched."""
+    from umprof.measure.scenario import Scenario, apply_overrides, resolve
+
+    items = [scenario] if isinstance(scenario, (str, Path, Scenario)) else list(scenario)
+    chosen = [] if items else resolve([])
+    for s in items:
+        chosen += [s] if isinstance(s, Scenario) else resolve([str(s)])
+    if not chosen:
+        raise UsageError("no scenario selected: the default suite is empty; name a scenario (see `umprof list`)")
+    apply_overrides(chosen, axis_overrides(axes))
+    return chosen
+
+
+def run(scenario=(), axes=None, output=None, *, device: int = 0, force: bool = False, timing: dict | None = None,
+        um_counters: str = "sample", allow_oversubscription: bool = False, progress: bool = False,
+        console=None, argv=None) -> ResultSet:
+    """Measure scenarios on the GPU and return their ResultSet (also saved to ``output``, case by case).
+
+    ``scenario``: a name, group or TOML path, a list of them, or Scenario objects from :func:`select`;
+    ``axes``: overrides as ``{"bytes": "pow2:24..26"}``; ``timing``: the stopping rule's
+    ``min_samples``, ``min_time``, ``max_noise``, ``timeout``, ``warmup``. Failed cases are rows
+    with ``status == "failed"`` and their reason (:meth:`ResultSet.failed_cases` counts them).
+    """
+    from umprof.measure.runner import run_scenarios
+
+    chosen = select(scenario, axes)
+    rs, _ = run_scenarios(chosen, output=output or default_output("run"), force=force, device=device,
+                          timing=timing, allow_oversubscription=allow_oversubscription,
+                          argv=argv or ["umprof.run", *[s.name for s in chosen]], console=console,
+                          progress=progress, um_counters=um_counters)
+    return rs
+
+
+def load(path) -> ResultSet:
+    """A saved result file (.parquet, .csv or .json): ``.frame`` is the tidy table (a row per
+    case × phase), ``.meta`` the run's metadata, ``.devices`` the GPUs it ran on."""
+    return ResultSet.load(path)
+
+
+def _result_sets(sources) -> list[ResultSet]:
+    items = [sources] if isinstance(sources, (str, Path, ResultSet)) else list(sources)
+    return [s if isinstance(s, ResultSet) else ResultSet.load(s) for s in items]
+
+
+def load_calibration(sources):
+    """A Calibration from saved results with lifecycle cases (paths or ResultSets; e.g. the
+    committed ``results/nvidia-h200-calibration.parquet``)."""
+    import pandas as pd
+
+    from umprof.model.predict import Calibration
+
+    sets = _result_sets(sources)
+    if not sets:
+        raise UsageError("no calibration given: pass result files of `umprof run calibration`")
+    frame = pd.concat([r.frame for r in sets], ignore_index=True)
+    device = next((r.devices[0] for r in sets if r.devices), {})
+    names = [str(s) for s in ([sources] if isinstance(sources, (str, Path)) else sources)
+             if not isinstance(s, ResultSet)]
+    return Calibration(frame, device, ", ".join(names))
+
+
+def calibrate(output=None, *, device: int = 0, force: bool = False, console=None, argv=None):
+    """Measure the calibration group on this GPU now (a few minutes), save it, and return its Calibration."""
+    from umprof.measure.gpu import load_pycuda
+    from umprof.model.predict import Calibration
+
+    load_pycuda()  # no GPU: say so before promising a calibration
+    output = output or default_output("calibration")
+    if console is not None:
+        console.print(f"calibrating on GPU {device} (`umprof run calibration`, a few minutes); saving to {output}")
+    rs = run("calibration", output=output, device=device, force=force, console=console,
+             argv=argv or ["umprof.calibrate"], progress=console is not None)
+    return Calibration.from_results(rs, output)
+
+
+def workloads(spec) -> list:
+    """Workloads from a Workload, a mapping of its keys (``{"bytes": "256MiB", "reuse": 16}``),
+    a TOML file's path, or a list of any of these."""
+    from umprof.model.workload import Workload, from_mapping, load_workloads
+
+    items = [spec] if isinstance(spec, (Workload, Mapping, str, Path)) else list(spec)
+    out = []
+    for i, w in enumerate(items):
+        if isinstance(w, Workload):
+            out.append(w)
+        elif isinstance(w, Mapping):
+            out.append(from_mapping(dict(w), f"workload {i}"))
+        else:
+            out.extend(load_workloads(w))
+    if not out:
+        raise UsageError("no workload given")
+    return out
+
+
+def recommend(workload, calibration=None, *, device: int = 0, save_calibration=None, force: bool = False,
+              console=None):
+    """Strategies ranked for a workload: a :class:`~umprof.model.recommend.Recommendation`
+    (``.ranked`` predictions with their phases, ``.reason``, ``.to_frame()``) for one Workload or
+    mapping; a list of them for a TOML file or a list.
+
+    ``calibration``: saved results (paths or ResultSets), a Calibration, or None to calibrate
+    on the GPU now (saved to ``save_calibration``).
+    """
+    from umprof.model import recommend as rmod
+    from umprof.model.predict import Calibration
+
+    ws = workloads(workload)  # bad workloads are reported before any calibration is measured
+    if isinstance(calibration, Calibration):
+        cal = calibration
+    elif calibration is None:
+        cal = calibrate(save_calibration, device=device, force=force, console=console)
+    else:
+        cal = load_calibration(calibration)
+    from umprof.model.workload import Workload
+
+    recs = rmod.recommend_all(cal, ws)
+    return recs[0] if isinstance(workload, (Workload, Mapping)) else recs
+
+
+def verify(recommendations, *, top: int | None = 3, measured=None, output=None, device: int = 0,
+           force: bool = False, console=None, argv=None) -> tuple[list, str]:
+    """Measure each recommendation's workload under its ``top`` strategies (None: all ranked),
+    or read an earlier verification run (``measured``), and check the predictions:
+    ``(verdicts, where the measurements are)``, a verdict (or None) per recommendation."""
+    from umprof.measure.runner import run_scenarios
+    from umprof.model import recommend as rmod
+
+    recs = [recommendations] if isinstance(recommendations, rmod.Recommendation) else list(recommendations)
+    if measured is not None:
+        rs = measured if isinstance(measured, ResultSet) else ResultSet.load(measured)
+        return rmod.verify_all(recs, rs.frame), str(measured if not isinstance(measured, ResultSet) else "results")
+    scenarios = [rmod.verification_scenario(r.workload, [p.strategy for p in r.ranked[:top]], index=i)
+                 for i, r in enumerate(recs)]
+    output = output or default_output("verify")
+    rs, _ = run_scenarios(scenarios, output=output, force=force, device=device,
+                          argv=argv or ["umprof.verify"], console=console, progress=console is not None)
+    return rmod.verify_all(recs, rs.frame), str(output)
+
+
+def compare(a, b, *, phases: str = "total", across_devices: bool = False, floor: float | None = None):
+    """Match two runs' cases and call each SAME, FAST or SLOW (b against a) against their noise:
+    a :class:`~umprof.model.compare.Comparison` (``.frame``, ``.counts()``). ``a``, ``b``: paths
+    or ResultSets."""
+    from umprof.model import compare as cmpmod
+
+    (ra,), (rb,) = _result_sets(a), _result_sets(b)
+    name = lambda x: str(x) if not isinstance(x, ResultSet) else "results"  # noqa: E731
+    return cmpmod.compare(ra, rb, phases, across_devices, cmpmod.FLOOR if floor is None else floor,
+                          name_a=name(a), name_b=name(b))
+
+
+def report(results, path="umprof-report.html", *, workloads_from=None, force: bool = False) -> Path:
+    """Write one self-contained HTML report of result files (paths or ResultSets) and return its path.
+    Its recommendation section uses ``workloads_from`` (TOML paths; default: the shipped
+    verification set) when the results hold a calibration."""
+    from umprof.core.resources import scenarios_dir
+    from umprof.views import html
+
+    out = Path(path)
+    if out.suffix.lower() not in (".html", ".htm"):
+        raise UsageError(f"report path: expected a file ending in .html, got {str(path)!r}")
+    if out.exists() and not force:
+        raise UsageError(f"{out}: already exists; pass --force to overwrite it or -o to write elsewhere")
+    items = [results] if isinstance(results, (str, Path, ResultSet)) else list(results)
+    names = [str(r) if not isinstance(r, ResultSet) else f"results {i}" for i, r in enumerate(items)]
+    files = list(workloads_from or [scenarios_dir() / "workloads" / "verify.toml"])
+    text = html.build(_result_sets(items), names, workloads(files))
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(text, encoding="utf-8")
+    return out

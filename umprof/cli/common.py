@@ -1,0 +1,68 @@
+"""What the commands share: the console, the options of `run` and `trace`, the child command a
+profiler runs."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+from rich.console import Console
+
+from umprof.measure.timing import StoppingRule
+
+RULE = StoppingRule()  # the defaults the run options' help texts show
+
+
+def out() -> Console:
+    """The console for results (stdout; wide when redirected, so tables are not cut)."""
+    return Console(highlight=False, soft_wrap=False, width=200 if not sys.stdout.isatty() else None)
+
+
+def err() -> Console:
+    """The console for progress and notes (stderr)."""
+    return Console(stderr=True)
+
+
+def argv() -> list[str]:
+    """The command line as the results' metadata records it."""
+    return ["umprof", *sys.argv[1:]]
+
+
+def run_options(fn):
+    """The options `run` and `trace` share (axes, output, device, stopping rule, guards)."""
+    options = [
+        click.option("-a", "--axis", "axes", multiple=True, metavar="NAME=VALUES",
+                     help="Override an axis: bytes=pow2:24..28, strategy=pinned,managed (repeatable)."),
+        click.option("-o", "--output", type=click.Path(dir_okay=False), default=None,
+                     help="Result file (.parquet, .csv or .json). Default: umprof-results/<command>-<time>.parquet"),
+        click.option("--force", is_flag=True, help="Overwrite the result file if it exists."),
+        click.option("--device", "device_index", type=int, default=0, show_default=True, help="GPU index."),
+        click.option("--min-samples", type=click.IntRange(min=1), default=None,
+                     help=f"Samples per case at least [{RULE.min_samples}]."),
+        click.option("--min-time", type=click.FloatRange(min=0), default=None,
+                     help=f"Measured seconds per case at least [{RULE.min_time}]."),
+        click.option("--max-noise", type=click.FloatRange(min=0), default=None,
+                     help=f"Stop once the relative stdev is under this [{RULE.max_noise}]."),
+        click.option("--timeout", type=click.FloatRange(min=0), default=None,
+                     help=f"Give up on the noise target after this many seconds per case [{RULE.timeout}]."),
+        click.option("--warmup", type=click.IntRange(min=0), default=None, help=f"Untimed samples before timing [{RULE.warmup}]."),
+        click.option("--allow-oversubscription", is_flag=True,
+                     help="Allow managed allocations beyond the GPU's free memory. Can hang the GPU: only on a machine you own."),
+        click.option("-q", "--quiet", is_flag=True, help="No progress bar and no summary table."),
+    ]
+    for option in reversed(options):
+        fn = option(fn)
+    return fn
+
+
+def timing(min_samples, min_time, max_noise, timeout, warmup) -> dict:
+    """The stopping rule's overrides as the runner takes them."""
+    return dict(min_samples=min_samples, min_time=min_time, max_noise=max_noise, timeout=timeout, warmup=warmup)
+
+
+def child_command(command: str, chosen, axes, device_index) -> list[str]:
+    """This umprof, run again as a profiler's child on the same scenarios, axes and device."""
+    child = [sys.executable, "-m", "umprof", command, *[str(s.path) for s in chosen], "--device", str(device_index)]
+    for a in axes:
+        child += ["-a", a]
+    return child

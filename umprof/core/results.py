@@ -1,0 +1,213 @@
+"""ResultSet: one tidy DataFrame (a row per case × phase) plus the run's metadata.
+
+Saved as Parquet (metadata in the schema), CSV (metadata on a first ``# umprof`` line) or
+JSON (``{"schema_version", "meta", "devices", "cases"}``), chosen by the file's suffix.
+A :class:`ResultWriter` refuses to overwrite an existing file unless forced, and rewrites
+its file atomically after every case, so an interrupted run keeps what it measured.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+from umprof.core.errors import UsageError
+from umprof.core.units import format_size
+from umprof.core.version import SCHEMA_VERSION
+
+FORMATS = {".parquet": "parquet", ".pq": "parquet", ".csv": "csv", ".json": "json"}
+AXIS_PREFIX = "axis."
+# Columns every row has, in this order; axis.* columns follow "case", op extras go last.
+BASE_COLUMNS = [
+    "scenario", "op", "case", "phase", "status", "reason", "samples",
+    "gpu_time_median_s", "gpu_time_mean_s", "gpu_time_stdev_s", "gpu_time_min_s", "gpu_time_max_s", "gpu_time_iqr_s",
+    "cpu_time_median_s", "cpu_time_mean_s", "cpu_time_stdev_s", "cpu_time_min_s", "cpu_time_max_s", "cpu_time_iqr_s",
+    "time_median_s", "bytes", "bytes_per_s", "ceiling", "ceiling_bytes_per_s", "util", "d2d_util",
+    "noise_rel", "unstable", "stop_reason",
+]
+
+
+@dataclass
+class ResultSet:
+    frame: pd.DataFrame
+    meta: dict = field(default_factory=dict)
+    devices: list = field(default_factory=list)
+
+    @property
+    def axis_columns(self) -> list[str]:
+        return [c for c in self.frame.columns if c.startswith(AXIS_PREFIX)]
+
+    def failed_cases(self) -> int:
+        """How many cases failed (recorded with their reason in ``notes``)."""
+        if self.frame.empty or "status" not in self.frame.columns:
+            return 0
+        failed = self.frame[self.frame["status"] == "failed"]
+        return len(failed[["scenario", "case"]].drop_duplicates())
+
+    def save(self, path: str | Path) -> None:
+        """Write atomically in the format the suffix names."""
+        path = Path(path)
+        fmt = format_for(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.tmp")
+        header = {"schema_version": SCHEMA_VERSION, "meta": self.meta, "devices": self.devices}
+        if fmt == "parquet":
+            import pyarrow as pa
+            import pyarrow.parquet as pq
+
+            table = pa.Table.from_pandas(_arrow_safe(self.frame), preserve_index=False)
+            md = dict(table.schema.metadata or {})
+            md[b"umprof"] = json.dumps(header, default=_json_default).encode()
+            pq.write_table(table.replace_schema_metadata(md), tmp)
+        elif fmt == "csv":
+            with open(tmp, "w", encoding="utf-8", newline="") as f:
+                f.write("# umprof " + json.dumps(header, default=_json_default) + "\n")
+                self.frame.to_csv(f, index=False)
+        else:
+            doc = dict(header, cases=[_clean_record(r) for r in self.frame.to_dict(orient="records")])
+            tmp.write_text(json.dumps(doc, indent=1, default=_json_default), encoding="utf-8")
+        os.replace(tmp, path)
+
+    @classmethod
+    def load(cls, path: str | Path) -> "ResultSet":
+        """Read a file written by :meth:`save`; the message names the file and what is wrong."""
+        path = Path(path)
+        fmt = format_for(path)
+        if not path.is_file():
+            raise UsageError(f"{path}: no such result file")
+        try:
+            if fmt == "parquet":
+                import pyarrow.parquet as pq
+
+                table = pq.read_table(path)
+                raw = (table.schema.metadata or {}).get(b"umprof")
+                if raw is None:
+                    raise UsageError(f"{path}: a Parquet file, but not one umprof wrote (no 'umprof' metadata)")
+                header, frame = json.loads(raw), table.to_pandas()
+            elif fmt == "csv":
+                with open(path, encoding="utf-8") as f:
+                    first = f.readline()
+                    if not first.startswith("# umprof "):
+                        raise UsageError(f"{path}: a CSV file, but not one umprof wrote (first line should start '# umprof ')")
+                    header = json.loads(first[len("# umprof "):])
+                    frame = pd.read_csv(f)
+            else:
+                header = json.loads(path.read_text(encoding="utf-8"))
+                if not isinstance(header, dict) or "cases" not in header:
+                    raise UsageError(f"{path}: JSON, but not an umprof result (no 'cases' key)")
+                frame = pd.DataFrame(header.pop("cases"))
+        except UsageError:
+            raise
+        except Exception as e:
+            raise UsageError(f"{path}: could not read it as {fmt}: {e}") from None
+        version = header.get("schema_version")
+        if version != SCHEMA_VERSION:
+            raise UsageError(f"{path}: schema_version {version!r}; this umprof reads version {SCHEMA_VERSION}")
+        return cls(frame=frame, meta=header.get("meta", {}), devices=header.get("devices", []))
+
+
+def slug(text: str) -> str:
+    """Text as a lowercase name for files and scenarios: runs of anything but letters and digits become '-'."""
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
+
+
+def format_for(path: Path) -> str:
+    fmt = FORMATS.get(Path(path).suffix.lower())
+    if fmt is None:
+        raise UsageError(f"{path}: expected a file ending in .parquet, .csv or .json, got {Path(path).suffix or 'no suffix'!r}")
+    return fmt
+
+
+def ordered(frame: pd.DataFrame) -> pd.DataFrame:
+    """Base columns first (case, axis.*, ...), op-specific extras after, in stable order."""
+    axes = [c for c in frame.columns if c.startswith(AXIS_PREFIX)]
+    head = ["scenario", "op", "case"]
+    rest = [c for c in BASE_COLUMNS if c not in head]
+    extras = [c for c in frame.columns if c not in BASE_COLUMNS and c not in axes]
+    for c in BASE_COLUMNS:
+        if c not in frame.columns:
+            frame[c] = pd.NA
+    return frame[head + axes + rest + extras]
+
+
+class ResultWriter:
+    """Collects rows and rewrites the result file after each case."""
+
+    def __init__(self, path: str | Path, meta: dict, force: bool = False):
+        self.path = Path(path)
+        format_for(self.path)
+        if self.path.exists() and not force:
+            raise UsageError(f"{self.path}: already exists; pass --force to overwrite it or -o to write elsewhere")
+        if self.path.is_dir():
+            raise UsageError(f"{self.path}: is a folder; expected a file ending in .parquet, .csv or .json")
+        self.meta = meta
+        self.devices: list = []
+        self.rows: list[dict] = []
+
+    def add(self, rows: list[dict]) -> None:
+        self.rows.extend(rows)
+        self.flush()
+
+    def result(self) -> ResultSet:
+        frame = ordered(pd.DataFrame(self.rows)) if self.rows else pd.DataFrame(columns=BASE_COLUMNS)
+        return ResultSet(frame, self.meta, self.devices)
+
+    def flush(self) -> None:
+        self.result().save(self.path)
+
+
+def _json_default(o):
+    try:
+        import numpy as np
+
+        if isinstance(o, np.generic):
+            return o.item()
+    except ImportError:
+        pass
+    if o is pd.NA:
+        return None
+    return str(o)
+
+
+def _clean_record(r: dict) -> dict:
+    out = {}
+    for k, v in r.items():
+        if v is pd.NA or (isinstance(v, float) and math.isnan(v)):
+            v = None
+        out[k] = v
+    return out
+
+
+def _arrow_safe(frame):
+    """A column whose values mix types (an op's int beside another op's text) cannot become one
+    Arrow column: write those as text rather than lose the file."""
+    out = frame
+    for col in frame.columns:
+        if frame[col].dtype != object:
+            continue
+        kinds = {type(v) for v in frame[col] if v is not None and not (isinstance(v, float) and v != v)}
+        if len(kinds) > 1 and not kinds <= {int, float, bool}:
+            if out is frame:
+                out = frame.copy()
+            out[col] = frame[col].map(lambda v: v if v is None or (isinstance(v, float) and v != v) else str(v))
+    return out
+
+
+SIZE_AXES = {AXIS_PREFIX + "bytes", AXIS_PREFIX + "page"}  # axes of kind 'size', shown as 64KiB
+
+
+def axis_text(col: str, v) -> str:
+    """An axis value as case names show it: sizes as 64KiB, whole floats as integers."""
+    if v is None or (isinstance(v, float) and math.isnan(v)) or v is pd.NA:
+        return "-"
+    if col in SIZE_AXES or col.endswith("_bytes"):
+        return format_size(v)
+    if isinstance(v, float) and v.is_integer():
+        return str(int(v))
+    return str(v)

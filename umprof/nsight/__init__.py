@@ -1,0 +1,9 @@
+"""nsight: what talks to NVIDIA's profilers and their annotations.
+
+Owns the NVTX domain, phase names and colors (``nvtx``: also importable as ``umprof.nvtx``,
+for annotating applications), finding tools on disk (``tools``), running under Nsight
+Systems and reading its reports back as a ResultSet (``nsys``, ``nsys_import``), and the
+Nsight Compute pass that measures sectors per request (``ncu``).
+
+May import: ``umprof.core``. Never the GPU session, a model or a view.
+"""
