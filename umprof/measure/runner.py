@@ -130,14 +130,20 @@ def measure_case(ctx, case, rule: StoppingRule) -> list[dict]:
         return [status_row(scenario, case, "failed", f"{type(e).__name__}: {e}")]
     verify_each = run.verify_every_sample
     try:
+        samples, why = [], None
         for _ in range(rule.warmup):
             run.reset()
             timer = PhaseTimer(session)
             run.sample(timer)
-            timer.finish()  # drains the warm-up's UM records so they count nowhere
+            warm = timer.finish()  # drains the warm-up's UM records so they count nowhere
             run.verify()
-        samples, start = [], time.perf_counter()
-        while True:
+            if warm.total_s > rule.timeout:
+                # a pathological case: the warm-up alone outlasted the case's time; it is the one
+                # sample, flagged, rather than paying as much again for a second
+                samples, why = [warm], f"one sample: the warm-up took {warm.total_s:.1f} s > timeout {rule.timeout} s"
+                break
+        start, done = time.perf_counter(), bool(samples)
+        while not done:
             run.reset()
             timer = PhaseTimer(session)
             run.sample(timer)
@@ -145,8 +151,6 @@ def measure_case(ctx, case, rule: StoppingRule) -> list[dict]:
             if verify_each:
                 run.verify()
             done, why = rule.check([s.total_s for s in samples], time.perf_counter() - start)
-            if done:
-                break
         if not verify_each:
             run.verify()
         rows = case_rows(scenario, case, samples, why, ctx.info_dict, run.extra)

@@ -53,11 +53,11 @@ class Strategy:
     def allocate(self, session, nbytes: int) -> Buffer:
         raise NotImplementedError
 
-    def to_device(self, session, buf: Buffer) -> None:
-        pass
+    def to_device(self, session, buf: Buffer, nbytes: int | None = None) -> None:
+        """Move the buffer's first ``nbytes`` (default: all of it) to where kernels read it."""
 
-    def to_host(self, session, buf: Buffer) -> None:
-        pass
+    def to_host(self, session, buf: Buffer, nbytes: int | None = None) -> None:
+        """Move the buffer's first ``nbytes`` (default: all of it) back to where the host reads it."""
 
     def reset(self, session, buf: Buffer) -> None:
         """Put the data back where a sample starts (host); untimed, between samples."""
@@ -86,19 +86,21 @@ class _Explicit(Strategy):
             return aligned_empty(nbytes)
         return session.cuda.pagelocked_empty(nbytes, np.uint8, mem_flags=self.host_flags(session.cuda))
 
-    def to_device(self, session, buf):
+    def to_device(self, session, buf, nbytes=None):
         cuda = session.cuda
+        host = buf.host if nbytes is None else buf.host[:nbytes]
         if self.host_flags is None:
-            cuda.memcpy_htod(buf.device_ptr, buf.host)
+            cuda.memcpy_htod(buf.device_ptr, host)
         else:
-            cuda.memcpy_htod_async(buf.device_ptr, buf.host, session.stream)
+            cuda.memcpy_htod_async(buf.device_ptr, host, session.stream)
 
-    def to_host(self, session, buf):
+    def to_host(self, session, buf, nbytes=None):
         cuda = session.cuda
+        host = buf.host if nbytes is None else buf.host[:nbytes]
         if self.host_flags is None:
-            cuda.memcpy_dtoh(buf.host, buf.device_ptr)
+            cuda.memcpy_dtoh(host, buf.device_ptr)
         else:
-            cuda.memcpy_dtoh_async(buf.host, buf.device_ptr, session.stream)
+            cuda.memcpy_dtoh_async(host, buf.device_ptr, session.stream)
 
     def free(self, session, buf):
         buf.handles.pop("device").free()
@@ -189,13 +191,13 @@ class Managed(Strategy):
             session.advise(ptr, nbytes, self.advice)
         return Buffer(self, nbytes, host, ptr, {"host": host})
 
-    def to_device(self, session, buf):
+    def to_device(self, session, buf, nbytes=None):
         if self.prefetch:
-            session.prefetch(buf.device_ptr, buf.nbytes, "device")
+            session.prefetch(buf.device_ptr, buf.nbytes if nbytes is None else nbytes, "device")
 
-    def to_host(self, session, buf):
+    def to_host(self, session, buf, nbytes=None):
         if self.prefetch:
-            session.prefetch(buf.device_ptr, buf.nbytes, "host")
+            session.prefetch(buf.device_ptr, buf.nbytes if nbytes is None else nbytes, "host")
 
     def reset(self, session, buf):
         session.prefetch(buf.device_ptr, buf.nbytes, "host")

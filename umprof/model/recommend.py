@@ -147,14 +147,18 @@ def verification_name(w: Workload, index: int) -> str:
     return f"{VERIFY_PREFIX}{slug(w.name) or index + 1}"
 
 
+VERIFY_ITERATIONS = 3  # a verification runs at least this many iterations: the steady ones are measured apart
+
+
 def verification_scenario(w: Workload, strategy_names: list[str], timing: dict | None = None, index: int = 0):
-    """A ``lifecycle`` scenario that measures the workload under the given strategies."""
+    """A ``loop`` scenario that measures the workload under the given strategies (at least
+    VERIFY_ITERATIONS iterations, so that setup and the steady iteration are both measured)."""
     from umprof.measure.ops import get_op
     from umprof.measure.scenario import Scenario
 
-    op = get_op("lifecycle")
+    op = get_op("loop")
     axes = {spec.name: list(spec.default) for spec in op.axes.specs}
-    axes.update(w.lifecycle_axes())
+    axes.update(w.loop_axes(max(w.iterations, VERIFY_ITERATIONS)))
     axes["strategy"] = list(strategy_names)
     name = verification_name(w, index)
     # at least three samples of every strategy, even of cases that take a second each

@@ -1,16 +1,20 @@
-"""The workload model: what an application does with one buffer, in the terms that decide
-which host-memory strategy wins.
+"""The workload model: an application's loop over one buffer, in the terms that decide which
+host-memory strategy wins.
 
-A :class:`Workload` is the buffer's size; how many kernel passes reuse it per transfer
-(``reuse``); the fraction of its 64 KiB pages a pass touches (``touched``); how a pass walks
-them (``pattern``: streaming, strided, random, warp-pages); how many rounds of passes run
-(``iterations``) and whether the host reads and updates the buffer between rounds
-(``pingpong``); and whether it fits in device memory (``fits``; by default: whether it fits
-in the device's memory, as the results or the GPU report it).
+A :class:`Workload` is the buffer's size; how many times the loop runs (``iterations``); what
+the host writes before each iteration (``host_writes``: the fraction of the buffer that is new
+data; 0 = produced once); how many kernel passes each iteration makes (``reuse``), over which
+fraction of the 64 KiB pages (``touched``), walking them how (``pattern``: streaming, strided,
+random, warp-pages), and what fraction of what they touch they also write (``gpu_writes``: 0 =
+a read-only input, 1 = updated in place); what the host reads after each iteration
+(``host_reads``: 0 = only the kernel's small result); and whether it fits in device memory
+(``fits``; by default from the device's memory). ``pingpong`` is the old name for
+host_writes = gpu_writes = host_reads = 1.
 
-It is written as CLI options (``umprof recommend --bytes 256MiB --reuse 16``) or a TOML file
-(``scenarios/workloads/example.toml`` documents every key), and it maps one-to-one onto the
-``lifecycle`` op's axes, so ``recommend --verify`` measures exactly the workload it predicted.
+It is written as CLI options (``umprof recommend --bytes 256MiB --reuse 16 --host-writes 0.1``)
+or a TOML file (``scenarios/workloads/example.toml`` documents every key), and it maps
+one-to-one onto the ``loop`` op's axes, so ``recommend --verify`` measures exactly the loop it
+predicted.
 """
 
 from __future__ import annotations
@@ -34,6 +38,9 @@ class Workload:
     pattern: str = "streaming"
     stride: int = 8
     iterations: int = 1
+    host_writes: float = 0.0
+    gpu_writes: float = 1.0
+    host_reads: float = 1.0
     pingpong: bool = False
     fits: bool | None = None
 
@@ -54,21 +61,35 @@ class Workload:
         parts = [format_size(self.bytes), f"reuse {self.reuse}", f"touched {self.touched_text}",
                  self.pattern + (f" (stride {self.stride})" if self.pattern == "strided" else "")]
         parts.append(f"{self.iterations} iteration" + ("s" if self.iterations != 1 else ""))
-        if self.pingpong:
-            parts.append("ping-pong")
+        parts.append(f"host writes {_pct(self.host_writes)}, GPU writes {_pct(self.gpu_writes)}, "
+                     f"host reads {_pct(self.host_reads)}")
         if self.fits is False:
             parts.append("does not fit in device memory")
         return ", ".join(parts)
 
-    def lifecycle_axes(self) -> dict[str, list]:
-        """The ``lifecycle`` op's axes for this workload (every strategy is added by the caller)."""
+    @property
+    def read_only(self) -> bool:
+        """The kernel never writes the buffer (READ_MOSTLY applies)."""
+        return self.gpu_writes == 0
+
+    def loop_axes(self, iterations: int | None = None) -> dict[str, list]:
+        """The ``loop`` op's axes for this workload (every strategy is added by the caller);
+        ``iterations`` overrides the workload's (a verification runs at least three, so that
+        the steady state is measured)."""
         return {
             "bytes": [self.bytes], "reuse": [self.reuse], "touched": [self.touched], "pattern": [self.pattern],
-            "stride": [self.stride], "iterations": [self.iterations], "pingpong": ["yes" if self.pingpong else "no"],
+            "stride": [self.stride], "iterations": [iterations or self.iterations],
+            "host_writes": [self.host_writes], "gpu_writes": [self.gpu_writes], "host_reads": [self.host_reads],
         }
 
 
+def _pct(f: float) -> str:
+    return f"{f:.0%}" if f == 0 or f >= 0.01 else f"{f:.2%}"
+
+
 KEYS = {f.name for f in fields(Workload)}
+FRACTIONS = ("host_writes", "gpu_writes", "host_reads")
+MAX_ITERATIONS = 100_000
 
 
 def _check(w: Workload) -> None:
@@ -91,10 +112,16 @@ def _check(w: Workload) -> None:
     if (not isinstance(w.stride, int) or isinstance(w.stride, bool) or w.stride < 1
             or w.stride & (w.stride - 1) or w.stride > PAGE_WORDS):
         bad("stride", f"a power of two from 1 to {PAGE_WORDS} (4-byte words between touched words)")
-    if not isinstance(w.iterations, int) or isinstance(w.iterations, bool) or not 1 <= w.iterations <= 1024:
-        bad("iterations", "an integer from 1 to 1024 (rounds of reuse passes)")
+    if not isinstance(w.iterations, int) or isinstance(w.iterations, bool) or not 1 <= w.iterations <= MAX_ITERATIONS:
+        bad("iterations", f"an integer from 1 to {MAX_ITERATIONS} (iterations of the application's loop)")
+    for key, what in (("host_writes", "of the buffer the host writes before each iteration"),
+                      ("gpu_writes", "of what a kernel pass touches that it also writes (0: a read-only input)"),
+                      ("host_reads", "of the buffer the host reads after each iteration (0: only a small result)")):
+        v = getattr(w, key)
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v <= 1:
+            bad(key, f"a fraction from 0 to 1 {what}")
     if not isinstance(w.pingpong, bool):
-        bad("pingpong", "true or false (the host reads and updates the buffer between iterations)")
+        bad("pingpong", "true or false (host_writes = gpu_writes = host_reads = 1)")
     if w.fits is not None and not isinstance(w.fits, bool):
         bad("fits", "true, false, or absent (decided from the device's memory)")
     if w.touched * (w.bytes // PAGE_BYTES) < 1:
@@ -113,8 +140,16 @@ def from_mapping(raw: dict, where: str) -> Workload:
         values["bytes"] = parse_size(values["bytes"])
     except (UsageError, ValueError, TypeError):
         raise UsageError(f"{where}: key 'bytes': expected a size ('256MiB', 1073741824), got {raw['bytes']!r}") from None
-    if isinstance(values.get("touched"), int) and not isinstance(values.get("touched"), bool):
-        values["touched"] = float(values["touched"])
+    for k in ("touched", *FRACTIONS):
+        if isinstance(values.get(k), int) and not isinstance(values.get(k), bool):
+            values[k] = float(values[k])
+    if values.get("pingpong") is True:
+        other = {k: values[k] for k in FRACTIONS if k in values and values[k] != 1}
+        if other:
+            k, v = next(iter(other.items()))
+            raise UsageError(f"{where}: key 'pingpong' means host_writes = gpu_writes = host_reads = 1, "
+                             f"but '{k}' is {v!r}: give one or the other")
+        values.update({k: 1.0 for k in FRACTIONS})
     try:
         return Workload(**values)
     except UsageError as e:

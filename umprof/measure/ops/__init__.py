@@ -2,8 +2,8 @@
 
 The machinery (:class:`Op`, :class:`CaseRun`, :class:`RunContext`, the registry) lives in
 :mod:`.base`; each module here registers its ops when imported, one family per module:
-``transfer``, ``lifecycle``, ``um``, ``access``, ``matrix``, ``reduction``.
+``transfer``, ``lifecycle``, ``loop``, ``um``, ``access``, ``matrix``, ``reduction``.
 """
 
-from umprof.measure.ops import access, lifecycle, matrix, reduction, transfer, um  # noqa: E402,F401  (registration)
+from umprof.measure.ops import access, lifecycle, loop, matrix, reduction, transfer, um  # noqa: E402,F401  (registration)
 from umprof.measure.ops.base import CaseRun, Op, RunContext, get_op, op_names, register  # noqa: F401

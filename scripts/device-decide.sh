@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Issue 13's GPU work (the application loop), in steps that each fit one device call:
+#   source .device/bootstrap.sh && STEP=measure bash scripts/device-decide.sh
+#       the loop's GPU tests; `umprof run calibration`; the verification set under every strategy
+#   source .device/bootstrap.sh && STEP=verify CAL=results/<gpu>-loop-calibration.parquet bash scripts/device-decide.sh
+#       `recommend --verify --verify-top all` on scenarios/workloads/verify.toml, whole run and --steady
+# Writes logs and result files under $OUT (default ./device-out).
+set -uo pipefail
+OUT="${OUT:-device-out}"
+mkdir -p "$OUT"
+gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1 | tr ' ' '-' | tr -cd 'A-Za-z0-9_-' | tr 'A-Z' 'a-z')
+case "${STEP:-measure}" in
+  measure)
+    python3 -m pytest -m gpu -q tests/gpu/test_loop.py 2>&1 | tee "$OUT/loop-tests.log" | tail -8
+    start=$(date +%s)
+    timeout -s INT "${CAL_LIMIT:-300}" python3 -m umprof run calibration -o "$OUT/$gpu-loop-calibration.parquet" \
+      --force --um-counters off -q 2>&1 | tail -5
+    echo "calibration took $(( $(date +%s) - start )) s" | tee "$OUT/calibration-run.txt"
+    start=$(date +%s)
+    timeout -s INT "${VERIFY_LIMIT:-220}" python3 scripts/measure_workloads.py scenarios/workloads/verify.toml \
+      "$OUT/$gpu-loop-verify.parquet" 2>&1 | tail -5
+    echo "verification measured in $(( $(date +%s) - start )) s" | tee -a "$OUT/calibration-run.txt"
+    ;;
+  verify)
+    for mode in "" "--steady"; do
+      start=$(date +%s)
+      python3 -m umprof recommend --from "${CAL:?CAL=calibration results}" --workload scenarios/workloads/verify.toml \
+        --verify --verify-top all $mode -o "$OUT/$gpu-verify${mode:+-steady}.parquet" --force \
+        > "$OUT/recommend-verify${mode:+-steady}.txt" 2>&1
+      echo "verification ($mode) took $(( $(date +%s) - start )) s" | tee -a "$OUT/recommend-verify${mode:+-steady}.txt"
+      tail -22 "$OUT/recommend-verify${mode:+-steady}.txt"
+    done
+    ;;
+esac

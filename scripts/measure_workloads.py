@@ -1,0 +1,21 @@
+"""Measure workloads under every strategy that applies, as `recommend --verify --verify-top all`
+does, without a calibration: `recommend --from CAL --workload FILE --measured OUT` then checks
+any prediction against them offline.
+
+    python3 scripts/measure_workloads.py scenarios/workloads/verify.toml OUT.parquet
+"""
+
+import sys
+
+from rich.console import Console
+
+import umprof
+from umprof.measure.strategies import STRATEGIES
+from umprof.model.recommend import verification_scenario
+
+workloads = umprof.workloads(sys.argv[1])
+names = [s for s in STRATEGIES if s != "system"]  # the op skips what the device lacks (HMM) anyway
+scenarios = [verification_scenario(w, names, index=i) for i, w in enumerate(workloads)]
+rs = umprof.run(scenarios, output=sys.argv[2], force=True, console=Console(stderr=True), progress=False,
+                argv=["scripts/measure_workloads.py", *sys.argv[1:]])
+print(f"{len(rs.frame[rs.frame['phase'] == 'total'])} cases, {rs.failed_cases()} failed: {sys.argv[2]}")
