@@ -18,9 +18,10 @@ def test_every_strategy_runs_a_partial_loop_checked(ctx_factory, pattern):
     assert len(totals) == len(EVERY.split(","))
     bad = [(r["case"], r["reason"]) for r in totals if r["status"] != "ok"]
     assert not bad
-    for r in totals:  # whole = setup + iterations × steady, each by the host's clock
+    for r in totals:  # by the host's clock, a run holds its first iteration and three steady ones
         assert r["wall_steady_s"] > 0 and r["wall_first_s"] > 0
-        assert r["wall_setup_s"] + 4 * r["wall_steady_s"] == pytest.approx(r["wall_s"], rel=0.35)
+        # per sample, the three steady walls sum to at least twice their median; medians over samples, 10% slack
+        assert r["wall_s"] > 0.9 * (r["wall_first_s"] + 2 * r["wall_steady_s"])
     pinned = by(rows, **{"axis.strategy": "pinned"})
     assert {r["phase"] for r in pinned} >= {"alloc", "host_init", "first", "host_write", "h2d", "kernel", "d2h",
                                             "host_read", "free"}

@@ -1,22 +1,29 @@
-"""Predicted time per phase of a workload under each strategy, from measured lifecycles.
+"""Predicted time of an application's loop under each strategy, composed from a calibration.
 
-A :class:`Calibration` holds the ``lifecycle`` op's measured phase times on one device (the
-``calibration`` group, or any saved ResultSet with lifecycle rows, measured here or
-elsewhere). :meth:`Calibration.predict` builds a workload's phases from them:
+A :class:`Calibration` holds the ``loop`` op's measured phases on one device (the
+``calibration`` group: ``umprof run calibration``, measured here or on another machine). From
+them it builds, per strategy, curves of seconds against bytes (log-log between the measured
+sizes, in proportion past the largest), each per iteration:
 
-* alloc, host_init, free, and one copy each way: the phase's time at the workload's size,
-  interpolated log-log between the measured sizes (past the largest, in proportion to size);
-* kernel: the first pass after the host last touched the buffer (for on-demand managed memory,
-  the one that migrates pages) and each further pass, from the reuse 1 and reuse 4 cases
-  (``next = (t4 - t1) / 3``), both scaled by the measured ratio of the workload's pattern to
-  streaming and by the touched fraction (a line through the measured fractions);
-* host_read and host_turn (the ping-pong's host step) at the size, scaled the same way,
-  since what migrates back depends on what the kernel touched;
-* counts: with ping-pong every iteration pays a copy each way, a host turn and a later round's
-  first pass (the calibration's two-round ping-pong less its first pass: on-demand pages migrate
-  again, mappings do not); without it the data stays and only the first pass is a first.
+* ``host_write``, ``host_read``: the host's local write and read (calibration-loop-sizes);
+  for managed memory also the host's faults back when the pages sit on the GPU, on a write
+  (calibration-loop-host) and on a read (calibration-loop-sizes, where the kernel pulled them);
+* ``h2d``, ``d2h``: the copies (or prefetches) each way;
+* the kernel: a fixed part (launch, the 8-byte result the host reads back) and each pass,
+  read-only and in place (calibration-loop-resident, one and three passes apart), scaled by the
+  measured ratio of the workload's pattern (calibration-loop-patterns) and of sparse pages
+  (calibration-loop-touched); for managed memory, the migration of pages on the kernel's
+  faults (what the whole-buffer loop's kernel costs beyond its passes);
+* ``other``: the host's time between the phases of an iteration (wall clock less the phases).
 
-Phase times are the medians the runner recorded, so a prediction inherits their noise.
+For managed memory, which bytes pay which rate follows the pages: a simulation of where each
+64 KiB page is (host, device, or both under READ_MOSTLY) through the first iteration and the
+steady ones, with the workload's host-write, touched and host-read pages.
+
+The steady iteration is the last simulated one; setup is allocation + the first write +
+free + (first iteration − steady), with the first iteration's extra cost beyond its phases
+(first touch, mappings) taken from the calibration's measured first iterations; whole run =
+setup + iterations × steady.
 """
 
 from __future__ import annotations
@@ -30,30 +37,76 @@ import pandas as pd
 from umprof.core.errors import UsageError
 from umprof.core.units import format_size
 from umprof.measure import strategies
+from umprof.measure.ops.lifecycle import PAGE_BYTES, touched_pages
+from umprof.measure.ops.loop import written_pages
 from umprof.model.workload import Workload
 
-CALIBRATION_PREFIX = "calibration-"  # the shipped calibration group's scenarios
+CALIBRATION_PREFIX = "calibration-loop-"  # the shipped calibration group's scenarios
 VERIFY_PREFIX = "recommend-"  # scenarios `recommend --verify` writes
-PHASES = ("alloc", "host_init", "h2d", "kernel", "d2h", "host_turn", "host_read", "free")
-REF_PATTERN_STRIDE = 8  # the calibration's strided pattern touches every 8th word: one per 32-byte sector
-WORKLOAD_DEFAULTS = {"touched": 1.0, "pattern": "streaming", "stride": REF_PATTERN_STRIDE, "iterations": 1,
-                     "pingpong": "no"}
+SETUP_PHASES = ("alloc", "host_init", "first_extra", "free")
+STEADY_PHASES = ("host_write", "h2d", "kernel", "d2h", "host_read", "other")
+PHASES = SETUP_PHASES + STEADY_PHASES
+PATTERN_BYTES = 16 * 1024**2  # where calibration-loop-patterns measures
+TOUCHED_REF = 0.0625  # calibration-loop-touched's fraction
+LINE_WORDS = 32  # a 128-byte line: strides up to it cost what the calibration's stride 8 costs
+SIM_ITERATIONS = 4  # simulated iterations: page locations settle after the second
+GAP_PHASES = 5  # a steady iteration's timed phases, at most: the gap is per iteration
+
+
+def kind(name: str) -> str:
+    """How a strategy moves data: 'copy' (explicit copies), 'link' (kernels read across PCIe),
+    'on-demand' (managed pages migrate on faults), 'prefetch' or 'read-mostly'."""
+    st = strategies.get(name)
+    if st.copies:
+        return "copy"
+    if st.managed:
+        if st.prefetch:
+            return "prefetch"
+        if st.advice == "read-mostly":
+            return "read-mostly"
+        if st.advice in ("prefer-host", "accessed-by-gpu"):
+            return "link"
+        return "on-demand"
+    return "link"
 
 
 @dataclass
 class Prediction:
     strategy: str
-    phases: dict[str, float]  # seconds per phase, summed over the workload's iterations
+    setup: dict[str, float]  # seconds, once per run
+    steady: dict[str, float]  # seconds per steady iteration
+    iterations: int
     notes: list[str] = field(default_factory=list)
 
     @property
-    def total(self) -> float:
-        return float(sum(self.phases.values()))
+    def setup_s(self) -> float:
+        return float(sum(self.setup.values()))
+
+    @property
+    def steady_s(self) -> float:
+        return float(sum(self.steady.values()))
+
+    @property
+    def whole_s(self) -> float:
+        return self.setup_s + self.iterations * self.steady_s
+
+    @property
+    def phases(self) -> dict[str, float]:
+        """Seconds per phase over the whole run (steady ones × iterations)."""
+        out = dict(self.setup)
+        out.update({k: v * self.iterations for k, v in self.steady.items()})
+        return out
+
+    def cost(self, steady: bool) -> float:
+        """What a ranking orders by: the steady iteration, or the whole run."""
+        return self.steady_s if steady else self.whole_s
 
 
 def _loglog(xs: np.ndarray, ys: np.ndarray, x: float) -> float:
     """Piecewise log-log interpolation; past the largest x, in proportion to x; under the smallest,
-    the first segment's slope."""
+    the first segment's slope (never below a tenth of the smallest measured value)."""
+    if x <= 0:
+        return 0.0
     order = np.argsort(xs)
     xs, ys = xs[order], np.maximum(ys[order], 1e-9)
     if len(xs) == 1:
@@ -63,222 +116,295 @@ def _loglog(xs: np.ndarray, ys: np.ndarray, x: float) -> float:
     lx, ly = np.log(xs), np.log(ys)
     if x <= xs[0]:
         slope = (ly[1] - ly[0]) / (lx[1] - lx[0])
-        return float(math.exp(ly[0] + slope * (math.log(x) - lx[0])))
+        return float(max(math.exp(ly[0] + slope * (math.log(x) - lx[0])), ys[0] / 10))
     return float(math.exp(np.interp(math.log(x), lx, ly)))
 
 
+class Curve:
+    """Seconds against bytes, from measured points (bytes → seconds)."""
+
+    def __init__(self, points: dict[float, float]):
+        pts = {float(b): max(float(t), 1e-9) for b, t in points.items() if t is not None and not math.isnan(t)}
+        self.xs, self.ys = np.array(list(pts)), np.array(list(pts.values()))
+
+    def __bool__(self):
+        return len(self.xs) > 0
+
+    def __call__(self, nbytes: float) -> float:
+        if nbytes <= 0 or not len(self.xs):
+            return 0.0
+        return _loglog(self.xs, self.ys, nbytes)
+
+
 class Calibration:
-    """Lifecycle phase times of one device, indexed for prediction."""
+    """The loop's phases measured on one device, as curves per strategy, for prediction."""
 
     def __init__(self, frame: pd.DataFrame, device: dict | None = None, source: str = ""):
         self.device = device or {}
         self.source = source
-        need = {"op", "phase", "status", "time_median_s", "axis.strategy", "axis.bytes", "axis.reuse"}
-        missing = need - set(frame.columns)
-        if missing:
-            raise UsageError(f"{source or 'results'}: no lifecycle measurements to predict from "
-                             f"(missing columns {', '.join(sorted(missing))}); run `umprof run calibration` first")
-        life = frame[frame["op"] == "lifecycle"]
-        # a verification run measures the very workloads predicted: never predict from it; and where
-        # a calibration is present, predict from it alone rather than mix in other runs' sweeps
-        life = life[~life["scenario"].astype(str).str.startswith(VERIFY_PREFIX)]
-        if life["scenario"].astype(str).str.startswith(CALIBRATION_PREFIX).any():
-            life = life[life["scenario"].astype(str).str.startswith(CALIBRATION_PREFIX)]
-        life = life.copy()
-        for k, v in WORKLOAD_DEFAULTS.items():
-            col = f"axis.{k}"
-            life[col] = life[col].fillna(v) if col in life.columns else v
-        life["axis.stride"] = np.where(life["axis.pattern"] == "strided", life["axis.stride"], REF_PATTERN_STRIDE)
-        self.skipped = {r["axis.strategy"]: r["reason"] for _, r in life[life["status"] == "skipped"].iterrows()}
-        ok = life[life["status"] == "ok"]
-        if ok.empty:
-            raise UsageError(f"{source or 'results'}: no successful lifecycle cases to predict from; "
-                             "run `umprof run calibration` first")
-        base = ok[(ok["axis.touched"].astype(float) == 1.0) & (ok["axis.pattern"] == "streaming")
-                  & (ok["axis.iterations"].astype(int) == 1) & (ok["axis.pingpong"] == "no")]
-        if base.empty:
-            raise UsageError(f"{source or 'results'}: the lifecycle cases hold no plain workload (whole buffer, streaming, "
-                             "one iteration) to scale from; include calibration-sizes (`umprof run calibration`)")
-        keys = ["axis.strategy", "axis.bytes", "axis.reuse", "axis.touched", "axis.pattern", "axis.stride",
-                "axis.iterations", "axis.pingpong", "phase"]
-        self.t = ok.groupby(keys)["time_median_s"].median()
+        where = source or "results"
+        if "op" not in frame.columns or not (frame["op"] == "loop").any():
+            raise UsageError(f"{where}: no loop measurements to predict from (a calibration of this version is "
+                             "`umprof run calibration -o FILE`; older calibrations measured the one-shot lifecycle)")
+        loop = frame[(frame["op"] == "loop") & frame["scenario"].astype(str).str.startswith(CALIBRATION_PREFIX)]
+        if loop.empty:
+            raise UsageError(f"{where}: no calibration-loop-* scenarios in it; run `umprof run calibration` first")
+        self.skipped = {}
+        for _, r in loop[(loop["status"] == "skipped") & (loop["phase"] == "total")].iterrows():
+            self.skipped.setdefault(r["axis.strategy"], r["reason"])
+        ok = loop[loop["status"] == "ok"].copy()
+        ok["per_iteration"] = ok["time_median_s"] / (ok["axis.iterations"].astype(int) - 1).clip(lower=1)
+        self.ok = ok
         self.strategies = sorted(ok["axis.strategy"].unique())
+        for s in self.strategies:
+            self.skipped.pop(s, None)
         self.max_bytes = int(ok["axis.bytes"].max())
-        self.reuses = sorted({int(r) for r in ok["axis.reuse"]})
-        self.sparse_fractions = sorted({float(f) for f in ok["axis.touched"] if float(f) < 1.0})
-        self._cache: dict[tuple, dict] = {}  # _rows' answers: a prediction asks the same ones many times
-        for s in list(self.skipped):
-            if s in self.strategies:
-                del self.skipped[s]
+        self._curves: dict[tuple, Curve] = {}
+        self._values: dict[tuple, float] = {}
 
     @classmethod
     def from_results(cls, rs, source: str = "") -> "Calibration":
         return cls(rs.frame, rs.devices[0] if rs.devices else {}, source)
 
-    # -- lookups ----------------------------------------------------------------------------
+    # -- what was measured --------------------------------------------------------------------
 
-    def _rows(self, strategy, phase, *, reuse=None, touched=1.0, pattern="streaming", iterations=1, pingpong="no"):
-        """{bytes: seconds} for the condition (median over the reuse values when reuse is None)."""
-        key = (strategy, phase, reuse, touched, pattern, iterations, pingpong)
-        if key not in self._cache:
-            self._cache[key] = self._select(*key)
-        return self._cache[key]
+    def _select(self, strategy, scenario, phase, column="per_iteration", **axes) -> dict[float, float]:
+        """bytes → the median of ``column`` over the cases of one scenario matching ``axes``."""
+        d = self.ok
+        m = (d["axis.strategy"] == strategy) & (d["scenario"] == CALIBRATION_PREFIX + scenario) & (d["phase"] == phase)
+        for k, v in axes.items():
+            col = d[f"axis.{k}"]
+            m &= (col.astype(float) - v).abs() < 1e-9 if isinstance(v, float) else col == v
+        sub = d[m]
+        return sub.groupby("axis.bytes")[column].median().to_dict() if not sub.empty else {}
 
-    def _select(self, strategy, phase, reuse, touched, pattern, iterations, pingpong) -> dict:
-        try:
-            sub = self.t.xs((strategy, phase), level=("axis.strategy", "phase"))
-        except KeyError:
-            return {}
-        sub = sub.reset_index()
-        m = ((sub["axis.touched"].astype(float) - touched).abs() < 1e-9) & (sub["axis.pattern"] == pattern) \
-            & (sub["axis.iterations"].astype(int) == iterations) & (sub["axis.pingpong"] == pingpong)
-        if pattern == "strided":
-            m &= sub["axis.stride"].astype(int) == REF_PATTERN_STRIDE
-        if reuse is not None:
-            m &= sub["axis.reuse"].astype(int) == reuse
-        sub = sub[m]
-        return sub.groupby("axis.bytes")["time_median_s"].median().to_dict()
+    def curve(self, strategy, name) -> Curve:
+        """One of the strategy's per-iteration curves (see the module's docstring), cached."""
+        key = (strategy, name)
+        if key not in self._curves:
+            self._curves[key] = Curve(self._build(strategy, name))
+        return self._curves[key]
 
-    def _at(self, strategy, phase, nbytes, **cond) -> float | None:
-        rows = self._rows(strategy, phase, **cond)
-        if not rows:
-            return None
-        return _loglog(np.array(list(rows), float), np.array(list(rows.values()), float), nbytes)
+    def _passes(self, strategy, gw: float, scenario="resident", **axes) -> tuple[dict, dict]:
+        """(fixed part, each pass) of the kernel phase per iteration, from one and three passes."""
+        k1 = self._select(strategy, scenario, "kernel", reuse=1, gpu_writes=gw, **axes)
+        k3 = self._select(strategy, scenario, "kernel", reuse=3, gpu_writes=gw, **axes)
+        each = {b: max((k3[b] - k1[b]) / 2, 1e-7) for b in k1 if b in k3}
+        fixed = {b: max(k1[b] - each[b], 0.0) for b in each}
+        return fixed, each
 
-    def _ref_bytes(self, strategy, **cond) -> float | None:
-        """The size at which a variant (pattern, touched fraction) was measured: its ratio's base."""
-        rows = self._rows(strategy, "kernel", reuse=1, **cond)
-        return max(rows) if rows else None
+    def _build(self, strategy, name) -> dict:
+        whole = dict(reuse=1, host_writes=1.0, gpu_writes=1.0, host_reads=1.0)
+        if name in ("host_write", "host_read", "h2d", "d2h"):
+            return self._select(strategy, "sizes", name, **whole)
+        if name == "pass_ro":
+            return self._passes(strategy, 0.0)[1]
+        if name == "pass_rw":
+            return self._passes(strategy, 1.0)[1]
+        if name == "fixed":
+            return self._passes(strategy, 0.0)[0]
+        if name == "migrate":  # the whole-buffer loop's kernel beyond its fixed part and its pass
+            k = self._select(strategy, "sizes", "kernel", **whole)
+            fixed, each = self.curve(strategy, "fixed"), self.curve(strategy, "pass_rw")
+            return {b: max(t - fixed(b) - each(b), 1e-7) for b, t in k.items()}
+        if name == "migrate_dup":  # READ_MOSTLY: read-only copies made again after the host's writes
+            k = self._select(strategy, "host", "kernel", reuse=1, host_writes=1.0, gpu_writes=0.0, host_reads=0.0)
+            fixed, each = self.curve(strategy, "fixed"), self.curve(strategy, "pass_ro")
+            return {b: max(t - fixed(b) - each(b), 1e-7) for b, t in k.items()}
+        if name == "fault_write":  # the host writing pages that sit on the GPU
+            return self._select(strategy, "host", "host_write", reuse=1, host_writes=1.0, gpu_writes=0.0,
+                                host_reads=0.0)
+        if name == "fault_read":
+            return self._select(strategy, "sizes", "host_read", **whole)
+        if name == "local_read":  # managed pages read where they are (READ_MOSTLY's copies)
+            return self._select(strategy, "host-read", "host_read", reuse=1, host_writes=0.0, gpu_writes=0.0,
+                                host_reads=1.0)
+        if name in ("alloc", "host_init", "free", "first"):
+            # READ_MOSTLY has no whole-buffer loop (its kernel may not write): its read-only host-read loop
+            scenario, axes = self._setup_reference(strategy)
+            return self._select(strategy, scenario, name, column="time_median_s", **axes)
+        if name == "gap":
+            return self._gaps(strategy)
+        raise KeyError(name)
 
-    def _kernel_parts(self, strategy, nbytes, **cond) -> tuple[float, float] | None:
-        """(first pass, each further pass) at a size, from the smallest and largest reuse measured
-        (the calibration's 1 and 4): next = (t_hi - t_lo) / (hi - lo)."""
-        reuses = self._reuses(strategy, **cond)
-        if not reuses:
-            return None
-        lo, hi = reuses[0], reuses[-1]
-        t_lo = self._at(strategy, "kernel", nbytes, reuse=lo, **cond)
-        if hi == lo:
-            return t_lo / lo, t_lo / lo
-        t_hi = self._at(strategy, "kernel", nbytes, reuse=hi, **cond)
-        nxt = max((t_hi - t_lo) / (hi - lo), 0.0)
-        return max(t_lo - (lo - 1) * nxt, 0.0), nxt
+    def _setup_reference(self, strategy) -> tuple[str, dict]:
+        """The calibration loop whose setup phases and first iteration stand for the strategy's."""
+        if kind(strategy) == "read-mostly":
+            return "host-read", dict(reuse=1, host_writes=0.0, gpu_writes=0.0, host_reads=1.0)
+        return "sizes", dict(reuse=1, host_writes=1.0, gpu_writes=1.0, host_reads=1.0)
 
-    def _reuses(self, strategy, **cond) -> list[int]:
-        """The reuse counts measured for a condition (the calibration's are 1 and 4)."""
-        return [r for r in self.reuses if self._rows(strategy, "kernel", reuse=r, **cond)]
+    def _gaps(self, strategy) -> dict:
+        """The host's time per steady iteration outside the timed phases (wall clock less phases)."""
+        d = self.ok[(self.ok["axis.strategy"] == strategy) & (self.ok["phase"] == "total")
+                    & (self.ok["scenario"].isin([CALIBRATION_PREFIX + s for s in ("sizes", "resident")]))]
+        out = {}
+        for b, g in d.groupby("axis.bytes"):
+            gaps = []
+            for _, r in g.iterrows():
+                rows = self.ok[(self.ok["scenario"] == r["scenario"]) & (self.ok["case"] == r["case"])
+                               & self.ok["phase"].isin(STEADY_PHASES)]
+                if "wall_steady_s" in r and not math.isnan(r["wall_steady_s"]):
+                    gaps.append(r["wall_steady_s"] - rows["per_iteration"].sum())
+            if gaps:
+                out[b] = max(float(np.median(gaps)), 1e-7)
+        return out
 
-    def _ratio(self, strategy, phase, variant: dict, part: str = "all") -> float:
-        """Measured time of a variant (pattern, touched) over streaming's, at the variant's size."""
-        ref = self._ref_bytes(strategy, **variant)
-        if ref is None:
-            return math.nan
-        if phase == "kernel":
-            v, base = self._kernel_parts(strategy, ref, **variant), self._kernel_parts(strategy, ref)
-            if v is None or base is None:
-                return math.nan
-            i = 0 if part == "first" else 1
-            return v[i] / base[i] if base[i] > 0 else 1.0
-        v, base = self._at(strategy, phase, ref, **variant), self._at(strategy, phase, ref)
-        if v is None or base is None or base <= 0:
-            return math.nan
-        return v / base
+    def _ratio(self, strategy, key, num: dict, den: Curve, at: float) -> float:
+        """A measured variant's time over the plain curve at the same size (1 where unmeasured)."""
+        if key not in self._values:
+            v = num.get(at)
+            base = den(at)
+            self._values[key] = v / base if v and base > 0 else 1.0
+        return self._values[key]
 
-    def _touched_ratio(self, strategy, phase, f: float, part: str = "all") -> float:
-        """The phase's time at touched fraction f over its time on the whole buffer: a line through the
-        measured sparse point (f_cal, r) and (1, 1); for the kernel, below f_cal in proportion to f
-        (scattered pages cost more per byte than a contiguous buffer, but nothing touched costs
-        nothing), while the host's phases keep the line's fixed part (it reads the whole buffer)."""
-        if f >= 1.0:
+    def pass_ratio(self, strategy, pattern: str, gw: float) -> float:
+        """A pass in ``pattern`` over one in streaming order (resident data), at 16 MiB."""
+        if pattern == "streaming":
             return 1.0
-        unmeasured = f if phase == "kernel" else 1.0  # nothing measured: passes in proportion, the rest as is
-        if not self.sparse_fractions:
-            return unmeasured
-        fc = min(self.sparse_fractions, key=lambda x: abs(math.log(x) - math.log(f)))
-        r = self._ratio(strategy, phase, {"touched": fc}, part)
-        if math.isnan(r):
-            return unmeasured
-        if f <= fc and phase == "kernel":  # fewer scattered pages: in proportion to the measured sparse point
-            return max(r * f / fc, 1e-3)
-        return max(r + (1.0 - r) * (f - fc) / (1.0 - fc), 1e-3)  # a line through it and the whole buffer
+        name = "pass_rw" if gw > 0 else "pass_ro"
+        each = self._passes(strategy, 1.0 if gw > 0 else 0.0, "patterns", pattern=pattern)[1]
+        return self._ratio(strategy, ("pass", pattern, name), each, self.curve(strategy, name), PATTERN_BYTES)
 
-    def _pattern_ratio(self, strategy, phase, w: Workload, part: str = "all") -> float:
-        if w.pattern == "streaming":
+    def migrate_ratio(self, strategy, pattern: str) -> float:
+        """The first pass's migration in ``pattern`` over streaming's, at 16 MiB."""
+        if pattern == "streaming":
             return 1.0
-        r = self._ratio(strategy, phase, {"pattern": w.pattern}, part)
-        if math.isnan(r):
-            return 1.0
-        if w.pattern == "strided" and phase == "kernel" and w.stride > REF_PATTERN_STRIDE:
-            # past one word per 32-byte sector, the passes fetch fewer sectors in proportion
-            # (not the first pass of on-demand managed memory: it migrates whole pages)
-            st = strategies.get(strategy)
-            if not (part == "first" and st.managed and not st.moves_data):
-                r = max(r * REF_PATTERN_STRIDE / w.stride, 1e-3)
-        return r
+        key = ("migrate", pattern)
+        if key not in self._values:
+            gw, each_name, base_name = self._moving(strategy)
+            k = self._select(strategy, "patterns-moving", "kernel", reuse=1, pattern=pattern, host_writes=1.0,
+                             gpu_writes=gw, host_reads=1.0).get(PATTERN_BYTES)
+            fixed = self.curve(strategy, "fixed")(PATTERN_BYTES)
+            each = self.curve(strategy, each_name)(PATTERN_BYTES) * self.pass_ratio(strategy, pattern, gw)
+            base = self.curve(strategy, base_name)(PATTERN_BYTES)
+            self._values[key] = max(k - fixed - each, 1e-7) / base if k and base > 0 else 1.0
+        return self._values[key]
 
-    # -- the prediction ---------------------------------------------------------------------
+    @staticmethod
+    def _moving(strategy) -> tuple[float, str, str]:
+        """(gpu_writes, pass curve, migration curve) of the 'moving' variants a strategy is scaled by:
+        READ_MOSTLY's read-only copies, the others' in-place migration."""
+        return (0.0, "pass_ro", "migrate_dup") if kind(strategy) == "read-mostly" else (1.0, "pass_rw", "migrate")
+
+    def touched_ratio(self, strategy, what: str, t: float) -> float:
+        """Sparse pages' cost over the plain curve at the same bytes, measured at 1/16 of 64 MiB and
+        taken log-linearly between 1 (the whole buffer) and there, constant below."""
+        if t >= 1.0:
+            return 1.0
+        key = ("touched", what)
+        if key not in self._values:
+            B, T = 64 * 1024**2, 64 * 1024**2 * TOUCHED_REF
+            if what == "pass":
+                each = self._passes(strategy, 1.0, "touched", touched=TOUCHED_REF)[1].get(B)
+                base = self.curve(strategy, "pass_rw")(T)
+            else:
+                gw, each_name, base_name = self._moving(strategy)
+                k = self._select(strategy, "touched-moving", "kernel", reuse=1, touched=TOUCHED_REF,
+                                 host_writes=1.0, gpu_writes=gw, host_reads=1.0).get(B)
+                fixed = self.curve(strategy, "fixed")(T)
+                pas = self.curve(strategy, each_name)(T) * self.touched_ratio(strategy, "pass", TOUCHED_REF)
+                each = max(k - fixed - pas, 1e-7) if k else None
+                base = self.curve(strategy, base_name)(T)
+            self._values[key] = each / base if each and base > 0 else 1.0
+        r = self._values[key]
+        return r ** min(1.0, math.log(t) / math.log(TOUCHED_REF))
+
+    # -- the prediction -----------------------------------------------------------------------
 
     def applies(self, strategy: str, w: Workload) -> str | None:
         """Why the strategy cannot serve the workload here, or None."""
-        if strategies.get(strategy).advice == "read-mostly":
-            return ("the workload's kernels write the buffer, and every write collapses READ_MOSTLY's read-only "
-                    "copies: advice for data the GPU only reads")
-        if strategy in self.skipped:
+        st = strategies.get(strategy)
+        if st.advice == "read-mostly" and not w.read_only:
+            return ("the kernel writes the buffer (gpu_writes > 0), and every write collapses READ_MOSTLY's "
+                    "read-only copies: advice for data the GPU only reads")
+        if strategy in self.skipped and strategy not in self.strategies:
             return self.skipped[strategy]
         if strategy not in self.strategies:
             return "not in the calibration"
-        st = strategies.get(strategy)
-        if w.fits is False and (st.copies or st.moves_data):
+        if w.fits is False and kind(strategy) in ("copy", "prefetch"):
             return f"needs a device copy of all {format_size(w.bytes)}, which does not fit in device memory"
         return None
 
     def predict(self, strategy: str, w: Workload) -> Prediction:
-        """Seconds per phase of the workload under the strategy."""
-        B, st = w.bytes, strategies.get(strategy)
-        pp = w.pingpong and w.iterations > 1
-        turns = w.iterations - 1 if pp else 0
+        """Setup and steady-iteration seconds per phase of the workload under the strategy."""
         notes = []
-        if B > self.max_bytes:
-            notes.append(f"{format_size(B)} is past the largest calibrated size ({format_size(self.max_bytes)}): "
+        if w.bytes > self.max_bytes:
+            notes.append(f"{format_size(w.bytes)} is past the largest calibrated size ({format_size(self.max_bytes)}): "
                          "scaled in proportion")
-        ph = {}
-        for name in ("alloc", "host_init", "free"):
-            v = self._at(strategy, name, B)
-            ph[name] = v or 0.0
-        copies = 1 + turns
-        if st.moves_data:
-            ph["h2d"] = (self._at(strategy, "h2d", B) or 0.0) * copies
-        parts = self._kernel_parts(strategy, B)
-        first, nxt = parts if parts else (0.0, 0.0)
-        first *= self._pattern_ratio(strategy, "kernel", w, "first") * self._touched_ratio(strategy, "kernel", w.touched, "first")
-        nxt *= self._pattern_ratio(strategy, "kernel", w, "next") * self._touched_ratio(strategy, "kernel", w.touched, "next")
-        if pp:
-            # the first pass of a later round, after the host's turn: on-demand pages migrate again, while
-            # mappings (prefer-host, accessed-by) are set up once; measured as the calibration's ping-pong
-            # kernel (two rounds of one pass) less the first pass
-            again = first
-            both = self._at(strategy, "kernel", B, reuse=1, iterations=2, pingpong="yes")
-            if both is not None and parts:
-                again = max(both - parts[0], 0.0) * first / parts[0] if parts[0] > 0 else first
-            ph["kernel"] = first + (w.iterations - 1) * again + (w.reuse - 1) * w.iterations * nxt
-        else:
-            ph["kernel"] = first + (w.reuse * w.iterations - 1) * nxt
-        if st.moves_data:
-            ph["d2h"] = (self._at(strategy, "d2h", B) or 0.0) * copies
-        if turns:
-            turn = self._at(strategy, "host_turn", B, reuse=1, iterations=2, pingpong="yes")
-            if turn is None:
-                notes.append("no ping-pong in the calibration: a host turn taken as a host read")
-                turn = self._at(strategy, "host_read", B) or 0.0
-            ph["host_turn"] = turns * turn * self._touched_ratio(strategy, "host_read", w.touched) \
-                * self._pattern_ratio(strategy, "host_read", w)
-        ph["host_read"] = (self._at(strategy, "host_read", B) or 0.0) \
-            * self._touched_ratio(strategy, "host_read", w.touched) * self._pattern_ratio(strategy, "host_read", w)
-        ordered = {k: ph[k] for k in PHASES if k in ph}
-        return Prediction(strategy, ordered, notes)
+        its = [self._iteration(strategy, w, state) for state in _Pages(w, kind(strategy)).iterations(SIM_ITERATIONS)]
+        first, steady = its[0], its[-1]
+        c = lambda name, b=w.bytes: self.curve(strategy, name)(b)  # noqa: E731
+        # what the calibration's first iterations cost beyond the same composition (first touch,
+        # mappings), in proportion to the pages the kernel touches
+        extra = self._first_extra(strategy, w.bytes) * w.touched
+        setup = {"alloc": c("alloc"), "host_init": c("host_init"),
+                 "first_extra": sum(first.values()) - sum(steady.values()) + extra, "free": c("free")}
+        return Prediction(strategy, setup, steady, w.iterations, notes)
 
-    def rank(self, w: Workload) -> tuple[list[Prediction], dict[str, str]]:
-        """Predictions for every strategy that applies, fastest first, and why the others do not."""
+    def _first_extra(self, strategy, nbytes) -> float:
+        """The calibration's measured first iteration less its composed one (first touch, mappings)."""
+        key = ("first_extra", strategy)
+        if key not in self._curves:
+            pts = {}
+            scenario, axes = self._setup_reference(strategy)
+            for b, measured in self._build(strategy, "first").items():
+                cal = Workload(bytes=int(b), iterations=3, **axes)
+                composed = sum(self._iteration(strategy, cal, _Pages(cal, kind(strategy)).first()).values())
+                pts[b] = max(measured - composed, 1e-7)
+            self._curves[key] = Curve(pts)
+        return self._curves[key](nbytes)
+
+    def _iteration(self, strategy, w: Workload, pages: "_Pages.Step") -> dict[str, float]:
+        """Seconds per phase of one iteration, the bytes each rate applies to from the page step."""
+        c = lambda name, b: self.curve(strategy, name)(b)  # noqa: E731
+        B, k = w.bytes, kind(strategy)
+        bw, br = w.host_writes * B, w.host_reads * B
+        touched_bytes = w.touched * B
+        ph = dict.fromkeys(STEADY_PHASES, 0.0)
+        # the host's write: local, or faulting pages back from the GPU
+        if bw:
+            remote = min(pages.write_remote_bytes, bw)
+            fault = "fault_write" if k in ("on-demand", "prefetch", "read-mostly") else None
+            ph["host_write"] = c("host_write", bw - remote) + (c(fault, remote) if fault else 0.0)
+        # copies and prefetches
+        if k == "copy":
+            ph["h2d"] = c("h2d", B if pages.first else bw)
+            if w.gpu_writes > 0 and br:
+                ph["d2h"] = c("d2h", br)
+        elif k == "prefetch":
+            ph["h2d"] = c("h2d", pages.prefetch_in_bytes)
+            ph["d2h"] = c("d2h", pages.prefetch_out_bytes)
+        # the kernel: fixed part, migration on faults, passes
+        gw = w.gpu_writes
+        each = c("pass_ro", touched_bytes) + gw * (c("pass_rw", touched_bytes) - c("pass_ro", touched_bytes))
+        each *= self.pass_ratio(strategy, w.pattern, gw) * self.touched_ratio(strategy, "pass", w.touched)
+        if w.pattern == "strided" and w.stride > LINE_WORDS:
+            # memory and PCIe move whole 128-byte lines, not single sectors: only past one word per
+            # line does a sparser stride fetch less (the calibration's stride 8 costs what a line does)
+            each *= LINE_WORDS / w.stride
+        mig = 0.0
+        if pages.migrate_bytes:
+            name = "migrate_dup" if k == "read-mostly" else "migrate"
+            mig = c(name, pages.migrate_bytes) * self.migrate_ratio(strategy, w.pattern) \
+                * self.touched_ratio(strategy, "migrate", w.touched)
+        ph["kernel"] = c("fixed", B) + mig + w.reuse * each
+        # the host's read: local, or faulting pages back
+        if br:
+            remote = min(pages.read_remote_bytes, br)
+            if k in ("on-demand", "prefetch"):
+                local = "local_read" if self.curve("managed-advise-read-mostly", "local_read") else "host_read"
+                ph["host_read"] = self.curve("managed-advise-read-mostly" if local == "local_read" else strategy,
+                                             local)(br - remote) + c("fault_read", remote)
+            elif k == "read-mostly":
+                ph["host_read"] = c("local_read", br)
+            else:
+                ph["host_read"] = c("host_read", br)
+        ph["other"] = c("gap", B)
+        return ph
+
+    def rank(self, w: Workload, steady: bool = False) -> tuple[list[Prediction], dict[str, str]]:
+        """Predictions for every strategy that applies, fastest first (by the steady iteration or
+        the whole run), and why the others do not apply."""
         preds, excluded = [], {}
         for s in strategies.STRATEGIES:
             why = self.applies(s, w)
@@ -286,5 +412,60 @@ class Calibration:
                 excluded[s] = why
                 continue
             preds.append(self.predict(s, w))
-        preds.sort(key=lambda p: p.total)
+        preds.sort(key=lambda p: p.cost(steady))
         return preds, excluded
+
+
+class _Pages:
+    """Where each 64 KiB page of the workload's buffer is, iteration by iteration, for one kind of
+    strategy: 'H' on the host, 'D' on the device, 'B' both (READ_MOSTLY's read-only copies)."""
+
+    @dataclass
+    class Step:
+        first: bool
+        write_remote_bytes: float = 0.0  # host-written bytes on pages that sit on the GPU
+        prefetch_in_bytes: float = 0.0
+        migrate_bytes: float = 0.0  # moved by the kernel's faults
+        prefetch_out_bytes: float = 0.0
+        read_remote_bytes: float = 0.0
+
+    def __init__(self, w: Workload, kind: str):
+        self.w, self.kind = w, kind
+        n = max(1, w.bytes // PAGE_BYTES)
+        self.n = n
+        self.page_bytes = w.bytes / n
+        idx = np.arange(n)
+        self.write = idx < math.ceil(w.host_writes * n - 1e-9)
+        self.read = idx < math.ceil(w.host_reads * n - 1e-9)
+        self.touched = touched_pages(n, w.touched)
+        touched_list = np.flatnonzero(self.touched)
+        self.gpu_written = np.zeros(n, dtype=bool)
+        self.gpu_written[touched_list[:written_pages(len(touched_list), w.gpu_writes)]] = True
+
+    def first(self) -> "_Pages.Step":
+        return next(iter(self.iterations(1)))
+
+    def iterations(self, count: int):
+        """A Step per iteration: the bytes that cross, and where."""
+        loc = np.full(self.n, "H")
+        pb = self.page_bytes
+        for it in range(count):
+            step = _Pages.Step(first=it == 0)
+            if self.kind in ("on-demand", "prefetch", "read-mostly"):
+                on_gpu = loc != "H"
+                step.write_remote_bytes = float((self.write & on_gpu).sum() * pb)
+                loc[self.write] = "H"
+                if self.kind == "prefetch":
+                    want = np.ones(self.n, bool) if it == 0 else (self.write | self.read)
+                    step.prefetch_in_bytes = float((want & (loc == "H")).sum() * pb)
+                    loc[want] = "D"
+                faulting = self.touched & (loc == "H")
+                step.migrate_bytes = float(faulting.sum() * pb)
+                loc[faulting] = "B" if self.kind == "read-mostly" else "D"
+                if self.kind == "prefetch" and self.w.host_reads > 0:
+                    step.prefetch_out_bytes = float((self.read & (loc == "D")).sum() * pb)
+                    loc[self.read] = "H"
+                if self.kind != "read-mostly":
+                    step.read_remote_bytes = float((self.read & (loc == "D")).sum() * pb)
+                    loc[self.read] = "H"
+            yield step

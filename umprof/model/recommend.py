@@ -5,15 +5,14 @@ and the check of the prediction against a measured run (``recommend --verify``).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 import pandas as pd
 
 from umprof.core.results import slug
-from umprof.core.units import format_size, format_time
-from umprof.measure import strategies
-from umprof.model.predict import PHASES, VERIFY_PREFIX, Calibration, Prediction
+from umprof.core.units import format_time
+from umprof.model.predict import PHASES, VERIFY_PREFIX, Calibration, Prediction, kind
 from umprof.model.workload import Workload, with_fit
 
 CLOSE = 0.05  # within this, two strategies are a close call (and a top pick within it of the fastest counts as right)
@@ -21,12 +20,21 @@ CLOSE = 0.05  # within this, two strategies are a close call (and a top pick wit
 PHASE_WORDS = {
     "alloc": "allocation (pinning or registering pages costs in proportion to the size)",
     "host_init": "the host's first write (first-touch page faults)",
-    "h2d": "copies to the device",
-    "kernel": "the kernel passes",
-    "d2h": "copies back to the host",
-    "host_turn": "the host's turns between iterations",
-    "host_read": "the host's final read (managed pages migrate back on the host's faults)",
+    "first_extra": "the first iteration's extra cost (the whole buffer moves, pages are mapped)",
     "free": "freeing the memory",
+    "host_write": "the host's writes of new data",
+    "h2d": "copies or prefetches to the device",
+    "kernel": "the kernel passes (with any migration on their faults)",
+    "d2h": "copies or prefetches back to the host",
+    "host_read": "the host's reads (managed pages fault back first)",
+    "other": "the host's time between the steps",
+}
+MECHANISM = {
+    "copy": "keeps a device copy and moves only what changes with explicit copies",
+    "link": "leaves the data in host memory and lets the kernels read it across PCIe",
+    "on-demand": "migrates pages on the faults of whoever touches them",
+    "prefetch": "prefetches pages to the device before the kernel and back before the host reads",
+    "read-mostly": "keeps read-only copies on both sides (READ_MOSTLY), so reads are local everywhere",
 }
 
 
@@ -36,108 +44,117 @@ class Recommendation:
     ranked: list[Prediction]
     excluded: dict[str, str]
     reason: str
+    steady: bool = False  # ranked by the steady iteration (else the whole run of the workload's iterations)
     notes: list[str] = field(default_factory=list)
 
     @property
     def top(self) -> Prediction:
         return self.ranked[0]
 
+    @property
+    def mode(self) -> str:
+        return "steady" if self.steady else "whole"
+
     def to_frame(self) -> pd.DataFrame:
-        """A row per strategy, fastest first: predicted seconds per phase, total, and × the best."""
-        best = self.ranked[0].total
+        """A row per strategy, fastest first: setup, steady iteration and whole run (seconds), × the
+        best by the deciding figure, and every phase (setup ones once, steady ones per iteration)."""
+        best = self.ranked[0].cost(self.steady) if self.ranked else math.nan
         rows = []
         for i, p in enumerate(self.ranked, 1):
-            row = {"rank": i, "strategy": p.strategy}
-            row.update({ph: p.phases.get(ph, math.nan) for ph in PHASES})
-            row.update(total=p.total, vs_best=p.total / best if best > 0 else math.nan)
+            row = {"rank": i, "strategy": p.strategy, "setup": p.setup_s, "steady": p.steady_s, "whole": p.whole_s}
+            row["total"] = p.cost(self.steady)
+            row["vs_best"] = row["total"] / best if best > 0 else math.nan
+            row.update({ph: p.setup.get(ph, p.steady.get(ph, math.nan)) for ph in PHASES})
             rows.append(row)
         return pd.DataFrame(rows)
 
+    def to_dict(self, verdict: dict | None = None) -> dict:
+        """The recommendation as plain data (``recommend --json``)."""
+        return {
+            "workload": {"name": self.workload.label, **{f.name: getattr(self.workload, f.name) for f in fields(Workload)
+                                                          if f.name != "name"}},
+            "ranked_by": "steady iteration" if self.steady else f"whole run of {self.workload.iterations} iterations",
+            "ranking": [{"rank": i, "strategy": p.strategy, "setup_s": p.setup_s, "steady_s": p.steady_s,
+                         "whole_s": p.whole_s, "setup_phases_s": p.setup, "steady_phases_s": p.steady, "notes": p.notes}
+                        for i, p in enumerate(self.ranked, 1)],
+            "excluded": self.excluded, "reason": self.reason, "notes": self.notes,
+            "verification": None if verdict is None else {
+                "measured_in": verdict.get("source", ""), "held": bool(verdict["ok"]), "fastest": verdict["fastest"],
+                "top_pick_vs_fastest": None if math.isnan(verdict["gap"]) else verdict["gap"],
+                "strategies": verdict["table"].to_dict(orient="records")},
+        }
 
-def _kind(name: str) -> str:
-    st = strategies.get(name)
-    if st.copies or st.moves_data:
-        return "copy"
-    if st.managed and st.advice in (None, "prefer-gpu", "read-mostly"):
-        return "on-demand"
-    return "in-place"  # over the link: zero-copy, mapped, system, managed mapped from the host
+
+def _diff_phase(a: Prediction, b: Prediction, steady: bool) -> str:
+    """The phase where ``a`` loses most against ``b`` in the deciding figure."""
+    pa, pb = (a.steady, b.steady) if steady else (a.phases, b.phases)
+    diffs = {ph: pa.get(ph, 0.0) - pb.get(ph, 0.0) for ph in set(pa) | set(pb)}
+    return max(diffs, key=diffs.get)
 
 
-def _best(ranked, kind):
-    return next((p for p in ranked if _kind(p.strategy) == kind), None)
-
-
-def _copies(p: Prediction) -> float:
-    return p.phases.get("h2d", 0.0) + p.phases.get("d2h", 0.0)
-
-
-def explain(ranked: list[Prediction], w: Workload) -> str:
-    """One paragraph: what wins, the mechanism that makes it win for this workload, the
-    runner-up and where it loses, and where the winner's own time goes."""
+def explain(ranked: list[Prediction], w: Workload, steady: bool = False) -> str:
+    """One paragraph: what wins and by which figure, the mechanism, the runner-up and where it
+    loses, what the other figure would pick, and where the winner's time goes."""
     if not ranked:
         return "No strategy applies to this workload on this device."
     t = ranked[0]
-    def times(n):
-        return "once" if n == 1 else f"{n} times"
-
-    if w.pingpong and w.iterations > 1:  # the data goes back to the host between rounds
-        used = f"read {times(w.reuse)} per round trip, {w.iterations} round trips"
+    if steady:
+        out = [f"{t.strategy} is predicted fastest per steady iteration: {format_time(t.steady_s)} "
+               f"(ranked by the steady iteration, --steady; setup {format_time(t.setup_s)} once)."]
     else:
-        used = f"read {times(w.reuse * w.iterations)} per transfer"
-    out = [f"{t.strategy} is predicted fastest: {format_time(t.total)} for the whole workload ({w.describe()})."]
-    kind = _kind(t.strategy)
-    inplace, copier, ondemand = _best(ranked, "in-place"), _best(ranked, "copy"), _best(ranked, "on-demand")
-    touched = w.touched_text
-    if kind == "copy":
-        if inplace is not None:
-            out.append(f"The data is {used}, so copying all {format_size(w.bytes)} there and back "
-                       f"({format_time(_copies(t))}) and reading it from device memory ({format_time(t.phases['kernel'])} "
-                       f"of kernel time) beats reading it in place: {inplace.strategy} would cross PCIe on every pass "
-                       f"({format_time(inplace.phases['kernel'])} of kernel time).")
-        elif ondemand is not None:
-            out.append(f"Moving the whole buffer up front ({format_time(_copies(t))} of copies) beats migrating it page by "
-                       f"page on demand ({ondemand.strategy}: {format_time(ondemand.phases['kernel'])} of kernel time).")
-    elif kind == "in-place":
-        cmp = copier or ondemand
-        extra = f" than copying all {format_size(w.bytes)} there and back ({cmp.strategy}: {format_time(_copies(cmp) + cmp.phases['kernel'])} " \
-                "of copies and kernel time)" if cmp is not None and copier is not None else ""
-        out.append(f"Each pass touches {touched} of the buffer and it is {used}: reading it in place over PCIe "
-                   f"({format_time(t.phases['kernel'])} of kernel time) costs less{extra}.")
-    else:
-        cmp = copier
-        tail = (f"; copying the whole buffer, as {cmp.strategy} does, costs {format_time(_copies(cmp))} in copies alone"
-                if cmp is not None else "")
-        out.append(f"Only the pages a kernel touches migrate ({touched} of {format_size(w.bytes)}), on demand, and "
-                   f"later passes find them in device memory{tail}.")
+        out = [f"{t.strategy} is predicted fastest over the whole run: {format_time(t.whole_s)} = setup "
+               f"{format_time(t.setup_s)} + {w.iterations} × {format_time(t.steady_s)} per iteration "
+               f"(ranked by the whole run of {w.iterations} iteration{'s' if w.iterations != 1 else ''})."]
+    out.append(f"It {MECHANISM[kind(t.strategy)]}; this loop ({w.describe()}) "
+               + _what_matters(w) + ".")
     if len(ranked) > 1:
         u = ranked[1]
-        gap = u.total / t.total - 1 if t.total > 0 else math.nan
-        diffs = {ph: u.phases.get(ph, 0.0) - t.phases.get(ph, 0.0) for ph in set(u.phases) | set(t.phases)}
-        ph = max(diffs, key=diffs.get)
+        gap = u.cost(steady) / t.cost(steady) - 1 if t.cost(steady) > 0 else math.nan
+        ph = _diff_phase(u, t, steady)
+        src = (u.steady, t.steady) if steady else (u.phases, t.phases)
         line = (f"Next: {u.strategy}, {gap:.0%} slower, mostly in {PHASE_WORDS[ph]} "
-                f"({format_time(u.phases.get(ph, 0.0))} against {format_time(t.phases.get(ph, 0.0))}).")
+                f"({format_time(src[0].get(ph, 0.0))} against {format_time(src[1].get(ph, 0.0))}).")
         if gap < CLOSE:
             line += " That is a close call (under 5%): either will do; `--verify` measures both."
         out.append(line)
-    biggest = max(t.phases, key=t.phases.get)
-    share = t.phases[biggest] / t.total if t.total > 0 else math.nan
+    other = min(ranked, key=lambda p: p.cost(not steady))
+    if other.strategy != t.strategy:
+        out.append(f"By the {'whole run' if steady else 'steady iteration alone (a loop that runs for hours, --steady)'}, "
+                   f"{other.strategy} would win ({format_time(other.cost(not steady))} against "
+                   f"{format_time(t.cost(not steady))}).")
+    phases = t.steady if steady else t.phases
+    total = sum(phases.values())
+    biggest = max(phases, key=phases.get)
+    share = phases[biggest] / total if total > 0 else math.nan
     if share > 0.4:
         out.append(f"Most of {t.strategy}'s time ({share:.0%}) is {PHASE_WORDS[biggest]}.")
     return " ".join(out)
 
 
-def recommend(cal: Calibration, w: Workload) -> Recommendation:
-    """Every strategy that applies, ranked by predicted total time, with the reason."""
-    ranked, excluded = cal.rank(w)
+def _what_matters(w: Workload) -> str:
+    """What of the loop moves data, in words."""
+    parts = []
+    parts.append("brings no new data after the first iteration" if w.host_writes == 0
+                 else f"brings {w.host_writes:.0%} new data each iteration" if w.host_writes >= 0.01
+                 else f"brings {w.host_writes:.2%} new data each iteration")
+    parts.append(f"reads it {w.reuse} time{'s' if w.reuse != 1 else ''} per iteration on the GPU"
+                 + (" without writing it" if w.read_only else ""))
+    parts.append("returns only a small result" if w.host_reads == 0 else f"has the host read {w.host_reads:.0%} back")
+    return ", ".join(parts)
+
+
+def recommend(cal: Calibration, w: Workload, steady: bool = False) -> Recommendation:
+    """Every strategy that applies, ranked by the predicted whole run (or steady iteration), with the reason."""
+    ranked, excluded = cal.rank(w, steady)
     notes = sorted({n for p in ranked for n in p.notes})
-    return Recommendation(w, ranked, excluded, explain(ranked, w), notes)
+    return Recommendation(w, ranked, excluded, explain(ranked, w, steady), steady, notes)
 
 
-def recommend_all(cal: Calibration, workloads: list[Workload]) -> list[Recommendation]:
+def recommend_all(cal: Calibration, workloads: list[Workload], steady: bool = False) -> list[Recommendation]:
     """:func:`recommend` for each workload, ``fits`` decided from the calibrated device's memory
     where the workload leaves it open."""
     memory = cal.device.get("memory_total_bytes")
-    return [recommend(cal, with_fit(w, memory)) for w in workloads]
+    return [recommend(cal, with_fit(w, memory), steady) for w in workloads]
 
 
 # -- verification ---------------------------------------------------------------------------
@@ -167,32 +184,43 @@ def verification_scenario(w: Workload, strategy_names: list[str], timing: dict |
                     axes=axes, kernel=op.default_kernel, timing=timing)
 
 
-def measured_totals(frame: pd.DataFrame, scenario: str) -> dict[str, float]:
-    """Strategy → measured total (median per-sample sum of the phases) of a verification scenario."""
+def measured(frame: pd.DataFrame, scenario: str, w: Workload) -> dict[str, tuple[float, float]]:
+    """Strategy → (whole run, steady iteration) measured by wall clock in a verification scenario:
+    the run's own wall where it ran the workload's iterations; where it ran more (so that the
+    steady state is seen), its measured setup + iterations × its measured steady iteration."""
     rows = frame[(frame["scenario"] == scenario) & (frame["phase"] == "total") & (frame["status"] == "ok")]
-    return dict(zip(rows["axis.strategy"], rows["time_median_s"].astype(float)))
+    out = {}
+    for _, r in rows.iterrows():
+        steady = float(r["wall_steady_s"])
+        whole = float(r["wall_s"]) if int(r["axis.iterations"]) == w.iterations \
+            else float(r["wall_setup_s"]) + w.iterations * steady
+        out[r["axis.strategy"]] = (whole, steady)
+    return out
 
 
-def verdict(rec: Recommendation, measured: dict[str, float]) -> dict:
-    """Predicted vs measured for the verified strategies, and whether the top pick held."""
+def verdict(rec: Recommendation, measured_s: dict[str, tuple[float, float]]) -> dict:
+    """Predicted vs measured (in the recommendation's figure) for the verified strategies, and
+    whether the top pick held: it was the measured fastest or within 5% of it."""
+    i = 1 if rec.steady else 0
+    meas = {k: v[i] for k, v in measured_s.items() if not math.isnan(v[i])}
     rows = []
     for p in rec.ranked:
-        if p.strategy in measured:
-            m = measured[p.strategy]
-            rows.append({"strategy": p.strategy, "predicted_s": p.total, "measured_s": m,
-                         "error": p.total / m - 1 if m > 0 else math.nan})
-    table = pd.DataFrame(rows)
-    if table.empty or rec.top.strategy not in measured:
-        return {"table": table, "ok": False, "fastest": None, "gap": math.nan,
-                "summary": "the top pick was not measured"}
+        if p.strategy in meas:
+            m = meas[p.strategy]
+            rows.append({"strategy": p.strategy, "predicted_s": p.cost(rec.steady), "measured_s": m,
+                         "error": p.cost(rec.steady) / m - 1 if m > 0 else math.nan})
+    table = pd.DataFrame(rows, columns=["strategy", "predicted_s", "measured_s", "error"])
+    if table.empty or rec.top.strategy not in meas:
+        return {"table": table, "ok": False, "fastest": None, "gap": math.nan, "summary": "the top pick was not measured"}
     table["measured_rank"] = table["measured_s"].rank(method="min").astype(int)
     fastest = table.loc[table["measured_s"].idxmin(), "strategy"]
-    gap = measured[rec.top.strategy] / measured[fastest] - 1
+    gap = meas[rec.top.strategy] / meas[fastest] - 1
     ok = gap <= CLOSE
+    what = "per steady iteration" if rec.steady else "over the whole run"
     if fastest == rec.top.strategy:
-        summary = f"top pick {rec.top.strategy} measured fastest of {len(table)}"
+        summary = f"top pick {rec.top.strategy} measured fastest {what} of {len(table)}"
     else:
-        summary = (f"top pick {rec.top.strategy} measured {gap:.1%} slower than {fastest} "
+        summary = (f"top pick {rec.top.strategy} measured {gap:.1%} slower {what} than {fastest} "
                    f"({'within' if ok else 'outside'} 5%)")
     return {"table": table, "ok": ok, "fastest": fastest, "gap": gap, "summary": summary}
 
@@ -202,13 +230,15 @@ def verify_all(recs: list[Recommendation], frame: pd.DataFrame) -> list[dict | N
     was not measured (recommendations in the order ``recommend --verify`` ran them)."""
     out = []
     for i, rec in enumerate(recs):
-        measured = measured_totals(frame, verification_name(rec.workload, i))
-        out.append(verdict(rec, measured) if measured else None)
+        m = measured(frame, verification_name(rec.workload, i), rec.workload)
+        out.append(verdict(rec, m) if m else None)
     return out
 
 
 def summary_rows(pairs) -> list[dict]:
     """One row per verified (recommendation, verdict): the top pick, the measured fastest, the gap."""
     return [{"workload": rec.workload.label, "top pick": rec.top.strategy, "measured fastest": v["fastest"] or "-",
-             "top pick vs fastest": "-" if math.isnan(v["gap"]) else f"+{v['gap']:.1%}", "held": "yes" if v["ok"] else "NO"}
+             "top pick vs fastest": "-" if math.isnan(v["gap"]) else f"+{v['gap']:.1%}",
+             "median error": "-" if v["table"].empty else f"{v['table']['error'].abs().median():.1%}",
+             "held": "yes" if v["ok"] else "NO"}
             for rec, v in pairs if v is not None]
