@@ -5,9 +5,9 @@ The Python API (the CLI calls the same functions)::
     import umprof
 
     rs = umprof.load("results/nvidia-h200-default.parquet")    # .frame, .meta, .devices
-    rec = umprof.recommend({"bytes": "256MiB", "reuse": 16},
-                           calibration="results/nvidia-h200-calibration.parquet")
-    rec.to_frame()                                               # ranked, predicted phases
+    rec = umprof.recommend({"bytes": "256MiB", "reuse": 16, "iterations": 100},
+                           calibration="results/nvidia-h200-loop-calibration.parquet")
+    rec.to_frame()                                               # ranked: setup, steady, whole, phases
     print(rec.reason)
 
 ``umprof.run(scenario, axes=..., output=...)`` measures on a GPU; ``umprof.compare(a, b)`` and

@@ -133,14 +133,15 @@ def workloads(spec) -> list:
     return out
 
 
-def recommend(workload, calibration=None, *, device: int = 0, save_calibration=None, force: bool = False,
-              console=None):
+def recommend(workload, calibration=None, *, steady: bool = False, device: int = 0, save_calibration=None,
+              force: bool = False, console=None):
     """Strategies ranked for a workload: a :class:`~umprof.model.recommend.Recommendation`
     (``.ranked`` predictions with their phases, ``.reason``, ``.to_frame()``) for one Workload or
     mapping; a list of them for a TOML file or a list.
 
     ``calibration``: saved results (paths or ResultSets), a Calibration, or None to calibrate
-    on the GPU now (saved to ``save_calibration``).
+    on the GPU now (saved to ``save_calibration``). ``steady``: rank by the steady iteration alone
+    (a loop that runs for hours) instead of the whole run of the workload's iterations.
     """
     from umprof.model import recommend as rmod
     from umprof.model.predict import Calibration
@@ -154,7 +155,7 @@ def recommend(workload, calibration=None, *, device: int = 0, save_calibration=N
         cal = load_calibration(calibration)
     from umprof.model.workload import Workload
 
-    recs = rmod.recommend_all(cal, ws)
+    recs = rmod.recommend_all(cal, ws, steady)
     return recs[0] if isinstance(workload, (Workload, Mapping)) else recs
 
 

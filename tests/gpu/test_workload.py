@@ -53,13 +53,17 @@ def test_recommend_verify_end_to_end(session, tmp_path):
         return subprocess.run([sys.executable, "-m", "umprof", *args], capture_output=True, text=True, timeout=600)
 
     cal = tmp_path / "cal.parquet"
-    r = umprof("run", "calibration-sizes", "calibration-touched", "-a", "strategy=pinned,zero-copy,managed",
+    r = umprof("run", "calibration-loop-sizes", "calibration-loop-resident", "-a", "strategy=pinned,zero-copy,managed",
                "-a", "bytes=1MiB,16MiB,64MiB", "-o", str(cal), "-q", "--min-samples", "3", "--timeout", "0.3")
     assert r.returncode == 0, r.stdout + r.stderr
     out = tmp_path / "verify.parquet"
-    r = umprof("recommend", "--from", str(cal), "--bytes", "64MiB", "--reuse", "16", "--verify", "-o", str(out))
+    r = umprof("recommend", "--from", str(cal), "--bytes", "64MiB", "--reuse", "16", "--iterations", "5", "--verify",
+               "-o", str(out))
     assert r.returncode == 0, r.stdout + r.stderr
-    assert "predicted vs measured" in r.stdout and "verified:" in r.stdout
+    assert "predicted vs measured by wall clock (whole run)" in r.stdout and "verified:" in r.stdout
     assert out.is_file()
-    # reused 16 times, zero-copy crosses PCIe 16 times: it cannot be the pick
+    # reused 16 times, zero-copy crosses PCIe 16 times per iteration: it cannot be the pick
     assert "zero-copy is predicted fastest" not in r.stdout
+    r = umprof("recommend", "--from", str(cal), "--bytes", "64MiB", "--reuse", "16", "--steady", "--measured", str(out))
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "(steady iteration)" in r.stdout and "verified:" in r.stdout

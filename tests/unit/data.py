@@ -5,7 +5,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "results"
 WORKLOADS = ROOT / "scenarios" / "workloads"
-CAL = RESULTS / "nvidia-h200-calibration.parquet"
-VERIFY = RESULTS / "nvidia-h200-verify-2.parquet"
+CAL = RESULTS / "nvidia-h200-loop-calibration.parquet"  # the loop calibration (recommend predicts from it)
+LIFECYCLE_CAL = RESULTS / "nvidia-h200-calibration.parquet"  # the one-shot lifecycle calibration of issue 6
+VERIFY = RESULTS / "nvidia-h200-loop-verify.parquet"  # the verification set measured under every strategy
 CROSS = RESULTS / "nvidia-h200-crossovers.parquet"
 MiB = 1024**2

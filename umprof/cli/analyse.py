@@ -18,7 +18,8 @@ from umprof.core.errors import UsageError
 @click.option("--axis", type=click.Choice(["bytes", "reuse", "touched", "iterations"]), default=None,
               help="Only crossings along this axis.")
 @click.option("-o", "--outdir", type=click.Path(file_okay=False), default=None, help="Also draw each sweep (PNG) here.")
-def crossovers(results, pair, axis, outdir):
+@common.FORMAT
+def crossovers(results, pair, axis, outdir, fmt):
     """Where the faster of two strategies changes along size, reuse or touched fraction (measured)."""
     import pandas as pd
 
@@ -36,7 +37,11 @@ def crossovers(results, pair, axis, outdir):
         raise UsageError(f"{', '.join(results)}: no lifecycle sweep of bytes, reuse, touched or iterations with two "
                          "strategies; run `umprof run crossovers` first")
     console = common.out()
-    console.print(crossover_table(crossover.find(frame, pair, axis)))
+    found = crossover.find(frame, pair, axis)
+    if fmt == "json":
+        common.echo_json({"files": list(results), "crossings": common.records(found)})
+    else:
+        console.print(crossover_table(found))
     if outdir:
         from umprof.views.plots import crossover_figures, save_figures
 
@@ -54,7 +59,8 @@ def crossovers(results, pair, axis, outdir):
 @click.option("--across-devices", is_flag=True, help="Match cases measured on different GPUs.")
 @click.option("--all", "show_all", is_flag=True, help="List SAME cases too (default: only FAST and SLOW).")
 @click.option("--fail-on-slow", is_flag=True, help="Exit 1 when any case is SLOW (for CI).")
-def compare(a, b, phases, floor, across_devices, show_all, fail_on_slow):
+@common.FORMAT
+def compare(a, b, phases, floor, across_devices, show_all, fail_on_slow, fmt):
     """Match the cases of two result files and call each SAME, FAST or SLOW (B against A) against their noise.
 
     Exits 2 when no case matches, 1 with --fail-on-slow when any case got slower.
@@ -62,7 +68,13 @@ def compare(a, b, phases, floor, across_devices, show_all, fail_on_slow):
     from umprof.views.terminal import print_comparison
 
     result = api.compare(a, b, phases=phases, across_devices=across_devices, floor=floor)
-    print_comparison(result, common.out(), a, b, show_all)
+    if fmt == "json":
+        rows = result.matched if show_all else result.matched[result.matched["verdict"] != "SAME"]
+        common.echo_json({"a": a, "b": b, "device_a": result.device_a, "device_b": result.device_b,
+                          "counts": result.counts(), "cases": common.records(rows),
+                          "only_in_a": [list(x) for x in result.only_a], "only_in_b": [list(x) for x in result.only_b]})
+    else:
+        print_comparison(result, common.out(), a, b, show_all)
     if fail_on_slow and result.counts()["SLOW"]:
         sys.exit(1)
 

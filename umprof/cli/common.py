@@ -3,6 +3,8 @@ profiler runs."""
 
 from __future__ import annotations
 
+import json
+import math
 import sys
 
 import click
@@ -66,3 +68,35 @@ def child_command(command: str, chosen, axes, device_index) -> list[str]:
     for a in axes:
         child += ["-a", a]
     return child
+
+
+FORMAT = click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True,
+                      help="A table to read, or one JSON document a script reads.")
+
+
+def plain(v):
+    """numpy numbers, timestamps and NaN as JSON has them."""
+    v = getattr(v, "item", lambda: v)()
+    if isinstance(v, float) and math.isnan(v):
+        return None
+    return v if isinstance(v, (str, int, float, bool, type(None), list, dict)) else str(v)
+
+
+def echo_json(doc) -> None:
+    """One JSON document on stdout (NaN as null)."""
+    click.echo(json.dumps(_nulls(doc), indent=1, default=plain))
+
+
+def records(frame) -> list[dict]:
+    """A DataFrame's rows as JSON-ready dicts (NaN → null)."""
+    return [{k: _nulls(plain(v)) for k, v in r.items()} for r in frame.to_dict(orient="records")]
+
+
+def _nulls(v):
+    if isinstance(v, float) and math.isnan(v):
+        return None
+    if isinstance(v, dict):
+        return {k: _nulls(x) for k, x in v.items()}
+    if isinstance(v, list):
+        return [_nulls(x) for x in v]
+    return v

@@ -31,13 +31,22 @@ def _workloads(files, options: dict):
 @click.option("--workload", "workload_files", multiple=True, type=click.Path(dir_okay=False), metavar="FILE",
               help="A workload TOML file ([workload] or [[workload]] tables; see scenarios/workloads/example.toml).")
 @click.option("--bytes", "size", metavar="SIZE", default=None, help="The buffer's size: 64MiB, 1GiB (a multiple of 64 KiB).")
-@click.option("--reuse", type=int, default=None, help="Kernel passes per transfer [1].")
+@click.option("--reuse", type=int, default=None, help="Kernel passes per iteration [1].")
 @click.option("--touched", type=float, default=None, help="Fraction of the 64 KiB pages each pass touches, in (0, 1] [1.0].")
 @click.option("--pattern", type=click.Choice(PATTERNS), default=None,
               help="How a pass walks the touched pages [streaming].")
 @click.option("--stride", type=int, default=None, help="Strided pattern: words between touched words, a power of two [8].")
-@click.option("--iterations", type=int, default=None, help="Rounds of reuse passes [1].")
-@click.option("--pingpong/--no-pingpong", default=None, help="The host reads and updates the buffer between rounds [no].")
+@click.option("--iterations", type=int, default=None, help="Iterations of the application's loop [1].")
+@click.option("--host-writes", type=float, default=None, metavar="F",
+              help="Fraction of the buffer the host writes before each iteration; 0: data produced once [0].")
+@click.option("--gpu-writes", type=float, default=None, metavar="F",
+              help="Fraction of what a kernel pass touches that it writes; 0: a read-only input [1].")
+@click.option("--host-reads", type=float, default=None, metavar="F",
+              help="Fraction of the buffer the host reads after each iteration; 0: only a small result [1].")
+@click.option("--pingpong/--no-pingpong", default=None, help="Shorthand for --host-writes 1 --gpu-writes 1 --host-reads 1.")
+@click.option("--steady", is_flag=True,
+              help="Rank by the steady iteration alone (a loop that runs for hours), not the whole run of --iterations.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON document (ranking, phases, setup, steady, reason, verification).")
 @click.option("--fits/--no-fits", default=None, help="Whether the buffer fits in device memory [from the device's memory].")
 @click.option("--verify", is_flag=True, help="Measure the workload under the top strategies and print predicted vs measured.")
 @click.option("--verify-top", default="3", show_default=True, metavar="N|all", help="How many of the top strategies --verify measures.")
@@ -49,24 +58,30 @@ def _workloads(files, options: dict):
               help="Where a calibration measured now is saved. Default: umprof-results/calibration-<time>.parquet")
 @click.option("--force", is_flag=True, help="Overwrite result files that exist.")
 @click.option("--device", "device_index", type=int, default=0, show_default=True, help="GPU index.")
-def recommend(sources, workload_files, size, reuse, touched, pattern, stride, iterations, pingpong, fits, verify,
-              verify_top, measured, output, save_calibration, force, device_index):
+def recommend(sources, workload_files, size, reuse, touched, pattern, stride, iterations, host_writes, gpu_writes,
+              host_reads, pingpong, steady, as_json, fits, verify, verify_top, measured, output, save_calibration, force,
+              device_index):
     """Rank the host-memory strategies for a workload, with predicted time per phase and the reason.
 
-    Predictions come from lifecycle measurements: saved ones (--from, e.g. measured on
-    another machine) or a calibration run on this GPU now. --verify then measures the
-    workload itself under the top strategies.
+    Each answer has two figures: setup (allocation, registration, first touch, free) and the
+    steady iteration; the whole run is setup + iterations × steady, and ranks by default.
+    Predictions come from loop measurements: saved ones (--from, e.g. measured on another
+    machine) or a calibration run on this GPU now. --verify then measures the workload itself.
     """
     from umprof.views.terminal import print_recommendation, verification_summary
 
+    if steady and iterations is not None:
+        raise UsageError("options '--steady' and '--iterations': --steady ranks by one steady iteration, which the number "
+                         "of iterations does not change; give --iterations N to rank the whole run, or --steady alone")
     workloads = _workloads(workload_files, dict(bytes=size, reuse=reuse, touched=touched, pattern=pattern, stride=stride,
-                                                iterations=iterations, pingpong=pingpong, fits=fits))
+                                                iterations=iterations, host_writes=host_writes, gpu_writes=gpu_writes,
+                                                host_reads=host_reads, pingpong=pingpong, fits=fits))
     if verify_top != "all" and (not verify_top.isdigit() or int(verify_top) < 1):
         raise UsageError(f"option '--verify-top': expected a positive integer or 'all', got {verify_top!r}")
     console, err = common.out(), common.err()
     cal = api.load_calibration(sources) if sources else api.calibrate(save_calibration, device=device_index,
                                                                        force=force, console=err, argv=common.argv())
-    recs = api.recommend(workloads, cal)
+    recs = api.recommend(workloads, cal, steady=steady)
     if cal.device:
         err.print(f"predicted from {cal.source or 'a calibration'} ({cal.device.get('name', 'unknown GPU')})")
     verdicts, source = [None] * len(recs), ""
@@ -75,10 +90,22 @@ def recommend(sources, workload_files, size, reuse, touched, pattern, stride, it
                                       output=output, device=device_index, force=force, console=err, argv=common.argv())
         if not measured:
             err.print(f"verification results: {source}")
+    if as_json:
+        common.echo_json(document(cal, recs, verdicts, source))
+        return
     for r, v in zip(recs, verdicts):
         print_recommendation(r, console, v, source)
     if sum(v is not None for v in verdicts) > 1:
         console.print(verification_summary(list(zip(recs, verdicts))))
+
+
+def document(cal, recs, verdicts, source) -> dict:
+    """`recommend --json`: one document a script reads."""
+    from umprof.core.version import __version__
+
+    return {"umprof": __version__, "calibration": cal.source, "device": cal.device.get("name"),
+            "verified_against": source or None,
+            "recommendations": [r.to_dict(v) for r, v in zip(recs, verdicts)]}
 
 
 COMMANDS = [recommend]

@@ -13,7 +13,8 @@ from umprof.core.errors import UsageError
 @click.argument("result", type=click.Path(dir_okay=False))
 @click.option("-s", "--scenario", default=None, help="Only this scenario.")
 @click.option("--um", "um", is_flag=True, help="The unified-memory table (migrations, faults) instead of the timing summary.")
-def show(result, scenario, um):
+@common.FORMAT
+def show(result, scenario, um, fmt):
     """Print the summary of a saved result file (works on any machine)."""
     from umprof.views.terminal import print_results, print_um
 
@@ -21,6 +22,10 @@ def show(result, scenario, um):
     if scenario and scenario not in set(rs.frame["scenario"]):
         raise UsageError(f"option '--scenario': {result} has no scenario {scenario!r}; it has: "
                          f"{', '.join(sorted(set(rs.frame['scenario'])))}")
+    if fmt == "json":
+        frame = rs.frame if not scenario else rs.frame[rs.frame["scenario"] == scenario]
+        common.echo_json({"file": result, "meta": rs.meta, "devices": rs.devices, "rows": common.records(frame)})
+        return
     (print_um if um else print_results)(rs, common.out(), scenario)
 
 

@@ -48,7 +48,8 @@ STEADY_PHASES = ("host_write", "h2d", "kernel", "d2h", "host_read", "other")
 PHASES = SETUP_PHASES + STEADY_PHASES
 PATTERN_BYTES = 16 * 1024**2  # where calibration-loop-patterns measures
 TOUCHED_REF = 0.0625  # calibration-loop-touched's fraction
-LINE_WORDS = 32  # a 128-byte line: strides up to it cost what the calibration's stride 8 costs
+REF_STRIDE = 8  # the calibration's strided pattern: one word per 32-byte sector
+CACHED_HOST = ("pageable", "pinned", "zero-copy", "mapped")  # ordinary cached host memory: one host rate
 SIM_ITERATIONS = 4  # simulated iterations: page locations settle after the second
 GAP_PHASES = 5  # a steady iteration's timed phases, at most: the gap is per iteration
 
@@ -195,6 +196,11 @@ class Calibration:
 
     def _build(self, strategy, name) -> dict:
         whole = dict(reuse=1, host_writes=1.0, gpu_writes=1.0, host_reads=1.0)
+        if name in ("host_write", "host_read") and strategy in CACHED_HOST:
+            # the same memory to the host whoever allocated it: the median of their measurements per
+            # size (each alone varies ±30% from run to run, with no order between them)
+            pts = pd.DataFrame([self._select(s, "sizes", name, **whole) for s in CACHED_HOST if s in self.strategies])
+            return pts.median().to_dict()
         if name in ("host_write", "host_read", "h2d", "d2h"):
             return self._select(strategy, "sizes", name, **whole)
         if name == "pass_ro":
@@ -263,13 +269,13 @@ class Calibration:
             return 1.0
         name = "pass_rw" if gw > 0 else "pass_ro"
         each = self._passes(strategy, 1.0 if gw > 0 else 0.0, "patterns", pattern=pattern)[1]
-        return self._ratio(strategy, ("pass", pattern, name), each, self.curve(strategy, name), PATTERN_BYTES)
+        return self._ratio(strategy, (strategy, "pass", pattern, name), each, self.curve(strategy, name), PATTERN_BYTES)
 
     def migrate_ratio(self, strategy, pattern: str) -> float:
         """The first pass's migration in ``pattern`` over streaming's, at 16 MiB."""
         if pattern == "streaming":
             return 1.0
-        key = ("migrate", pattern)
+        key = (strategy, "migrate", pattern)
         if key not in self._values:
             gw, each_name, base_name = self._moving(strategy)
             k = self._select(strategy, "patterns-moving", "kernel", reuse=1, pattern=pattern, host_writes=1.0,
@@ -291,7 +297,7 @@ class Calibration:
         taken log-linearly between 1 (the whole buffer) and there, constant below."""
         if t >= 1.0:
             return 1.0
-        key = ("touched", what)
+        key = (strategy, "touched", what)
         if key not in self._values:
             B, T = 64 * 1024**2, 64 * 1024**2 * TOUCHED_REF
             if what == "pass":
@@ -378,10 +384,10 @@ class Calibration:
         gw = w.gpu_writes
         each = c("pass_ro", touched_bytes) + gw * (c("pass_rw", touched_bytes) - c("pass_ro", touched_bytes))
         each *= self.pass_ratio(strategy, w.pattern, gw) * self.touched_ratio(strategy, "pass", w.touched)
-        if w.pattern == "strided" and w.stride > LINE_WORDS:
-            # memory and PCIe move whole 128-byte lines, not single sectors: only past one word per
-            # line does a sparser stride fetch less (the calibration's stride 8 costs what a line does)
-            each *= LINE_WORDS / w.stride
+        if w.pattern == "strided" and w.stride > REF_STRIDE:
+            # past one word per 32-byte sector, a sparser stride fetches fewer sectors in proportion
+            # (device memory and PCIe alike: measured on the H200, stride 16 costs half of stride 8)
+            each *= REF_STRIDE / w.stride
         mig = 0.0
         if pages.migrate_bytes:
             name = "migrate_dup" if k == "read-mostly" else "migrate"

@@ -21,7 +21,7 @@ import pandas as pd
 from umprof.core.results import ResultSet
 from umprof.core.units import format_rate, format_size, format_time
 from umprof.core.version import __version__
-from umprof.model.predict import PHASES as PREDICTED_PHASES
+from umprof.measure.ops.lifecycle import OP as LIFECYCLE
 
 CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2em auto;max-width:1200px;color:#222;padding:0 1em}
@@ -99,7 +99,7 @@ def _breakdown_section(frame: pd.DataFrame) -> str:
     for size in sizes:
         g = f[f["axis.bytes"] == size]
         t = g.pivot_table(index="axis.strategy", columns="phase", values="time_median_s", aggfunc="median")
-        t = t[[p for p in PREDICTED_PHASES if p in t.columns]].fillna(0)
+        t = t[[p for p in LIFECYCLE.phases if p in t.columns]].fillna(0)
         t = t.loc[t.sum(axis=1).sort_values().index]
         fig, ax = plt.subplots(figsize=(9, 0.35 * len(t) + 1.2))
         left = pd.Series(0.0, index=t.index)
@@ -192,19 +192,26 @@ def _recommend_section(frame: pd.DataFrame, devices, workloads) -> str:
         return ""  # no calibration among the results: nothing to predict from
     recs = rmod.recommend_all(cal, workloads)
     verdicts = rmod.verify_all(recs, frame)
-    parts = ["<h2 id='recommend'>Recommendation</h2>"]
-    summary = rmod.summary_rows(zip(recs, verdicts))
-    if summary:
-        parts.append("<p>Top pick against the measured fastest (recommend --verify):</p>" + _table(summary))
+    parts = ["<h2 id='recommend'>Recommendation</h2><p>Ranked by the whole run (setup + iterations × the steady "
+             "iteration); `recommend --steady` ranks by the steady iteration alone.</p>"]
+    for steady, rs_, vs_ in ((False, recs, verdicts), (True, None, None)):
+        if steady:
+            rs_ = rmod.recommend_all(cal, workloads, steady=True)
+            vs_ = rmod.verify_all(rs_, frame)
+        summary = rmod.summary_rows(zip(rs_, vs_))
+        if summary:
+            held = sum(r["held"] == "yes" for r in summary)
+            what = "per steady iteration" if steady else "over the whole run"
+            parts.append(f"<p>Top pick against the measured fastest {what} (recommend --verify, wall clock): "
+                         f"{held} of {len(summary)} held.</p>" + _table(summary))
     for rec, v in zip(recs, verdicts):
         table = rec.to_frame()
         shown = pd.DataFrame({"strategy": table["strategy"]})
-        for col in [*PREDICTED_PHASES, "total"]:
-            if col == "total" or table[col].notna().any():
-                shown[col if col != "total" else "predicted"] = table[col].map(format_time)
+        for col in ("setup", "steady", "whole"):
+            shown[{"steady": "per iteration"}.get(col, col)] = table[col].map(format_time)
         if v is not None:
             measured = dict(zip(v["table"]["strategy"], v["table"]["measured_s"]))
-            shown["measured"] = table["strategy"].map(lambda s: format_time(measured.get(s, math.nan)))
+            shown["measured (whole)"] = table["strategy"].map(lambda s: format_time(measured.get(s, math.nan)))
         parts.append(f"<h3>{html.escape(rec.workload.label)}</h3><p class='muted'>{html.escape(rec.workload.describe())}</p>")
         parts.append(f"<div class='reason'>{html.escape(rec.reason)}</div>" + _table(shown, ranked=True))
         if rec.excluded:

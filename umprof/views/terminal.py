@@ -269,19 +269,23 @@ def print_um(rs: ResultSet, console: Console, scenario: str | None = None) -> No
 
 
 def recommendation_table(rec) -> Table:
-    """Ranked strategies with the predicted time of each phase (ms), the total and × the best."""
-    from umprof.model.predict import PHASES as PREDICTED
+    """Ranked strategies: setup, the steady iteration and the whole run, × the best by the figure
+    that ranked them, and the steady iteration's phases."""
+    from umprof.model.predict import STEADY_PHASES
 
     df = rec.to_frame()
-    phases = [p for p in PREDICTED if p in df.columns and df[p].notna().any() and (df[p].fillna(0) > 0).any()]
-    t = Table(title=f"{rec.workload.label}: {rec.workload.describe()}" if rec.workload.name else rec.workload.describe(),
-              title_justify="left", header_style="bold")
-    for col in ["#", "strategy", *phases, "total", "× best"]:
+    phases = [p for p in STEADY_PHASES if p in df.columns and (df[p].fillna(0) > 0).any()]
+    w = rec.workload
+    by = "steady iteration (--steady)" if rec.steady else f"whole run of {w.iterations} iteration{'s' if w.iterations != 1 else ''}"
+    head = f"{w.label}: {w.describe()}" if w.name else w.describe()
+    t = Table(title=f"{head}\nranked by the {by}; steady phases per iteration", title_justify="left",
+              header_style="bold")
+    for col in ["#", "strategy", "setup", "per iteration", f"whole ({w.iterations} it.)", "× best", *phases]:
         t.add_column(col, justify="left" if col == "strategy" else "right")
     for _, r in df.iterrows():
-        cells = [str(r["rank"]), r["strategy"]]
-        cells += ["-" if _nan(r[p]) else format_time(r[p]) for p in phases]
-        cells += [format_time(r["total"]), f"{r['vs_best']:.2f}"]
+        cells = [str(r["rank"]), r["strategy"], format_time(r["setup"]), format_time(r["steady"]),
+                 format_time(r["whole"]), f"{r['vs_best']:.2f}"]
+        cells += ["-" if _nan(r[p]) or r[p] == 0 else format_time(r[p]) for p in phases]
         t.add_row(*cells, style="bold green" if r["rank"] == 1 else None)
     return t
 
@@ -296,7 +300,7 @@ def print_recommendation(rec, console: Console, verified: dict | None = None, ve
     for n in rec.notes:
         console.print(f"[yellow]note:[/] {n}")
     if verified is not None:
-        console.print(verification_table(verified))
+        console.print(verification_table(verified, rec.steady))
         colour = "green" if verified["ok"] else "red"
         console.print(f"[{colour}]verified: {verified['summary']}[/]")
     elif verify_source:
@@ -304,8 +308,9 @@ def print_recommendation(rec, console: Console, verified: dict | None = None, ve
     console.print()
 
 
-def verification_table(verified: dict) -> Table:
-    t = Table(title="predicted vs measured (whole workload)", title_justify="left", header_style="bold")
+def verification_table(verified: dict, steady: bool = False) -> Table:
+    what = "steady iteration" if steady else "whole run"
+    t = Table(title=f"predicted vs measured by wall clock ({what})", title_justify="left", header_style="bold")
     for col in ("strategy", "predicted", "measured", "error", "measured rank"):
         t.add_column(col, justify="left" if col == "strategy" else "right")
     for _, r in verified["table"].iterrows():
@@ -318,8 +323,11 @@ def verification_summary(pairs: list) -> Table:
     """One row per verified workload: the top pick, the measured fastest and the gap."""
     from umprof.model.recommend import summary_rows
 
-    t = Table(title="recommend --verify", title_justify="left", header_style="bold")
     rows = summary_rows(pairs)
+    mode = "steady iteration" if pairs and pairs[0][0].steady else "whole run"
+    held = sum(r["held"] == "yes" for r in rows)
+    t = Table(title=f"recommend --verify ({mode}): {held} of {len(rows)} top picks held", title_justify="left",
+              header_style="bold")
     for col in rows[0] if rows else ():
         t.add_column(col)
     for r in rows:

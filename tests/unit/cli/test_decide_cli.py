@@ -38,11 +38,43 @@ def test_recommend_cli_from_saved_results():
     r = CliRunner().invoke(cli, ["recommend", "--from", str(CAL), "--bytes", "256MiB", "--reuse", "16"])
     assert r.exit_code == 0, r.output
     assert "is predicted fastest" in r.output and "× best" in r.output
-    r = CliRunner().invoke(cli, ["recommend", "--from", str(CAL), "--workload", str(WORKLOADS / "verify.toml"),
-                                 "--measured", str(VERIFY)])
-    assert r.exit_code == 0, r.output
-    assert r.output.count("verified: top pick") == 14
-    assert r.output.split("recommend --verify")[-1].count("NO") == 2
+    for mode, held in (([], 15), (["--steady"], 12)):
+        r = CliRunner().invoke(cli, ["recommend", "--from", str(CAL), "--workload", str(WORKLOADS / "verify.toml"),
+                                     "--measured", str(VERIFY), *mode])
+        assert r.exit_code == 0, r.output
+        assert r.output.count("verified: top pick") == 16
+        summary = r.output.split("recommend --verify (")[-1]
+        assert int(summary.split(":")[1].split(" of ")[0]) >= held, summary
+
+
+def test_recommend_json_is_one_document_a_script_reads():
+    import json
+
+    r = CliRunner().invoke(cli, ["recommend", "--from", str(CAL), "--workload",
+                                                 str(WORKLOADS / "verify.toml"), "--measured", str(VERIFY), "--json"])
+    assert r.exit_code == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["device"] == "NVIDIA H200" and len(doc["recommendations"]) == 16
+    rec = doc["recommendations"][0]
+    assert set(rec) == {"workload", "ranked_by", "ranking", "excluded", "reason", "notes", "verification"}
+    top = rec["ranking"][0]
+    assert set(top) >= {"rank", "strategy", "setup_s", "steady_s", "whole_s", "setup_phases_s", "steady_phases_s"}
+    assert top["whole_s"] == pytest.approx(top["setup_s"] + rec["workload"]["iterations"] * top["steady_s"])
+    v = rec["verification"]
+    assert set(v) >= {"held", "fastest", "top_pick_vs_fastest", "strategies"} and v["strategies"][0]["measured_s"] > 0
+
+
+@pytest.mark.parametrize("command", [["show", str(RESULTS / "nvidia-h200-default.parquet")],
+                                     ["compare", str(RESULTS / "nvidia-h200-verify.parquet"),
+                                      str(RESULTS / "nvidia-h200-verify-2.parquet")],
+                                     ["crossovers", str(CROSS)]])
+def test_format_json_on_show_compare_and_crossovers(command):
+    import json
+
+    r = CliRunner().invoke(cli, [*command, "--format", "json"])
+    assert r.exit_code == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert doc and "NaN" not in r.stdout
 
 
 @pytest.mark.parametrize("args, message", [
@@ -50,6 +82,10 @@ def test_recommend_cli_from_saved_results():
     (["--reuse", "4"], "no workload: give --bytes"),
     (["--bytes", "1MiB", "--workload", "x.toml"], "not both"),
     (["--bytes", "1MiB", "--verify-top", "zero"], "--verify-top"),
+    (["--bytes", "1MiB", "--host-writes", "1.5"], "key 'host_writes': expected a fraction from 0 to 1"),
+    (["--bytes", "1MiB", "--gpu-writes", "-1"], "key 'gpu_writes'"),
+    (["--bytes", "1MiB", "--steady", "--iterations", "10"], "'--steady' and '--iterations'"),
+    (["--bytes", "1MiB", "--pingpong", "--host-reads", "0.5"], "'pingpong' means"),
 ])
 def test_recommend_usage_errors_exit_2(args, message):
     r = CliRunner().invoke(cli, ["recommend", "--from", str(CAL), *args])

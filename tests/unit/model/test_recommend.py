@@ -1,17 +1,20 @@
-"""Predictions and ranking from the committed H200 calibration, and the verdict."""
+"""Predictions composed from the committed H200 loop calibration (setup + iterations × steady,
+the fractions, read-only inputs, the page simulation), ranking in both modes, the verdict, and
+the verification table the README shows."""
 
+import math
 
 import pytest
 
 from tests.unit.data import VERIFY, WORKLOADS, MiB
 from umprof.core.results import ResultSet
+from umprof.model import recommend as r
+from umprof.model.predict import STEADY_PHASES, Prediction, _loglog, _Pages
 from umprof.model.workload import Workload, load_workloads
 
 
 def test_loglog_interpolation():
     import numpy as np
-
-    from umprof.model.predict import _loglog
 
     xs, ys = np.array([1.0, 4.0]), np.array([1.0, 16.0])
     assert _loglog(xs, ys, 2.0) == pytest.approx(4.0)  # t ∝ x² between the points
@@ -19,73 +22,101 @@ def test_loglog_interpolation():
     assert _loglog(xs, ys, 0.5) == pytest.approx(0.25)  # below: the first segment's slope
 
 
+def test_whole_run_is_setup_plus_iterations_times_steady(cal):
+    for s in ("pinned", "zero-copy", "managed", "managed-prefetch"):
+        p = cal.predict(s, Workload(bytes=64 * MiB, reuse=4, iterations=37, host_writes=0.1, host_reads=0.2))
+        assert p.whole_s == pytest.approx(p.setup_s + 37 * p.steady_s)
+        assert set(p.steady) == set(STEADY_PHASES) and p.setup_s > 0 and p.steady_s > 0
+        assert p.phases["kernel"] == pytest.approx(37 * p.steady["kernel"])
+
+
+def test_new_data_costs_copies_in_proportion_and_read_only_inputs_are_not_copied_back(cal):
+    none, all_new = (cal.predict("pinned", Workload(bytes=256 * MiB, host_writes=f, gpu_writes=0.0, host_reads=0.0,
+                                                    iterations=10)) for f in (0.0, 1.0))
+    assert none.steady["h2d"] == 0 and all_new.steady["h2d"] > 1e-3  # 256 MiB over PCIe: milliseconds
+    assert all_new.steady["host_write"] > 10 * max(none.steady["host_write"], 1e-6)
+    ro = cal.predict("pinned", Workload(bytes=64 * MiB, gpu_writes=0.0, host_reads=1.0))
+    rw = cal.predict("pinned", Workload(bytes=64 * MiB, gpu_writes=1.0, host_reads=1.0))
+    assert ro.steady["d2h"] == 0 and rw.steady["d2h"] > 0  # the host's own data needs no copy back
+    assert ro.steady["host_read"] == pytest.approx(rw.steady["host_read"])  # reading past what the GPU wrote is allowed
+
+
 def test_reuse_costs_zero_copy_a_pcie_crossing_per_pass_and_pinned_almost_nothing(cal):
-    once, many = Workload(bytes=256 * MiB), Workload(bytes=256 * MiB, reuse=16)
-    zc1, zc16 = cal.predict("zero-copy", once), cal.predict("zero-copy", many)
-    p1, p16 = cal.predict("pinned", once), cal.predict("pinned", many)
-    assert zc16.phases["kernel"] == pytest.approx(16 * zc1.phases["kernel"], rel=0.15)
-    assert p16.phases["kernel"] < zc16.phases["kernel"] / 10
-    assert p16.phases["h2d"] == pytest.approx(p1.phases["h2d"])  # one copy however often it is reused
-    assert "h2d" not in zc1.phases
+    one, many = (Workload(bytes=256 * MiB, reuse=k, host_reads=0.0) for k in (1, 16))
+    zc1, zc16 = cal.predict("zero-copy", one).steady["kernel"], cal.predict("zero-copy", many).steady["kernel"]
+    assert zc16 == pytest.approx(16 * zc1, rel=0.1)
+    assert cal.predict("pinned", many).steady["kernel"] < zc16 / 10
 
 
-def test_ping_pong_pays_a_round_trip_per_iteration(cal):
-    w = Workload(bytes=64 * MiB, iterations=4, pingpong=True)
-    p, one = cal.predict("pinned", w), cal.predict("pinned", Workload(bytes=64 * MiB))
-    assert p.phases["h2d"] == pytest.approx(4 * one.phases["h2d"])
-    assert p.phases["host_turn"] > 0
-    assert "host_turn" not in cal.predict("pinned", Workload(bytes=64 * MiB, iterations=4)).phases
+def test_page_simulation_moves_managed_pages_where_the_loop_needs_them():
+    w = Workload(bytes=64 * MiB, gpu_writes=0.0, host_writes=0.0, host_reads=0.0, iterations=5)
+    first, *steady = _Pages(w, "on-demand").iterations(3)
+    assert first.migrate_bytes == 64 * MiB and all(s.migrate_bytes == 0 for s in steady)  # a resident input stays
+    w = Workload(bytes=64 * MiB, touched=0.25, host_writes=0.0, host_reads=1.0, iterations=5)
+    *_, last = _Pages(w, "on-demand").iterations(3)
+    assert last.read_remote_bytes == pytest.approx(16 * MiB) and last.migrate_bytes == pytest.approx(16 * MiB)
+    w = Workload(bytes=64 * MiB, gpu_writes=0.0, host_writes=0.5, host_reads=1.0, iterations=5)
+    *_, last = _Pages(w, "read-mostly").iterations(3)
+    assert last.read_remote_bytes == 0 and last.migrate_bytes == pytest.approx(32 * MiB)  # copies remade for new data
+    *_, last = _Pages(w, "prefetch").iterations(3)
+    assert last.prefetch_in_bytes == pytest.approx(64 * MiB) and last.read_remote_bytes == 0
 
 
-def test_sparse_access_shrinks_on_demand_migration_not_copies(cal):
-    dense, sparse = Workload(bytes=256 * MiB), Workload(bytes=256 * MiB, touched=0.01)
-    assert cal.predict("managed", sparse).phases["kernel"] < cal.predict("managed", dense).phases["kernel"] / 5
-    assert cal.predict("pinned", sparse).phases["h2d"] == pytest.approx(cal.predict("pinned", dense).phases["h2d"])
-
-
-def test_rank_excludes_what_does_not_apply(cal):
-    ranked, excluded = cal.rank(Workload(bytes=64 * MiB))
-    assert "system" in excluded and "PAGEABLE_MEMORY_ACCESS" in excluded["system"]
-    assert "read-mostly" in excluded["managed-advise-read-mostly"].lower() or "READ_MOSTLY" in excluded["managed-advise-read-mostly"]
-    assert [p.total for p in ranked] == sorted(p.total for p in ranked)
+def test_read_mostly_is_ranked_only_for_read_only_inputs(cal):
+    ranked, excluded = cal.rank(Workload(bytes=64 * MiB, gpu_writes=0.0))
+    assert "managed-advise-read-mostly" in [p.strategy for p in ranked]
+    _, excluded = cal.rank(Workload(bytes=64 * MiB, gpu_writes=0.5))
+    assert "READ_MOSTLY" in excluded["managed-advise-read-mostly"]
+    assert "PAGEABLE_MEMORY_ACCESS" in excluded["system"]
     _, excluded = cal.rank(Workload(bytes=64 * MiB, fits=False))
-    for s in ("pinned", "pageable", "managed-prefetch"):
-        assert "does not fit" in excluded[s]
+    assert all("does not fit" in excluded[s] for s in ("pinned", "pageable", "managed-prefetch"))
 
 
-def test_reason_says_why_in_plain_words(cal):
-    from umprof.model.recommend import recommend
-
-    rec = recommend(cal, Workload(bytes=256 * MiB, reuse=16))
-    assert rec.reason.startswith(f"{rec.top.strategy} is predicted fastest")
-    assert "16 times" in rec.reason and "PCIe" in rec.reason and "Next:" in rec.reason
-    sparse = recommend(cal, Workload(bytes=256 * MiB, touched=0.01))
-    assert "1%" in sparse.reason
-
-
-def test_verified_workloads_top_pick_held_on_the_h200(cal):
-    """The README's table: recommend's top pick is the measured fastest or within 5% of it
-    (12 of 14 on the H200; the two misses are explained there)."""
-    from umprof.model import recommend as r
-    from umprof.model.workload import with_fit
-
-    frame = ResultSet.load(VERIFY).frame
-    held = {}
-    for i, w in enumerate(load_workloads(WORKLOADS / "verify.toml")):
-        rec = r.recommend(cal, with_fit(w, cal.device["memory_total_bytes"]))
-        v = r.verdict(rec, r.measured_totals(frame, r.verification_scenario(w, [], index=i).name))
-        assert len(v["table"]) >= 9, w.name  # every strategy that applies was measured
-        held[w.name] = v["ok"]
-    assert sum(held.values()) >= 12, held
-    assert not held["random-sparse"]  # the model's known miss: pattern and touched fraction do not separate
+def test_rankings_order_by_their_figure_and_the_reason_says_which(cal):
+    w = Workload(bytes=256 * MiB, reuse=16, iterations=3)
+    whole, steady = r.recommend(cal, w), r.recommend(cal, w, steady=True)
+    assert [p.whole_s for p in whole.ranked] == sorted(p.whole_s for p in whole.ranked)
+    assert [p.steady_s for p in steady.ranked] == sorted(p.steady_s for p in steady.ranked)
+    assert "ranked by the whole run of 3 iterations" in whole.reason and "Next:" in whole.reason
+    assert "ranked by the steady iteration" in steady.reason
+    frame = whole.to_frame()
+    assert list(frame.columns[:7]) == ["rank", "strategy", "setup", "steady", "whole", "total", "vs_best"]
+    assert frame["vs_best"].iloc[0] == 1.0
 
 
-def test_verdict_classifies_a_miss():
-    from umprof.model.predict import Prediction
-    from umprof.model.recommend import Recommendation, verdict
-
-    rec = Recommendation(Workload(bytes=MiB), [Prediction("pinned", {"h2d": 1.0}), Prediction("mapped", {"kernel": 2.0})],
-                         {}, "")
-    assert verdict(rec, {"pinned": 1.0, "mapped": 0.97})["ok"]  # 3% behind the fastest: within 5%
-    miss = verdict(rec, {"pinned": 1.0, "mapped": 0.5})
+def test_verdict_classifies_a_miss_in_either_figure():
+    rec = r.Recommendation(Workload(bytes=MiB, iterations=2),
+                           [Prediction("pinned", {"alloc": 1.0}, {"h2d": 1.0}, 2),
+                            Prediction("mapped", {"alloc": 0.0}, {"kernel": 2.0}, 2)], {}, "")
+    assert r.verdict(rec, {"pinned": (3.0, 1.0), "mapped": (2.95, 0.5)})["ok"]  # whole: 1.7% behind
+    miss = r.verdict(rec, {"pinned": (3.0, 1.0), "mapped": (1.5, 0.5)})
     assert not miss["ok"] and miss["fastest"] == "mapped" and miss["gap"] == pytest.approx(1.0)
+    rec.steady = True
+    assert not r.verdict(rec, {"pinned": (3.0, 1.0), "mapped": (2.95, 0.5)})["ok"]  # steady: twice as slow
+
+
+def test_measured_whole_run_is_the_runs_own_wall_or_composed_from_its_parts():
+    import pandas as pd
+
+    frame = pd.DataFrame([{"scenario": "s", "phase": "total", "status": "ok", "axis.strategy": "pinned",
+                           "axis.iterations": 3, "wall_s": 10.0, "wall_setup_s": 4.0, "wall_steady_s": 2.0}])
+    assert r.measured(frame, "s", Workload(bytes=MiB, iterations=3)) == {"pinned": (10.0, 2.0)}
+    assert r.measured(frame, "s", Workload(bytes=MiB, iterations=1)) == {"pinned": (6.0, 2.0)}  # 4 + 1 × 2
+
+
+def _held(cal, steady):
+    frame = ResultSet.load(VERIFY).frame
+    recs = r.recommend_all(cal, load_workloads(WORKLOADS / "verify.toml"), steady)
+    verdicts = r.verify_all(recs, frame)
+    assert all(v is not None and len(v["table"]) >= 9 for v in verdicts)  # every strategy that applies measured
+    errors = [v["table"]["error"].abs().median() for v in verdicts]
+    return {rec.workload.name: v["ok"] for rec, v in zip(recs, verdicts)}, sorted(errors)[len(errors) // 2]
+
+
+def test_verification_table_of_the_readme_on_the_h200(cal):
+    """The README's table, from the committed calibration and verification (16 workloads)."""
+    whole, whole_err = _held(cal, False)
+    steady, steady_err = _held(cal, True)
+    assert sum(whole.values()) >= 15, whole
+    assert sum(steady.values()) >= 12, steady
+    assert not math.isnan(whole_err) and whole_err < 0.2 and steady_err < 0.2

@@ -22,6 +22,7 @@ def test_example_and_verification_workloads_load():
     ({"bytes": "1MiB", "pattern": "zigzag"}, "pattern"), ({"bytes": "1MiB", "stride": 3}, "stride"),
     ({"bytes": "1000"}, "bytes"), ({"bytes": "lots"}, "bytes"), ({"bytes": "1MiB", "reuse": 0}, "reuse"),
     ({"bytes": "1MiB", "pingpong": "yes"}, "pingpong"), ({"bytes": "1MiB", "iterations": 2.5}, "iterations"),
+    ({"bytes": "1MiB", "iterations": 100001}, "iterations"),
     ({"bytes": "64KiB", "touched": 0.5}, "touched"),
 ])
 def test_bad_workload_values_name_the_key(raw, key):
@@ -40,14 +41,33 @@ def test_unknown_key_and_missing_bytes(tmp_path):
         load_workloads(bad)
 
 
-def test_workload_maps_onto_the_lifecycle_axes():
+def test_workload_maps_onto_the_loop_axes():
     from umprof.model.recommend import verification_scenario
 
-    w = Workload(bytes=64 * MiB, reuse=2, touched=0.25, pattern="strided", stride=16, iterations=3, pingpong=True,
-                 name="x")
+    w = Workload(bytes=64 * MiB, reuse=2, touched=0.25, pattern="strided", stride=16, iterations=5, host_writes=0.1,
+                 gpu_writes=0.0, host_reads=1.0, name="x")
     (case,) = verification_scenario(w, ["pinned"]).cases()
     assert case.params == {"strategy": "pinned", "bytes": 64 * MiB, "reuse": 2, "touched": 0.25, "pattern": "strided",
-                           "stride": 16, "iterations": 3, "pingpong": "yes"}
-    assert case.label == "strategy=pinned bytes=64MiB reuse=2 touched=0.25 pattern=strided stride=16 iterations=3 pingpong=yes"
-    plain = verification_scenario(Workload(bytes=MiB), ["pinned"]).cases()[0]
-    assert plain.label == "strategy=pinned bytes=1MiB reuse=1"  # quiet defaults: old result names still match
+                           "stride": 16, "host_writes": 0.1, "gpu_writes": 0.0, "host_reads": 1.0, "iterations": 5}
+    # one iteration: the verification runs three, so the steady iteration is measured too
+    (one,) = verification_scenario(Workload(bytes=MiB), ["pinned"]).cases()
+    assert one.params["iterations"] == 3
+
+
+@pytest.mark.parametrize("key", ["host_writes", "gpu_writes", "host_reads"])
+@pytest.mark.parametrize("value", [-0.1, 1.5, "half", True])
+def test_fractions_outside_0_to_1_name_the_key(key, value):
+    with pytest.raises(UsageError, match=f"key '{key}': expected a fraction from 0 to 1"):
+        from_mapping({"bytes": "1MiB", key: value}, "wl.toml")
+
+
+def test_defaults_keep_the_one_shot_meaning_and_pingpong_is_all_three():
+    w = from_mapping({"bytes": "1MiB"}, "x")
+    assert (w.host_writes, w.gpu_writes, w.host_reads, w.iterations) == (0.0, 1.0, 1.0, 1)
+    p = from_mapping({"bytes": "1MiB", "pingpong": True, "iterations": 4}, "x")
+    assert (p.host_writes, p.gpu_writes, p.host_reads) == (1.0, 1.0, 1.0)
+    with pytest.raises(UsageError, match="'pingpong' means .* but 'host_reads' is 0.5"):
+        from_mapping({"bytes": "1MiB", "pingpong": True, "host_reads": 0.5}, "x")
+    # the host may read more than the GPU wrote (its own input, say)
+    assert from_mapping({"bytes": "1MiB", "gpu_writes": 0, "host_reads": 1}, "x").read_only
+    assert from_mapping({"bytes": "1MiB", "iterations": 100000}, "x").iterations == 100000

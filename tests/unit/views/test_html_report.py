@@ -14,7 +14,8 @@ from umprof.cli import cli
 def report_html(tmp_path_factory):
     out = tmp_path_factory.mktemp("report") / "report.html"
     files = [RESULTS / f for f in ("nvidia-h200-default.parquet", "nvidia-h200-um.parquet", "nvidia-h200-calibration.parquet",
-                                   "nvidia-h200-verify-2.parquet", "nvidia-h200-crossovers.parquet")]
+                                   "nvidia-h200-loop-calibration.parquet", "nvidia-h200-loop-verify.parquet",
+                                   "nvidia-h200-crossovers.parquet")]
     r = CliRunner().invoke(cli, ["report", *map(str, files), "-o", str(out)])
     assert r.exit_code == 0, r.output
     return out
@@ -27,7 +28,8 @@ def test_report_is_self_contained_with_every_section(report_html):
     assert "http://" not in text and "https://" not in text and "<script" not in text
     assert text.count("data:image/png;base64,") >= 8
     assert "NVIDIA H200" in text and "4.16 TB/s" in text  # the ceilings
-    assert text.count("verified: top pick") == 14
+    assert text.count("verified: top pick") == 16 and "top picks held" not in text
+    assert "over the whole run (recommend --verify, wall clock): 15 of 16 held" in text
 
 
 def test_report_refuses_to_overwrite_and_wrong_suffix(report_html):
