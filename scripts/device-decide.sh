@@ -3,7 +3,8 @@
 #   source .device/bootstrap.sh && STEP=measure bash scripts/device-decide.sh
 #       the loop's GPU tests; `umprof run calibration`; the verification set under every strategy
 #   source .device/bootstrap.sh && STEP=verify CAL=results/<gpu>-loop-calibration.parquet bash scripts/device-decide.sh
-#       `recommend --verify --verify-top all` on scenarios/workloads/verify.toml, whole run and --steady
+#       `recommend --verify --verify-top all` on scenarios/workloads/verify.toml (the whole run), then the same
+#       measurements judged per steady iteration (--steady --measured: one measurement serves both modes)
 # Writes logs and result files under $OUT (default ./device-out).
 set -uo pipefail
 OUT="${OUT:-device-out}"
@@ -22,13 +23,12 @@ case "${STEP:-measure}" in
     echo "verification measured in $(( $(date +%s) - start )) s" | tee -a "$OUT/calibration-run.txt"
     ;;
   verify)
-    for mode in "" "--steady"; do
-      start=$(date +%s)
-      python3 -m umprof recommend --from "${CAL:?CAL=calibration results}" --workload scenarios/workloads/verify.toml \
-        --verify --verify-top all $mode -o "$OUT/$gpu-verify${mode:+-steady}.parquet" --force \
-        > "$OUT/recommend-verify${mode:+-steady}.txt" 2>&1
-      echo "verification ($mode) took $(( $(date +%s) - start )) s" | tee -a "$OUT/recommend-verify${mode:+-steady}.txt"
-      tail -22 "$OUT/recommend-verify${mode:+-steady}.txt"
-    done
+    start=$(date +%s)
+    python3 -m umprof recommend --from "${CAL:?CAL=calibration results}" --workload scenarios/workloads/verify.toml \
+      --verify --verify-top all -o "$OUT/$gpu-loop-verify.parquet" --force > "$OUT/$gpu-recommend-verify.txt" 2>&1
+    echo "verification took $(( $(date +%s) - start )) s" | tee -a "$OUT/$gpu-recommend-verify.txt"
+    python3 -m umprof recommend --from "$CAL" --workload scenarios/workloads/verify.toml --steady \
+      --measured "$OUT/$gpu-loop-verify.parquet" > "$OUT/$gpu-recommend-verify-steady.txt" 2>&1
+    tail -20 "$OUT/$gpu-recommend-verify.txt" "$OUT/$gpu-recommend-verify-steady.txt"
     ;;
 esac

@@ -10,11 +10,17 @@ from umprof.model.workload import Workload, from_mapping, load_workloads
 
 def test_example_and_verification_workloads_load():
     (example,) = load_workloads(WORKLOADS / "example.toml")
-    assert example.bytes == 256 * MiB and example.reuse == 16 and example.pattern == "streaming"
+    assert example.bytes == 256 * MiB and example.reuse == 4 and example.read_only and example.host_writes == 0.1
     verify = load_workloads(WORKLOADS / "verify.toml")
-    assert len(verify) >= 8 and len({w.name for w in verify}) == len(verify)
-    kinds = {(w.pattern, w.pingpong, w.touched < 1, w.reuse > 1) for w in verify}
-    assert len(kinds) >= 6  # spread over the space: patterns, ping-pong, sparse, reused
+    assert len(verify) >= 14 and len({w.name for w in verify}) == len(verify)
+    # the space the issue names: 64 KiB..1 GiB, read-only and in place, host writes 1%..100% and none,
+    # host reads none..all, 1..200 iterations, sparse and dense, every pattern
+    assert min(w.bytes for w in verify) == 64 * 1024 and max(w.bytes for w in verify) == 1024 * MiB
+    assert {w.read_only for w in verify} == {True, False}
+    assert {0.0, 0.01, 1.0} <= {w.host_writes for w in verify} and {0.0, 1.0} <= {w.host_reads for w in verify}
+    assert min(w.iterations for w in verify) == 1 and max(w.iterations for w in verify) == 200
+    assert {w.touched < 1 for w in verify} == {True, False}
+    assert {w.pattern for w in verify} == {"streaming", "strided", "random", "warp-pages"}
 
 
 @pytest.mark.parametrize("raw, key", [
