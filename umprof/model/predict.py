@@ -398,15 +398,20 @@ class Calibration:
         if br:
             remote = min(pages.read_remote_bytes, br)
             if k in ("on-demand", "prefetch"):
-                local = "local_read" if self.curve("managed-advise-read-mostly", "local_read") else "host_read"
-                ph["host_read"] = self.curve("managed-advise-read-mostly" if local == "local_read" else strategy,
-                                             local)(br - remote) + c("fault_read", remote)
+                ph["host_read"] = self._managed_local_read(strategy)(br - remote) + c("fault_read", remote)
             elif k == "read-mostly":
                 ph["host_read"] = c("local_read", br)
             else:
                 ph["host_read"] = c("host_read", br)
         ph["other"] = c("gap", B)
         return ph
+
+    def _managed_local_read(self, strategy) -> Curve:
+        """The host reading managed pages that are already on the host: measured as READ_MOSTLY's
+        reads of its own copies (the calibration has no such read for the other managed kinds,
+        whose host reads there follow the kernel's migration); the strategy's own reads without it."""
+        rm = self.curve("managed-advise-read-mostly", "local_read")
+        return rm if rm else self.curve(strategy, "host_read")
 
     def rank(self, w: Workload, steady: bool = False) -> tuple[list[Prediction], dict[str, str]]:
         """Predictions for every strategy that applies, fastest first (by the steady iteration or
