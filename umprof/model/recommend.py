@@ -26,7 +26,7 @@ PHASE_WORDS = {
     "h2d": "copies or prefetches to the device",
     "kernel": "the kernel passes (with any migration on their faults)",
     "d2h": "copies or prefetches back to the host",
-    "host_read": "the host's reads (managed pages fault back first)",
+    "host_read": "the host's reads of the buffer (managed pages on the GPU fault back first)",
     "other": "the host's time between the steps",
 }
 MECHANISM = {
