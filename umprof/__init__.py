@@ -21,6 +21,7 @@ downward only): ``core`` → ``nsight`` → ``measure`` → ``model`` → ``view
 from umprof.api import (
            calibrate,
            compare,
+           estimate,
            load,
            load_calibration,
            recommend,
@@ -33,5 +34,5 @@ from umprof.api import (
 from umprof.core.results import ResultSet
 from umprof.core.version import SCHEMA_VERSION, __version__
 
-__all__ = ["ResultSet", "SCHEMA_VERSION", "__version__", "calibrate", "compare", "load", "load_calibration",
+__all__ = ["ResultSet", "SCHEMA_VERSION", "__version__", "calibrate", "compare", "estimate", "load", "load_calibration",
            "recommend", "report", "run", "select", "verify", "workloads"]

@@ -54,12 +54,13 @@ def select(scenario=(), axes=None) -> list:
 
 def run(scenario=(), axes=None, output=None, *, device: int = 0, force: bool = False, timing: dict | None = None,
         um_counters: str = "sample", allow_oversubscription: bool = False, progress: bool = False,
-        console=None, argv=None) -> ResultSet:
+        console=None, argv=None, budget: float | None = None) -> ResultSet:
     """Measure scenarios on the GPU and return their ResultSet (also saved to ``output``, case by case).
 
     ``scenario``: a name, group or TOML path, a list of them, or Scenario objects from :func:`select`;
     ``axes``: overrides as ``{"bytes": "pow2:24..26"}``; ``timing``: the stopping rule's
-    ``min_samples``, ``min_time``, ``max_noise``, ``timeout``, ``warmup``. Failed cases are rows
+    ``min_samples``, ``min_time``, ``max_noise``, ``timeout`` (each case's budget), ``warmup``;
+    ``budget``: seconds for the whole run, shared among the cases (see :func:`estimate`). Failed cases are rows
     with ``status == "failed"`` and their reason (:meth:`ResultSet.failed_cases` counts them).
     """
     from umprof.measure.runner import run_scenarios
@@ -68,8 +69,18 @@ def run(scenario=(), axes=None, output=None, *, device: int = 0, force: bool = F
     rs, _ = run_scenarios(chosen, output=output or default_output("run"), force=force, device=device,
                           timing=timing, allow_oversubscription=allow_oversubscription,
                           argv=argv or ["umprof.run", *[s.name for s in chosen]], console=console,
-                          progress=progress, um_counters=um_counters)
+                          progress=progress, um_counters=um_counters, budget=budget)
     return rs
+
+
+def estimate(scenarios, timing: dict | None = None, um_counters: str = "sample"):
+    """How long running the scenarios (from :func:`select`) should take, before it starts:
+    a :class:`~umprof.measure.budget.Plan` (``.total_s``, per case ``.names``/``.estimates``)."""
+    from umprof.measure.budget import plan_run
+    from umprof.measure.runner import rule_for
+
+    rules = {s.name: rule_for(s, timing or {}) for s in scenarios}
+    return plan_run(scenarios, rules, um_counters == "sample")
 
 
 def load(path) -> ResultSet:

@@ -23,3 +23,18 @@ def run_cases(ctx_factory, name, rule=QUICK, **axes):
 
 def by(rows, **match):
     return [r for r in rows if all(r.get(k) == v for k, v in match.items())]
+
+
+def assert_faster(name: str, fast: float, slow: float, factor: float = 1.0) -> None:
+    """Assert ``slow > factor * fast`` (times in seconds, or any cost), and record the margin
+    ``slow / fast`` in $UMPROF_MARGINS (one JSON line per check) so that runs on several GPUs
+    show how far each ordering is from its edge."""
+    import json
+    import os
+
+    ratio = slow / fast if fast > 0 else float("inf")
+    log = os.environ.get("UMPROF_MARGINS")
+    if log:
+        with open(log, "a") as f:
+            f.write(json.dumps({"check": name, "fast": fast, "slow": slow, "ratio": ratio, "needed": factor}) + "\n")
+    assert slow > factor * fast, f"{name}: {slow:.4g} is not > {factor} x {fast:.4g} (ratio {ratio:.3f})"

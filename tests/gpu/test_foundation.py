@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from tests.gpu.helpers import by, run_cases
+from tests.gpu.helpers import assert_faster, by, run_cases
 from umprof.measure import strategies
 from umprof.measure.timing import StoppingRule
 
@@ -57,7 +57,7 @@ def test_pinned_h2d_beats_pageable_at_256mib(ctx_factory):
     rows = run_cases(ctx_factory, "transfers", rule=rule, strategy="pageable,pinned", direction="h2d", bytes="256MiB")
     pinned = by(rows, **{"axis.strategy": "pinned", "phase": "h2d"})[0]
     pageable = by(rows, **{"axis.strategy": "pageable", "phase": "h2d"})[0]
-    assert pinned["bytes_per_s"] > 1.2 * pageable["bytes_per_s"]
+    assert_faster("h2d 256MiB: pinned vs pageable (rate)", pageable["bytes_per_s"], pinned["bytes_per_s"], 1.2)
 
 
 def test_managed_prefetch_lifecycle_beats_on_demand_at_256mib(ctx_factory):
@@ -66,16 +66,15 @@ def test_managed_prefetch_lifecycle_beats_on_demand_at_256mib(ctx_factory):
     k = {r["axis.strategy"]: r for r in by(rows, phase="kernel")}
     assert t["managed-prefetch"]["status"] == "ok" and t["managed"]["status"] == "ok"
     # on demand, the kernel pays the page faults; prefetched, it runs from device memory
-    assert k["managed-prefetch"]["time_median_s"] < k["managed"]["time_median_s"] / 2
-    # and moving the data costs less in all: prefetch both ways beats faulting both ways. The
-    # sample's total also holds allocation, host init and free, the same host work for both and
-    # noisier than the difference (seen on the H200: 160 vs 156 ms totals), so it is left out
-    moving = ("h2d", "kernel", "d2h", "host_read")
-
-    def cost(strategy):
-        return sum(r["time_median_s"] for r in rows if r["axis.strategy"] == strategy and r["phase"] in moving)
-
-    assert cost("managed-prefetch") < cost("managed")
+    assert_faster("lifecycle 256MiB kernel: prefetched vs on demand", k["managed-prefetch"]["time_median_s"],
+                  k["managed"]["time_median_s"], 2)
+    # and bringing the data in costs less: one bulk prefetch (~50 GB/s) plus a fault-free kernel
+    # against a kernel that faults its pages in (~20 GB/s). The way back is not judged: a
+    # prefetch to the host and a host read that faults cost about the same (46 against 47 ms on
+    # the H200), which failed a fresh H200 by 5%
+    prefetch = {r["phase"]: r["time_median_s"] for r in rows if r["axis.strategy"] == "managed-prefetch"}
+    assert_faster("lifecycle 256MiB: prefetch+kernel vs on-demand kernel", prefetch["h2d"] + prefetch["kernel"],
+                  k["managed"]["time_median_s"], 1.5)
 
 
 def test_oversubscription_is_refused(session):

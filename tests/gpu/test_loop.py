@@ -4,7 +4,7 @@ the steady state."""
 
 import pytest
 
-from tests.gpu.helpers import by, run_cases
+from tests.gpu.helpers import assert_faster, by, run_cases
 
 EVERY = ("pageable,pinned,write-combined,zero-copy,mapped,managed,managed-prefetch,managed-advise-prefer-gpu,"
          "managed-advise-prefer-host,managed-advise-accessed-by-gpu")
@@ -41,11 +41,12 @@ def test_managed_read_only_input_migrates_once_then_stays(ctx_factory):
                      gpu_writes="0", host_reads="0", iterations="4")
     (t,) = by(rows, phase="total")
     assert t["status"] == "ok", t["reason"]
-    assert t["wall_first_s"] > 3 * t["wall_steady_s"]
+    assert_faster("loop managed read-only: steady vs first iteration", t["wall_steady_s"], t["wall_first_s"], 3)
 
 
 def test_pinned_steady_iteration_pays_the_copies_of_new_data(ctx_factory):
     rows = run_cases(ctx_factory, "calibration-loop-sizes", strategy="pinned", bytes="64MiB", host_writes="0,1",
                      gpu_writes="0", host_reads="0", iterations="4")
     steady = {r["axis.host_writes"]: r["wall_steady_s"] for r in by(rows, phase="total")}
-    assert steady[1.0] > 2 * steady[0.0]  # 64 MiB over PCIe (~1.2 ms) and the host's write against a few passes
+    # 64 MiB over PCIe (~1.2 ms) and the host's write against a few passes
+    assert_faster("loop pinned steady: no new data vs all new", steady[0.0], steady[1.0], 2)

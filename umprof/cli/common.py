@@ -46,7 +46,8 @@ def run_options(fn):
         click.option("--max-noise", type=click.FloatRange(min=0), default=None,
                      help=f"Stop once the relative stdev is under this [{RULE.max_noise}]."),
         click.option("--timeout", type=click.FloatRange(min=0), default=None,
-                     help=f"Give up on the noise target after this many seconds per case [{RULE.timeout}]."),
+                     help=f"Each case's time budget: sampling stops here (the noise target unmet, flagged), and a "
+                          f"warm-up longer than it is the case's one sample [{RULE.timeout}]."),
         click.option("--warmup", type=click.IntRange(min=0), default=None, help=f"Untimed samples before timing [{RULE.warmup}]."),
         click.option("--allow-oversubscription", is_flag=True,
                      help="Allow managed allocations beyond the GPU's free memory. Can hang the GPU: only on a machine you own."),

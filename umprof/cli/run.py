@@ -8,12 +8,18 @@ import click
 
 from umprof import api
 from umprof.cli import common
+from umprof.measure.budget import format_seconds
+
+DEFAULT_SUITE_BUDGET_S = 100.0  # the default suite must answer in under two minutes, setup included
 
 
 @click.command()
 @click.argument("scenarios", nargs=-1)
 @common.run_options
-@click.option("--dry-run", is_flag=True, help="List the cases and exit; touches no GPU.")
+@click.option("--dry-run", is_flag=True, help="List the cases and the time they should take, and exit; touches no GPU.")
+@click.option("--budget", type=click.FloatRange(min=0), default=None, metavar="SECONDS",
+              help=f"Seconds for the whole run, shared among its cases; a case past its share answers from one "
+                   f"sample, flagged. Default: {DEFAULT_SUITE_BUDGET_S:.0f} for the default suite, none otherwise; 0: none.")
 @click.option("--um-counters", type=click.Choice(["sample", "all", "off"]), default="sample", show_default=True,
               help="Unified-memory faults and migrations through CUPTI (needs cupti-python; off under Nsight Systems): "
                    "'sample' counts one extra sample per case so the timed ones run unperturbed; 'all' counts every sample.")
@@ -22,16 +28,24 @@ from umprof.cli import common
                    "and bytes used per sector fetched beside the sector model's prediction.")
 @click.option("--ncu-path", metavar="PATH", default=None, help="The ncu executable (default: $UMPROF_NCU, then PATH, then the usual install folders).")
 def run(scenarios, axes, output, force, device_index, min_samples, min_time, max_noise, timeout, warmup,
-        allow_oversubscription, quiet, dry_run, um_counters, with_ncu, ncu_path):
+        allow_oversubscription, quiet, dry_run, budget, um_counters, with_ncu, ncu_path):
     """Run scenarios (names or groups from `umprof list`, or TOML files; none: the default suite)."""
     chosen = api.select(scenarios, axes)
     console, err = common.out(), common.err()
+    timing = common.timing(min_samples, min_time, max_noise, timeout, warmup)
+    if budget is None and not scenarios:
+        budget = DEFAULT_SUITE_BUDGET_S
     if dry_run:
+        plan = api.estimate(chosen, timing, um_counters)
+        at = 0
         for s in chosen:
             cases = s.cases()
-            console.print(f"[bold]{s.name}[/] ({s.op.name}, {len(cases)} cases)")
+            spent = sum(plan.estimates[at:at + len(cases)])
+            console.print(f"[bold]{s.name}[/] ({s.op.name}, {len(cases)} cases, ~{format_seconds(spent)})")
             for c in cases:
                 console.print(f"  {c.label}")
+            at += len(cases)
+        console.print(plan.describe(budget))
         return
     ncu = None
     if with_ncu:
@@ -41,9 +55,8 @@ def run(scenarios, axes, output, force, device_index, min_samples, min_time, max
     output = output or api.default_output("run")
     try:
         rs = api.run(chosen, output=output, force=force, device=device_index,
-                     timing=common.timing(min_samples, min_time, max_noise, timeout, warmup),
-                     allow_oversubscription=allow_oversubscription, argv=common.argv(), console=err,
-                     progress=not quiet, um_counters=um_counters)
+                     timing=timing, allow_oversubscription=allow_oversubscription, argv=common.argv(), console=err,
+                     progress=not quiet, um_counters=um_counters, budget=budget or None)
     except KeyboardInterrupt:
         err.print(f"interrupted: the cases measured so far are in {output}")
         sys.exit(130)

@@ -19,7 +19,7 @@ import pandas as pd
 
 from umprof.core.errors import UsageError
 from umprof.core.units import format_size
-from umprof.core.version import SCHEMA_VERSION
+from umprof.core.version import READABLE_SCHEMAS, SCHEMA_VERSION
 
 FORMATS = {".parquet": "parquet", ".pq": "parquet", ".csv": "csv", ".json": "json"}
 AXIS_PREFIX = "axis."
@@ -29,7 +29,7 @@ BASE_COLUMNS = [
     "gpu_time_median_s", "gpu_time_mean_s", "gpu_time_stdev_s", "gpu_time_min_s", "gpu_time_max_s", "gpu_time_iqr_s",
     "cpu_time_median_s", "cpu_time_mean_s", "cpu_time_stdev_s", "cpu_time_min_s", "cpu_time_max_s", "cpu_time_iqr_s",
     "time_median_s", "bytes", "bytes_per_s", "ceiling", "ceiling_bytes_per_s", "util", "d2d_util",
-    "noise_rel", "unstable", "stop_reason",
+    "noise_rel", "unstable", "stop_reason", "case_wall_s",
 ]
 
 
@@ -104,12 +104,29 @@ class ResultSet:
                 frame = pd.DataFrame(header.pop("cases"))
         except UsageError:
             raise
-        except Exception as e:
-            raise UsageError(f"{path}: could not read it as {fmt}: {e}") from None
-        version = header.get("schema_version")
-        if version != SCHEMA_VERSION:
-            raise UsageError(f"{path}: schema_version {version!r}; this umprof reads version {SCHEMA_VERSION}")
+        except Exception as e:  # truncated, foreign, or not text: one line that names the file
+            detail = (str(e).strip().splitlines() or [type(e).__name__])[0]
+            raise UsageError(f"{path}: could not read it as {fmt} (truncated, or not an umprof result?): {detail}") from None
+        if not isinstance(header, dict):
+            raise UsageError(f"{path}: not an umprof result (its header is not a JSON object)")
+        frame = _upgrade(path, header, frame)
         return cls(frame=frame, meta=header.get("meta", {}), devices=header.get("devices", []))
+
+
+def _upgrade(path: Path, header: dict, frame: pd.DataFrame) -> pd.DataFrame:
+    """The frame in this umprof's layout, from any layout it reads; a layout it cannot read
+    is refused by name."""
+    version = header.get("schema_version")
+    if version not in READABLE_SCHEMAS:
+        if isinstance(version, int) and version > SCHEMA_VERSION:
+            raise UsageError(f"{path}: result schema version {version} was written by a newer umprof; this one "
+                             f"reads versions {READABLE_SCHEMAS[0]}..{READABLE_SCHEMAS[-1]}: upgrade umprof to read it")
+        raise UsageError(f"{path}: schema_version {version!r} is not a result layout umprof knows "
+                         f"(this one reads versions {READABLE_SCHEMAS[0]}..{READABLE_SCHEMAS[-1]})")
+    if version < 2:  # version 1 had no case wall time
+        frame = frame.copy()
+        frame["case_wall_s"] = float("nan")
+    return frame
 
 
 def slug(text: str) -> str:

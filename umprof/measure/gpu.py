@@ -110,6 +110,7 @@ class Session:
         self.allow_oversubscription = allow_oversubscription
         self._cu = None
         self._events = None  # created on first use, reused by every sample
+        self.recoveries = 0  # contexts re-created after sticky errors
 
     # -- facts ---------------------------------------------------------------------------
     def attribute(self, name: str, default=None):
@@ -214,6 +215,30 @@ class Session:
 
     def synchronize(self) -> None:
         self.cuda.Context.synchronize()
+
+    def healthy(self) -> bool:
+        """False after a sticky CUDA error (a kernel that trapped, an illegal address): the
+        context refuses all further work until it is re-created (:meth:`recover`)."""
+        try:
+            self.synchronize()
+            self.cuda.mem_get_info()
+            return True
+        except Exception:
+            return False
+
+    def recover(self) -> None:
+        """Re-create the context after a sticky error: the primary context is reset (what was
+        allocated in it is gone, the kernels must be loaded again) and made current afresh."""
+        for step in (self.context.pop, lambda: check(self.cu.cuDevicePrimaryCtxReset(self.cu.CUdevice(self.index))),
+                     self.context.detach):
+            try:
+                step()
+            except Exception:
+                pass  # the dead context may refuse each step; the reset is what matters
+        self.context = self.device.retain_primary_context()
+        self.context.push()
+        self._events = None
+        self.recoveries += 1
 
     def close(self) -> None:
         try:

@@ -1,8 +1,8 @@
 """CUDA kernels from kernels/*.cu: compiled and loaded once, before anything is timed.
 
 A kernel is named ``FILE.cu:SYMBOL`` (symbols are ``extern "C"``). Compilation goes through
-nvcc for the device's own architecture (pycuda caches the cubin), so no JIT happens inside
-a timed region. Each loaded kernel reports its registers, local (spill) memory and shared
+nvcc for the device's own architecture, cached on disk (:mod:`umprof.measure.cubins`), so no
+JIT happens inside a timed region and a second run compiles nothing. Each loaded kernel reports its registers, local (spill) memory and shared
 memory (the compiler's resource report, also checked without a GPU by :func:`resource_usage`).
 """
 
@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from umprof.core.errors import GpuUnavailable, UsageError
+from umprof.core.errors import UsageError
 from umprof.core.resources import kernels_dir
 
 BASE_OPTIONS = ["-lineinfo", "-std=c++17"]
@@ -86,6 +86,7 @@ class KernelCache:
         self._modules = {}
         self._kernels = {}
         self._cu_functions = {}
+        self.compiled = 0  # modules nvcc compiled (the rest came from the disk cache)
         major, minor = session.device.compute_capability()
         self.arch = f"sm_{major}{minor}"
 
@@ -127,13 +128,10 @@ class KernelCache:
     def _module(self, file, options):
         key = (file, options)
         if key not in self._modules:
-            if shutil.which("nvcc") is None:
-                raise GpuUnavailable("nvcc is not on PATH: umprof compiles its kernels with the CUDA toolkit's nvcc; install it or add it to PATH")
-            from pycuda.compiler import compile as nvcc_compile
+            from umprof.measure.cubins import compile_cubin
 
-            path = source_path(file)
-            cubin = nvcc_compile(path.read_text(), options=BASE_OPTIONS + list(options), no_extern_c=True,
-                                 arch=self.arch, include_dirs=[str(path.parent)])
+            cubin, cached = compile_cubin(source_path(file), self.arch, BASE_OPTIONS + list(options))
+            self.compiled += not cached
             self._modules[key] = (self.session.cuda.module_from_buffer(cubin), cubin)
         return self._modules[key]
 

@@ -7,6 +7,7 @@ import math
 import platform
 import sys
 import time
+from dataclasses import replace
 from datetime import datetime, timezone
 
 import numpy as np
@@ -117,8 +118,23 @@ def _base(scenario, case) -> dict:
     return row
 
 
-def measure_case(ctx, case, rule: StoppingRule) -> list[dict]:
-    """Prepare, warm up, sample until the rule says stop; rows for the case (ok, skipped or failed)."""
+def measure_case(ctx, case, rule: StoppingRule, share: float | None = None) -> list[dict]:
+    """Prepare, warm up, sample until the rule says stop; rows for the case (ok, skipped or
+    failed), each with the case's wall time in ``case_wall_s``.
+
+    The case's budget is the rule's timeout, or its ``share`` of a run budget if that is less:
+    a case whose warm-up alone outlasts it answers from that one sample, flagged, and is not
+    sampled again (nor counted by CUPTI).
+    """
+    t0 = time.perf_counter()
+    rows = _measure(ctx, case, rule, share, t0)
+    wall = time.perf_counter() - t0
+    for r in rows:
+        r["case_wall_s"] = wall
+    return rows
+
+
+def _measure(ctx, case, rule, share, t0) -> list[dict]:
     scenario, session = ctx.scenario, ctx.session
     try:
         run = scenario.op.prepare(ctx, case)
@@ -127,21 +143,26 @@ def measure_case(ctx, case, rule: StoppingRule) -> list[dict]:
     except UmprofError as e:
         return [status_row(scenario, case, "failed", str(e))]
     except Exception as e:  # a CUDA error while preparing: recorded, the run goes on
-        return [status_row(scenario, case, "failed", f"{type(e).__name__}: {e}")]
+        return [status_row(scenario, case, "failed", _reason(e))]
     verify_each = run.verify_every_sample
+    budget = rule.timeout if share is None else min(rule.timeout, share)
     try:
-        samples, why = [], None
+        samples, why, over = [], None, False
         for _ in range(rule.warmup):
             run.reset()
             timer = PhaseTimer(session)
             run.sample(timer)
             warm = timer.finish()  # drains the warm-up's UM records so they count nowhere
-            run.verify()
-            if warm.total_s > rule.timeout:
-                # a pathological case: the warm-up alone outlasted the case's time; it is the one
+            if verify_each:
+                run.verify()
+            if warm.total_s > budget:
+                # a pathological case: the warm-up alone outlasted the case's budget; it is the one
                 # sample, flagged, rather than paying as much again for a second
-                samples, why = [warm], f"one sample: the warm-up took {warm.total_s:.1f} s > timeout {rule.timeout} s"
+                samples, over = [warm], True
+                why = f"one sample: the warm-up took {warm.total_s:.2g} s, over the case's budget of {budget:.2g} s"
                 break
+        # what is left of the case's budget bounds the sampling (a run budget's share included)
+        sampling = rule if share is None else replace(rule, timeout=max(0.0, budget - (time.perf_counter() - t0)))
         start, done = time.perf_counter(), bool(samples)
         while not done:
             run.reset()
@@ -150,14 +171,19 @@ def measure_case(ctx, case, rule: StoppingRule) -> list[dict]:
             samples.append(timer.finish())
             if verify_each:
                 run.verify()
-            done, why = rule.check([s.total_s for s in samples], time.perf_counter() - start)
+            done, why = sampling.check([s.total_s for s in samples], time.perf_counter() - start)
         if not verify_each:
             run.verify()
         rows = case_rows(scenario, case, samples, why, ctx.info_dict, run.extra)
         run.finish_rows(rows)  # figures the op derives from several phases
         um = getattr(session, "um", None)
-        if um is not None and not um.counting and scenario.op.counts_um:  # 'sample' mode: one counted sample after the timed ones
-            _add_counted_sample(run, session, rows)
+        # 'sample' mode: one counted sample after the timed ones, for cases that use managed memory
+        if um is not None and not um.counting and scenario.op.counts_um and run.uses_managed_memory:
+            if over:
+                for r in rows:
+                    r["stop_reason"] += "; UM not counted (over the case's budget)"
+            else:
+                _add_counted_sample(run, session, rows)
         if um is not None and hasattr(run, "check_rows"):
             run.check_rows(rows)  # the op's own sanity check of the counters
         return rows
@@ -166,12 +192,18 @@ def measure_case(ctx, case, rule: StoppingRule) -> list[dict]:
     except CaseFailed as e:
         return [status_row(scenario, case, "failed", str(e), run.extra)]
     except Exception as e:
-        return [status_row(scenario, case, "failed", f"{type(e).__name__}: {e}", run.extra)]
+        return [status_row(scenario, case, "failed", _reason(e), run.extra)]
     finally:
         try:
             run.close()
         except Exception:
             pass
+
+
+def _reason(e: Exception) -> str:
+    """An unexpected error as one line: its type and its first line."""
+    text = (str(e).strip().splitlines() or [""])[0]
+    return f"{type(e).__name__}: {text}" if text else type(e).__name__
 
 
 def _add_counted_sample(run, session, rows) -> None:
@@ -227,29 +259,35 @@ def compiled_kernels(session, scenarios):
 
 
 def run_scenarios(scenarios, *, output, force=False, device=0, timing=None, allow_oversubscription=False,
-                  argv=None, console=None, progress=True, um_counters="sample"):
-    """Run every case of every scenario; returns (ResultSet, cases failed). Saves as it goes."""
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        TextColumn,
-        TimeElapsedColumn,
-    )
+                  argv=None, console=None, progress=True, um_counters="sample", budget=None):
+    """Run every case of every scenario; returns (ResultSet, cases failed). Saves as it goes.
+
+    ``budget``: seconds for the whole run (None: none); each case gets its share of what is
+    left (:class:`~umprof.measure.budget.RunBudget`). A case that breaks the CUDA context (a
+    kernel that traps) is recorded as failed and the context is re-created for the next one.
+    """
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from umprof.measure import device as devmod
+    from umprof.measure.budget import RunBudget, format_seconds, plan_run
     from umprof.measure.gpu import open_session
     from umprof.measure.ops import RunContext
 
+    t_start = time.perf_counter()
     timing = timing or {}
     rules = {s.name: rule_for(s, timing) for s in scenarios}  # validated before the GPU is touched
     plan = [(s, s.cases()) for s in scenarios]
+    estimate = plan_run(scenarios, rules, um_counters == "sample")
     writer = ResultWriter(output, run_meta(argv or sys.argv, rules), force=force)
+    writer.meta["budget_s"] = budget
+    writer.meta["estimate_s"] = round(estimate.total_s, 1)
     session = open_session(device, allow_oversubscription, um_counters=um_counters != "off")
     if session.um is not None and um_counters == "sample":
         session.um.disable()  # timed samples run uncounted; each case adds one counted sample
     writer.meta["um_counters"] = (f"{session.um_note}, mode {um_counters}" if session.um is not None
                                   else session.um_note if um_counters != "off" else "off (--um-counters off)")
+    if console is not None and progress:
+        console.print(estimate.describe(budget))
     if um_counters != "off" and session.um is None and console is not None:
         console.print(f"[yellow]unified-memory counters {session.um_note}[/]")
     failed = 0
@@ -260,24 +298,38 @@ def run_scenarios(scenarios, *, output, force=False, device=0, timing=None, allo
         writer.devices = [info_dict]
         writer.meta["driver"] = info.driver
         kernels = compiled_kernels(session, scenarios)
+        writer.meta["kernels_compiled"] = kernels.compiled
+        writer.meta["setup_s"] = round(time.perf_counter() - t_start, 2)
+        shares = RunBudget(estimate, budget)
         total = sum(len(c) for _, c in plan)
         columns = [TextColumn("[bold]{task.fields[scenario]}"), BarColumn(), MofNCompleteColumn(),
-                   TimeElapsedColumn(), TextColumn("{task.fields[case]}")]
+                   TimeElapsedColumn(), TextColumn("{task.fields[left]}"), TextColumn("{task.fields[case]}")]
         with Progress(*columns, console=console, disable=not progress, transient=True) as bar:
-            task = bar.add_task("run", total=total, scenario="", case="")
+            task = bar.add_task("run", total=total, scenario="", case="",
+                                left=f"~{format_seconds(shares.time_left())} left")
             for s, cases in plan:
                 ctx = RunContext(session, kernels, info, s, info_dict)
                 with nvtx.range(f"scenario {s.name}", category="scenario"):
                     for case in cases:
                         bar.update(task, scenario=s.name, case=case.label)
                         with nvtx.range(f"case {case.label}", category="case"):
-                            rows = measure_case(ctx, case, rules[s.name])
-                        failed += any(r["status"] == "failed" for r in rows)
+                            rows = measure_case(ctx, case, rules[s.name], shares.share(time.perf_counter() - t_start))
+                        if any(r["status"] == "failed" for r in rows):
+                            failed += 1
+                            if not session.healthy():  # a sticky error: later cases need a new context
+                                session.recover()
+                                kernels = compiled_kernels(session, scenarios)
+                                ctx = RunContext(session, kernels, info, s, info_dict)
+                                for r in rows:
+                                    r["reason"] += " (the CUDA context was lost and re-created for the next case)"
                         writer.add(rows)
-                        bar.advance(task)
+                        shares.finished(rows[0]["case_wall_s"])
+                        bar.update(task, advance=1, left=f"~{format_seconds(shares.time_left())} left")
         if session.um is not None:  # the whole process' UM traffic, resets and warm-ups included
             session.um.drain()
             writer.meta["um_totals"] = dict(session.um.totals)
+        writer.meta["context_recoveries"] = session.recoveries
+        writer.meta["wall_s"] = round(time.perf_counter() - t_start, 2)
         writer.flush()
     finally:
         session.close()

@@ -43,6 +43,7 @@ class Strategy:
     moves_data = False  # has to_device / to_host steps (copies or prefetches)
     over_link = False  # kernels read the data across PCIe (zero-copy, mapped, system)
     managed = False
+    pages_migrate = False  # the driver migrates its pages (managed, HMM system memory): CUPTI's UM counters see it
     advice = None  # managed memory's cuMemAdvise ("read-mostly", "prefer-gpu", ...), else None
     copies = False  # explicit cudaMemcpy between a host buffer and a cudaMalloc'd one
 
@@ -170,6 +171,7 @@ class Managed(Strategy):
     """cuMemAllocManaged; on demand unless ``prefetch``; ``advice`` applied at allocation."""
 
     managed = True
+    pages_migrate = True
 
     def __init__(self, name, about, prefetch=False, advice=None):
         self.name, self.about, self.prefetch, self.advice = name, about, prefetch, advice
@@ -209,6 +211,7 @@ class Managed(Strategy):
 
 class System(Strategy):
     name = "system"
+    pages_migrate = True
     about = "plain malloc'd memory used by kernels directly (HMM / ATS); only where the device reports pageable access"
     over_link = True
 

@@ -33,7 +33,19 @@ def test_run_dry_run_touches_no_gpu(runner, monkeypatch):
     monkeypatch.setenv("UMPROF_NO_GPU", "1")
     r = runner.invoke(cli, ["run", "--dry-run", "host-strategies", "-a", "bytes=pow2:20..22:2", "-a", "reuse=1"])
     assert r.exit_code == 0, r.output
-    assert "host-strategies (lifecycle, 24 cases)" in r.output
+    assert "host-strategies (lifecycle, 24 cases, ~" in r.output
+    assert "24 cases: about" in r.output and "(no budget)" in r.output
+
+
+def test_dry_run_of_the_default_suite_shows_its_estimate_and_budget(runner, monkeypatch):
+    monkeypatch.setenv("UMPROF_NO_GPU", "1")
+    r = runner.invoke(cli, ["run", "--dry-run"])
+    assert r.exit_code == 0, r.output
+    assert "(budget 1 min 40 s)" in r.output.splitlines()[-1]
+    r = runner.invoke(cli, ["run", "--dry-run", "--budget", "30", "transfers"])
+    assert "(budget 30 s)" in r.output.splitlines()[-1]
+    r = runner.invoke(cli, ["run", "--dry-run", "--budget", "-1"])
+    assert r.exit_code == 2 and "--budget" in r.output
 
 
 @pytest.mark.parametrize("args,match", [

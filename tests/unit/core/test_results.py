@@ -112,11 +112,45 @@ def test_load_errors(tmp_path, name, content, match):
         ResultSet.load(p)
 
 
-def test_load_refuses_other_schema(tmp_path):
+def test_load_refuses_a_newer_schema_by_name(tmp_path):
     p = tmp_path / "x.json"
     p.write_text('{"schema_version": 99, "cases": []}')
-    with pytest.raises(UsageError, match="schema_version 99"):
+    with pytest.raises(UsageError, match="schema version 99 was written by a newer umprof.*upgrade umprof"):
         ResultSet.load(p)
+    p.write_text('{"schema_version": "one", "cases": []}')
+    with pytest.raises(UsageError, match="schema_version 'one' is not a result layout umprof knows"):
+        ResultSet.load(p)
+
+
+def test_version_1_files_are_read_and_upgraded(tmp_path):
+    """The committed results of earlier versions stay readable: case_wall_s appears, empty."""
+    from tests.unit.data import RESULTS
+
+    old = ResultSet.load(RESULTS / "nvidia-h200-default.parquet")
+    assert "case_wall_s" in old.frame.columns and old.frame["case_wall_s"].isna().all()
+    p = tmp_path / "v1.json"
+    p.write_text('{"schema_version": 1, "meta": {}, "devices": [], "cases": [{"scenario": "s", "case": "c"}]}')
+    assert ResultSet.load(p).frame["case_wall_s"].isna().all()
+
+
+@pytest.mark.parametrize("suffix", [".parquet", ".csv", ".json"])
+def test_truncated_files_are_one_line_naming_the_file(tmp_path, suffix):
+    from click.testing import CliRunner
+
+    from umprof.cli import cli
+
+    good = tmp_path / f"good{suffix}"
+    s, c = _case()
+    ResultSet(pd.DataFrame(case_rows(s, c, _samples(), None, INFO, {})), {"argv": []}, []).save(good)
+    data = good.read_bytes()
+    cut = tmp_path / f"cut{suffix}"
+    cut.write_bytes(data[: len(data) // 2] if suffix != ".csv" else data[:40])
+    for command in (["show", str(cut)], ["compare", str(good), str(cut)],
+                    ["report", str(cut), "-o", str(tmp_path / "r.html")]):
+        res = CliRunner().invoke(cli, command)
+        assert res.exit_code == 2, (command, res.output)
+        lines = res.output.strip().splitlines()
+        assert len(lines) == 1 and str(cut) in lines[0] and "Traceback" not in res.output, res.output
 
 
 def test_parquet_keeps_a_column_of_mixed_types(tmp_path):

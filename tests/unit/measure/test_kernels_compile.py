@@ -69,3 +69,43 @@ def test_workload_expected_values_follow_the_passes_and_the_host_turns():
     assert np.array_equal(got, y)
     no_pp = expected_after(x0, mask, reuse=2, iterations=3, pingpong=False)
     assert np.array_equal(no_pp[~mask], x0[~mask]) and not np.array_equal(no_pp[mask], x0[mask])
+
+
+def test_cubins_are_cached_on_disk_by_source_options_and_arch(tmp_path, monkeypatch):
+    """The second compile of the same kernel comes from the cache; a change to the source, an
+    included file, the options or the architecture compiles afresh."""
+    from umprof.measure import cubins
+
+    monkeypatch.setenv("UMPROF_CACHE_DIR", str(tmp_path / "cache"))
+    (tmp_path / "common.cuh").write_text("#define SCALE 3u\n")
+    src = tmp_path / "k.cu"
+    src.write_text('#include "common.cuh"\nextern "C" __global__ void k(unsigned* x) { x[threadIdx.x] *= SCALE; }\n')
+    cubin, cached = cubins.compile_cubin(src, "sm_90", ["-lineinfo"])
+    assert cubin[:4] == b"\x7fELF" and not cached
+    again, cached = cubins.compile_cubin(src, "sm_90", ["-lineinfo"])
+    assert cached and again == cubin
+    assert not cubins.compile_cubin(src, "sm_80", ["-lineinfo"])[1]
+    assert not cubins.compile_cubin(src, "sm_90", [])[1]
+    (tmp_path / "common.cuh").write_text("#define SCALE 5u\n")
+    assert not cubins.compile_cubin(src, "sm_90", ["-lineinfo"])[1]
+    assert len(list((tmp_path / "cache").glob("k-sm_*.cubin"))) == 4
+
+
+def test_cubin_cache_that_cannot_be_written_still_compiles(tmp_path, monkeypatch):
+    from umprof.measure import cubins
+
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    monkeypatch.setenv("UMPROF_CACHE_DIR", str(blocker / "sub"))  # a path under a file: not creatable
+    src = kernels_dir() / "lifecycle.cu"
+    assert cubins.compile_cubin(src, "sm_90", ["-std=c++17"])[0][:4] == b"\x7fELF"
+
+
+def test_nvcc_errors_name_the_file(tmp_path, monkeypatch):
+    from umprof.measure import cubins
+
+    monkeypatch.setenv("UMPROF_CACHE_DIR", str(tmp_path / "cache"))
+    bad = tmp_path / "bad.cu"
+    bad.write_text("this is not CUDA\n")
+    with pytest.raises(RuntimeError, match="nvcc failed on bad.cu for sm_90"):
+        cubins.compile_cubin(bad, "sm_90", [])

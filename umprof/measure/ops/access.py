@@ -130,6 +130,7 @@ def _coalescing_kernels(scenario):
 
 register(Op(
     name="coalescing",
+    sample_rate=1e11, min_sample_s=1e-3,  # device kernels, repeated to ~1 ms
     about="read / write / copy element i*stride+offset: strides, offsets, element widths, unrolling, L1 policy",
     axes=AxisSet([
         AxisSpec("access", "choice", default=("read", "write", "copy"), choices=("read", "write", "copy")),
@@ -217,6 +218,7 @@ class LayoutRun(DeviceRun):
 
 register(Op(
     name="layout",
+    sample_rate=1e11, min_sample_s=1e-3,  # device kernels, repeated to ~1 ms
     about="array of structures vs structure of arrays; plain vs const __restrict__ vs __ldg loads; L1 policy",
     axes=AxisSet([
         AxisSpec("variant", "choice", default=LAYOUTS, choices=LAYOUTS),

@@ -27,9 +27,12 @@ class RunContext:
 class CaseRun:
     """One case's prepared state. ``extra`` holds per-case facts written with its rows.
     ``verify_every_sample = False`` checks the output once, after the last sample (for checks
-    that read back a whole buffer of hundreds of MiB)."""
+    that read back a whole buffer of hundreds of MiB). ``uses_managed_memory = False`` spares
+    a case without managed memory the extra sample counted by CUPTI."""
 
     verify_every_sample = True
+    # whether the case uses managed memory: only such cases get the counted UM sample
+    uses_managed_memory = True
 
     def __init__(self):
         self.extra: dict = {}
@@ -67,6 +70,10 @@ class Op:
     kernels: Callable | None = None
     merge: Callable | None = None  # params → params of an equivalent case, or None to drop it
     counts_um: bool = False  # its cases may use managed memory: the runner adds a sample with UM counters on
+    # what the run's time estimate assumes (umprof.measure.budget): a sample's bytes per second
+    # (the buffer's bytes, times iterations or rounds), and the shortest sample
+    sample_rate: float = 2e9
+    min_sample_s: float = 1e-4
 
     def canonical(self, params: dict) -> dict | None:
         """Params of an equivalent case (merged at expansion), or None to drop the combination."""

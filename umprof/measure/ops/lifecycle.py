@@ -122,6 +122,7 @@ class LifecycleRun(CaseRun):
         p = case.params
         self.session = s = ctx.session
         self.strategy = strategies.get(p["strategy"])
+        self.uses_managed_memory = self.strategy.pages_migrate
         why = self.strategy.unsupported(ctx.info)
         if why:
             raise CaseSkipped(why)
@@ -256,6 +257,7 @@ OP = register(Op(
     kernel_signature="PQ",
     phases=("alloc", "host_init", "h2d", "kernel", "d2h", "host_turn", "host_read", "free"),
     counts_um=True,
+    sample_rate=1.8e9,  # a 256 MiB lifecycle: ~150 ms on the H200 (pinned alloc and host passes dominate)
     run=LifecycleRun,
     kernels=_lifecycle_kernels,
     merge=_lifecycle_merge,

@@ -294,6 +294,7 @@ OP = register(Op(
     default_kernel=KERNEL,
     kernel_signature=SIGNATURE,
     phases=("alloc", "host_init", "first", "host_write", "h2d", "kernel", "d2h", "host_read", "free"),
+    sample_rate=1.5e9,  # per iteration: host writes and reads, copies both ways
     counts_um=False,  # the loop's samples are whole runs: a counted one costs as much again (--um-counters all counts)
     run=LoopRun,
     merge=_merge,

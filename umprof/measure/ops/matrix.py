@@ -126,6 +126,7 @@ def _traversal_kernels(scenario):
 
 register(Op(
     name="traversal",
+    sample_rate=1e11, min_sample_s=1e-3,  # device kernels, repeated to ~1 ms
     about="sum of a square matrix by rows or by columns, float or float4, over threads per block and blocks",
     axes=AxisSet([
         AxisSpec("order", "choice", default=("rows", "cols"), choices=("rows", "cols")),
@@ -239,6 +240,7 @@ def _add_merge(params):
 
 register(Op(
     name="matrix_add",
+    sample_rate=1e11, min_sample_s=1e-3,  # device kernels, repeated to ~1 ms
     about="C = A + B on int matrices: 2D/2D row- or column-major, 1D/1D, 2D grid of 1D blocks; H2D, kernel, D2H",
     axes=AxisSet([
         AxisSpec("organisation", "choice", default=ORGANISATIONS, choices=ORGANISATIONS,
@@ -323,6 +325,7 @@ def _transpose_merge(params):
 
 register(Op(
     name="transpose",
+    sample_rate=1e11, min_sample_s=1e-3,  # device kernels, repeated to ~1 ms
     about="matrix transpose: naive both ways, diagonal block order, shared-memory tiles with and without padding",
     axes=AxisSet([
         AxisSpec("variant", "choice", default=TRANSPOSES, choices=TRANSPOSES),

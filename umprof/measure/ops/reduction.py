@@ -115,6 +115,7 @@ def _merge(params):
 
 register(Op(
     name="reduction",
+    sample_rate=1e11, min_sample_s=1e-3,  # device kernels, repeated to ~1 ms
     about="sum of n doubles: per-thread chunks, grid-stride, shared-memory tree per block, all on the GPU in two kernels",
     axes=AxisSet([
         AxisSpec("variant", "choice", default=VARIANTS, choices=VARIANTS),

@@ -122,4 +122,6 @@ OP = register(Op(
     phases=("h2d", "d2h", "d2d"),
     run=TransferRun,
     merge=_merge,
+    sample_rate=20e9,
+    min_sample_s=1e-3,  # small copies repeat until a phase lasts ~1 ms
 ))

@@ -164,6 +164,7 @@ register(Op(
     ]),
     phases=("h2d", "kernel", "d2h", "host_read"),
     counts_um=True,
+    sample_rate=2.4e9,
     run=PagesRun,
     kernels=_pages_kernels,
     merge=_pages_merge,
@@ -189,6 +190,7 @@ class AdviceRun(CaseRun):
         s = self.session = ctx.session
         self.pattern, self.nbytes, self.rounds = p["pattern"], p["bytes"], p["rounds"] or 1
         self.st = strategies.get(p["strategy"])
+        self.uses_managed_memory = self.st.pages_migrate
         why = self.st.unsupported(ctx.info)
         if why:
             raise CaseSkipped(why)
@@ -311,6 +313,7 @@ register(Op(
     ]),
     phases=("host_init", "h2d", "kernel", "d2h", "host_read"),
     counts_um=True,
+    sample_rate=1.5e9,
     run=AdviceRun,
     kernels=_advice_kernels,
     merge=_advice_merge,
@@ -328,6 +331,7 @@ class SparseRun(CaseRun):
         p = case.params
         s = self.session = ctx.session
         self.st = strategies.get(p["strategy"])
+        self.uses_managed_memory = self.st.pages_migrate
         why = self.st.unsupported(ctx.info)
         if why:
             raise CaseSkipped(why)
@@ -387,6 +391,7 @@ register(Op(
     ]),
     phases=("h2d", "kernel"),
     counts_um=True,
+    sample_rate=3e9,
     run=SparseRun,
     kernels=lambda scenario: [(f"{KERNELS}:sum_pages", SIG["sum_pages"], tuple(scenario.compile_options))],
 ))
