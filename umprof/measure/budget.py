@@ -14,7 +14,8 @@ import math
 from dataclasses import dataclass
 
 SETUP_S = 4.0  # opening the GPU, querying it, the device-copy ceiling, loading kernels
-CASE_OVERHEAD_S = 0.01  # preparing, checking and saving one case
+CASE_OVERHEAD_S = 0.01  # saving one case
+PREPARE_BYTES_PER_S = 1.5e9  # allocating, filling and checking a case's buffers, per byte (H200: ~1 s per GiB)
 MIN_SHARE_S = 0.05  # a case's share never falls below this: one sample still runs
 
 
@@ -28,16 +29,18 @@ def sample_estimate(op, params: dict) -> float:
     return max(floor, nbytes * repeats / rate)
 
 
-def case_estimate(rule, sample_s: float, counted: bool = False) -> float:
-    """Seconds a case takes under the stopping rule: warm-up, samples until the rule stops
-    (the timeout where the noise target may not be met), the counted UM sample."""
+def case_estimate(rule, sample_s: float, counted: bool = False, nbytes: int = 0) -> float:
+    """Seconds a case takes under the stopping rule: preparing and checking its ``nbytes``,
+    warm-up, samples until the rule stops (the timeout where the noise target may not be met),
+    the counted UM sample."""
     warm = rule.warmup * sample_s
+    overhead = CASE_OVERHEAD_S + nbytes / PREPARE_BYTES_PER_S
     if rule.warmup and sample_s > rule.timeout:  # the warm-up is the one sample
-        return CASE_OVERHEAD_S + warm
+        return overhead + warm
     wanted = max(rule.min_samples * sample_s, rule.min_time)
     # small samples often miss the noise target and run to the timeout; long ones meet it in min_samples
     sampling = rule.timeout if wanted < rule.timeout / 4 else min(rule.timeout + sample_s, wanted)
-    return CASE_OVERHEAD_S + warm + sampling + (sample_s if counted else 0.0)
+    return overhead + warm + sampling + (sample_s if counted else 0.0)
 
 
 @dataclass
@@ -65,7 +68,7 @@ def plan_run(scenarios, rules: dict, counted_ops: bool = True) -> Plan:
         for case in s.cases():
             t = sample_estimate(s.op, case.params)
             names.append(f"{s.name} {case.label}")
-            est.append(case_estimate(rule, t, counted_ops and s.op.counts_um))
+            est.append(case_estimate(rule, t, counted_ops and s.op.counts_um, case.params.get("bytes") or 0))
     return Plan(names, est)
 
 

@@ -163,3 +163,34 @@ def test_an_unexpected_error_is_one_line():
 
     rows = measure_case(_ctx(Broken()), CASE, RULE)
     assert rows[-1]["status"] == "failed" and rows[-1]["reason"] == "RuntimeError: cuMemAlloc failed: out of memory"
+
+
+def test_preparing_a_case_costs_in_proportion_to_its_bytes():
+    rule = StoppingRule(min_samples=5, min_time=0.02, timeout=0.5, warmup=1)
+    assert bmod.case_estimate(rule, 1e-3, nbytes=2**30) - bmod.case_estimate(rule, 1e-3) == pytest.approx(
+        2**30 / bmod.PREPARE_BYTES_PER_S)
+
+
+def test_reference_arrays_are_shared_read_only_and_bounded():
+    import numpy as np
+
+    from umprof.core.memo import bytes_bounded_cache
+
+    calls = []
+
+    @bytes_bounded_cache(3000)
+    def make(n):
+        calls.append(n)
+        return np.zeros(n, np.uint8)
+
+    a = make(1000)
+    assert make(1000) is a and calls == [1000]
+    with pytest.raises(ValueError):
+        a[0] = 1  # shared by every case: nobody may write it
+    make(1500)
+    make(1200)  # 3700 bytes: the oldest (1000) goes
+    make(1000)
+    assert calls == [1000, 1500, 1200, 1000]
+    make(5000)  # larger than the limit: computed, never kept
+    make(5000)
+    assert calls[-2:] == [5000, 5000]

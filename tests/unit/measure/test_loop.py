@@ -11,7 +11,7 @@ from umprof.measure.scenario import resolve
 
 def simulate(n, reuse, touched, pattern, stride, hw, gw, iterations):
     """The loop as the op runs it, pass by pass: (last result mod 2^64, final buffer)."""
-    x = initial_pattern(n)
+    x = initial_pattern(n).copy()  # shared and read-only: this simulation writes it
     x0 = x.copy()
     _, sel, wr = masks(n, touched, pattern, stride, gw)
     h = region_words(n, hw)

@@ -23,6 +23,7 @@ import numpy as np
 
 from umprof.core.axes import AxisSet, AxisSpec
 from umprof.core.errors import CaseSkipped
+from umprof.core.memo import bytes_bounded_cache
 from umprof.measure import strategies
 from umprof.measure.ops.base import CaseRun, Op, register
 from umprof.measure.ops.checks import check_readback, spot_indices
@@ -32,6 +33,8 @@ PATTERNS = ("streaming", "strided", "random", "warp-pages")  # how touch_pass wa
 PAGE_BYTES = 64 * 1024  # the granule of `touched`: whole pages of this size are touched or not
 PAGE_WORDS = PAGE_BYTES // 4
 PATTERN_CODE = {name: i for i, name in enumerate(PATTERNS)}
+# initial values and expected outputs kept for the cases that share them (every strategy of a workload)
+REFERENCE_CACHE_BYTES = 3 * 1024**3
 
 
 def lifecycle_expected(x0: np.ndarray, reuse: int) -> np.ndarray:
@@ -41,6 +44,7 @@ def lifecycle_expected(x0: np.ndarray, reuse: int) -> np.ndarray:
     return x0 * np.uint32(a) + np.uint32(b)
 
 
+@bytes_bounded_cache(REFERENCE_CACHE_BYTES)
 def initial_pattern(n: int) -> np.ndarray:
     """Distinct, non-zero-ish uint32 values (a Knuth multiplicative hash of the index)."""
     return (np.arange(n, dtype=np.uint32) * np.uint32(2654435761)) + np.uint32(12345)
@@ -96,7 +100,7 @@ def expected_after(x0: np.ndarray, mask: np.ndarray, reuse: int, iterations: int
     return out
 
 
-@functools.lru_cache(maxsize=2)
+@bytes_bounded_cache(REFERENCE_CACHE_BYTES)
 def _reference(n: int, reuse: int, fraction: float = 1.0, pattern: str = "streaming", stride: int | None = None,
                iterations: int = 1, pingpong: bool = False):
     """(initial values, expected checksum, spot indices, expected spot values), shared by

@@ -13,6 +13,7 @@ import numpy as np
 
 from umprof.core.axes import AxisSet, AxisSpec
 from umprof.core.errors import CaseFailed
+from umprof.core.memo import bytes_bounded_cache
 from umprof.measure import strategies
 from umprof.measure.ops.base import CaseRun, Op, register
 
@@ -20,6 +21,7 @@ TARGET_PHASE_S = 1e-3  # repeat small copies until one timed phase lasts about t
 MAX_REPS = 256
 
 
+@bytes_bounded_cache(2 * 1024**3)
 def byte_pattern(n: int) -> np.ndarray:
     """n bytes of a repeating random 1 MiB block (cheap to build at 1 GiB; a copy that
     drops, repeats or shifts a chunk still fails the comparison)."""
