@@ -62,15 +62,63 @@ def run(scenario=(), axes=None, output=None, *, device: int = 0, force: bool = F
     ``min_samples``, ``min_time``, ``max_noise``, ``timeout`` (each case's budget), ``warmup``;
     ``budget``: seconds for the whole run, shared among the cases (see :func:`estimate`). Failed cases are rows
     with ``status == "failed"`` and their reason (:meth:`ResultSet.failed_cases` counts them).
+    A case that breaks the CUDA context (a kernel that traps) fails alone: the cases after it run
+    in a fresh process, added to the same file.
     """
-    from umprof.measure.runner import run_scenarios
-
     chosen = select(scenario, axes)
-    rs, _ = run_scenarios(chosen, output=output or default_output("run"), force=force, device=device,
-                          timing=timing, allow_oversubscription=allow_oversubscription,
-                          argv=argv or ["umprof.run", *[s.name for s in chosen]], console=console,
-                          progress=progress, um_counters=um_counters, budget=budget)
-    return rs
+    settings = dict(output=str(output or default_output("run")), device=device, timing=timing,
+                    allow_oversubscription=allow_oversubscription, um_counters=um_counters, budget=budget,
+                    argv=argv or ["umprof.run", *[s.name for s in chosen]])
+    return _run_here(chosen, settings, force=force, resume=False, progress=progress, console=console)
+
+
+def _run_here(chosen, settings: dict, *, force: bool, resume: bool, progress: bool, console) -> ResultSet:
+    """Run in this process; if the CUDA context is lost, hand the rest to a fresh one."""
+    import time
+
+    from umprof.measure.runner import ContextLost, run_scenarios
+
+    start = time.perf_counter()
+    try:
+        rs, _ = run_scenarios(chosen, force=force, resume=resume, progress=progress, console=console, **settings)
+        return rs
+    except ContextLost as e:
+        if console is not None:
+            console.print(f"[yellow]{e}; the rest of the run goes on in a fresh process[/]")
+        budget = settings.get("budget")
+        if budget:  # what is left of it
+            settings = dict(settings, budget=max(1.0, budget - (time.perf_counter() - start)))
+        return _run_in_child(chosen, settings, progress)
+
+
+def _run_in_child(chosen, settings: dict, progress: bool) -> ResultSet:
+    """``umprof run-rest``: the same scenarios in a fresh Python process, resuming the result file."""
+    import json
+    import subprocess
+    import sys
+    import tempfile
+
+    spec = dict(settings, progress=progress,
+                scenarios=[{"path": str(s.path), "data": s.to_data()} for s in chosen])
+    with tempfile.NamedTemporaryFile("w", suffix=".json", prefix="umprof-rest-", delete=False) as f:
+        json.dump(spec, f)
+    try:
+        subprocess.run([sys.executable, "-m", "umprof", "run-rest", f.name], check=False)
+    finally:
+        Path(f.name).unlink(missing_ok=True)
+    return ResultSet.load(settings["output"])
+
+
+def run_rest(spec_path, console=None) -> ResultSet:
+    """The child's side of a run whose context was lost: the spec's scenarios, resuming its output."""
+    import json
+
+    from umprof.measure.scenario import scenario_from_data
+
+    spec = json.loads(Path(spec_path).read_text())
+    chosen = [scenario_from_data(s["data"], Path(s["path"])) for s in spec.pop("scenarios")]
+    progress = spec.pop("progress", False)
+    return _run_here(chosen, spec, force=False, resume=True, progress=progress, console=console)
 
 
 def estimate(scenarios, timing: dict | None = None, um_counters: str = "sample"):
@@ -80,7 +128,7 @@ def estimate(scenarios, timing: dict | None = None, um_counters: str = "sample")
     from umprof.measure.runner import rule_for
 
     rules = {s.name: rule_for(s, timing or {}) for s in scenarios}
-    return plan_run(scenarios, rules, um_counters == "sample")
+    return plan_run([(s, s.cases()) for s in scenarios], rules, um_counters == "sample")
 
 
 def load(path) -> ResultSet:

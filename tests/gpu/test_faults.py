@@ -40,8 +40,9 @@ def _totals(rs):
 
 
 def test_a_kernel_that_traps_fails_its_case_and_the_run_goes_on(session, tmp_path):
-    """A trap is sticky: the context refuses all work after it. The case is recorded as failed with
-    the driver's reason, the context is re-created, and the next case runs and checks out."""
+    """A trap is sticky: the driver refuses all work in the process after it, even in a reset
+    primary context (seen on the H100). The case is recorded as failed with the driver's reason,
+    and the cases after it run in a fresh process that adds them to the same file."""
     scenario = tmp_path / "trap.toml"
     scenario.write_text(f"""
 [scenario]
@@ -66,9 +67,10 @@ timeout = 0.2
     t = {int(r["axis.bytes"]): r for _, r in _totals(rs).iterrows()}
     assert t[1 * MiB]["status"] == "ok" and t[4 * MiB]["status"] == "ok", t[4 * MiB]["reason"]
     failed = t[2 * MiB]
-    assert failed["status"] == "failed" and "re-created" in failed["reason"], failed["reason"]
-    assert rs.meta["context_recoveries"] == 1
-    _log(f"trap: 1MiB ok, 2MiB failed ({failed['reason']}), 4MiB ok after the context was re-created")
+    assert failed["status"] == "failed" and "fresh process" in failed["reason"], failed["reason"]
+    assert rs.meta["context_lost_in"] == ["trap strategy=pinned bytes=2MiB reuse=1"]
+    assert t[4 * MiB]["samples"] >= 2  # measured, checked, in the same file
+    _log(f"trap: 1MiB ok, 2MiB failed ({failed['reason']}), 4MiB ok in a fresh process")
 
 
 def test_an_allocation_the_driver_refuses_fails_its_case_and_the_run_goes_on(ctx_factory, session, monkeypatch):
@@ -128,14 +130,19 @@ def test_ten_runs_in_one_process_leak_no_device_or_pinned_memory(session, tmp_pa
         rs = umprof.run("host-strategies", axes, tmp_path / f"r{i}.parquet", timing=timing, um_counters="off")
         assert rs.failed_cases() == 0
 
-    run(0)  # libraries, caches and the kernels' cubins loaded once
+    # libraries, caches and cubins load in the first runs; the driver may keep some memory it
+    # grew once (seen on the H100: 64 MiB once in ten runs, after managed memory was freed)
+    run(-2)
+    run(-1)
     gc.collect()
     free0, rss0 = session.mem_info()[0], _rss_bytes()
+    series = []
     for i in range(1, 11):
         run(i)
-    gc.collect()
+        gc.collect()
+        series.append(free0 - session.mem_info()[0])
     free1, rss1 = session.mem_info()[0], _rss_bytes()
-    _log(f"leaks: ten runs of host-strategies (6 strategies x 64 MiB): device free {free0 - free1:+d} bytes, "
-         f"resident host {(rss1 - rss0) / MiB:+.1f} MiB")
+    _log(f"leaks: ten runs of host-strategies (6 strategies x 64 MiB) after two warm-up runs: device free "
+         f"{free1 - free0:+d} bytes (less free after each run: {series}), resident host {(rss1 - rss0) / MiB:+.1f} MiB")
     assert abs(free0 - free1) <= 1 * MiB
     assert rss1 - rss0 < 64 * MiB

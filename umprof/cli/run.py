@@ -86,4 +86,15 @@ def ncu_pass(scenarios, axes, device_index, launches):
     profile_pass(api.select(scenarios, axes), device=device_index, launches_path=launches, console=common.err())
 
 
-COMMANDS = [run, ncu_pass]
+
+
+
+@click.command("run-rest", hidden=True)
+@click.argument("spec", type=click.Path(exists=True, dir_okay=False))
+def run_rest(spec):
+    """Internal: the rest of a run whose CUDA context was lost, in this fresh process."""
+    try:
+        api.run_rest(spec, console=common.err())
+    except KeyboardInterrupt:
+        sys.exit(130)
+COMMANDS = [run, ncu_pass, run_rest]

@@ -154,18 +154,28 @@ def ordered(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 class ResultWriter:
-    """Collects rows and rewrites the result file after each case."""
+    """Collects rows and rewrites the result file after each case.
 
-    def __init__(self, path: str | Path, meta: dict, force: bool = False):
+    ``resume=True`` keeps the rows of an existing file (its cases are :attr:`done`) and adds
+    to them: how a run goes on in a fresh process after its CUDA context was lost."""
+
+    def __init__(self, path: str | Path, meta: dict, force: bool = False, resume: bool = False):
         self.path = Path(path)
         format_for(self.path)
-        if self.path.exists() and not force:
-            raise UsageError(f"{self.path}: already exists; pass --force to overwrite it or -o to write elsewhere")
         if self.path.is_dir():
             raise UsageError(f"{self.path}: is a folder; expected a file ending in .parquet, .csv or .json")
+        if self.path.exists() and not force and not resume:
+            raise UsageError(f"{self.path}: already exists; pass --force to overwrite it or -o to write elsewhere")
         self.meta = meta
         self.devices: list = []
         self.rows: list[dict] = []
+        self.done: set = set()
+        if resume and self.path.exists():
+            earlier = ResultSet.load(self.path)
+            self.meta = {**earlier.meta, **{k: v for k, v in meta.items() if k not in earlier.meta}}
+            self.devices = earlier.devices
+            self.rows = [{k: v for k, v in r.items() if not _missing(v)} for r in earlier.frame.to_dict(orient="records")]
+            self.done = {(r["scenario"], r["case"]) for r in self.rows}
 
     def add(self, rows: list[dict]) -> None:
         self.rows.extend(rows)
@@ -177,6 +187,10 @@ class ResultWriter:
 
     def flush(self) -> None:
         self.result().save(self.path)
+
+
+def _missing(v) -> bool:
+    return v is None or v is pd.NA or (isinstance(v, float) and math.isnan(v))
 
 
 def _json_default(o):

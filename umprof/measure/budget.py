@@ -60,12 +60,13 @@ class Plan:
         return line + (f" (budget {format_seconds(budget_s)})" if budget_s else " (no budget)")
 
 
-def plan_run(scenarios, rules: dict, counted_ops: bool = True) -> Plan:
-    """Estimates for every case of the scenarios, under each scenario's stopping rule."""
+def plan_run(plan, rules: dict, counted_ops: bool = True) -> Plan:
+    """Estimates for the cases of ``plan`` (``[(scenario, cases)]``, in run order), under each
+    scenario's stopping rule."""
     names, est = [], []
-    for s in scenarios:
+    for s, cases in plan:
         rule = rules[s.name]
-        for case in s.cases():
+        for case in cases:
             t = sample_estimate(s.op, case.params)
             names.append(f"{s.name} {case.label}")
             est.append(case_estimate(rule, t, counted_ops and s.op.counts_um, case.params.get("bytes") or 0))

@@ -110,7 +110,6 @@ class Session:
         self.allow_oversubscription = allow_oversubscription
         self._cu = None
         self._events = None  # created on first use, reused by every sample
-        self.recoveries = 0  # contexts re-created after sticky errors
 
     # -- facts ---------------------------------------------------------------------------
     def attribute(self, name: str, default=None):
@@ -218,7 +217,7 @@ class Session:
 
     def healthy(self) -> bool:
         """False after a sticky CUDA error (a kernel that trapped, an illegal address): the
-        context refuses all further work until it is re-created (:meth:`recover`)."""
+        driver then refuses all further work in this process, even in a reset context."""
         try:
             self.synchronize()
             self.cuda.mem_get_info()
@@ -226,28 +225,16 @@ class Session:
         except Exception:
             return False
 
-    def recover(self) -> None:
-        """Re-create the context after a sticky error: the primary context is reset (what was
-        allocated in it is gone, the kernels must be loaded again) and made current afresh."""
-        for step in (self.context.pop, lambda: check(self.cu.cuDevicePrimaryCtxReset(self.cu.CUdevice(self.index))),
-                     self.context.detach):
-            try:
-                step()
-            except Exception:
-                pass  # the dead context may refuse each step; the reset is what matters
-        self.context = self.device.retain_primary_context()
-        self.context.push()
-        self._events = None
-        self.recoveries += 1
-
     def close(self) -> None:
-        try:
-            self.synchronize()
-            if self.um is not None:
-                self.um.close()
-        finally:
-            self._events = None
-            self.context.pop()
+        """Finish the GPU's work and release the context; after a sticky error each step may be
+        refused, and none of that is the user's concern (the case that caused it is recorded)."""
+        for step in (self.synchronize, self.um.close if self.um is not None else None, self.context.pop):
+            try:
+                if step is not None:
+                    step()
+            except Exception:
+                pass
+        self._events = None
 
 
 def open_session(device_index: int = 0, allow_oversubscription: bool = False, um_counters: bool = False) -> Session:

@@ -258,13 +258,24 @@ def compiled_kernels(session, scenarios):
     return kernels
 
 
+class ContextLost(Exception):
+    """A case left the CUDA context broken (a kernel trapped, an illegal address): the driver
+    refuses all further work in this process, so the rest of the run must go on in a fresh
+    one (:func:`umprof.api.run` does that, resuming the result file)."""
+
+    def __init__(self, case: str):
+        super().__init__(f"the CUDA context was lost in case {case}")
+        self.case = case
+
+
 def run_scenarios(scenarios, *, output, force=False, device=0, timing=None, allow_oversubscription=False,
-                  argv=None, console=None, progress=True, um_counters="sample", budget=None):
+                  argv=None, console=None, progress=True, um_counters="sample", budget=None, resume=False):
     """Run every case of every scenario; returns (ResultSet, cases failed). Saves as it goes.
 
     ``budget``: seconds for the whole run (None: none); each case gets its share of what is
-    left (:class:`~umprof.measure.budget.RunBudget`). A case that breaks the CUDA context (a
-    kernel that traps) is recorded as failed and the context is re-created for the next one.
+    left (:class:`~umprof.measure.budget.RunBudget`). ``resume``: keep the cases already in
+    ``output`` and run the others. A case that breaks the CUDA context (a kernel that traps) is
+    recorded as failed, saved, and :class:`ContextLost` raised for the rest to go on elsewhere.
     """
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -277,8 +288,9 @@ def run_scenarios(scenarios, *, output, force=False, device=0, timing=None, allo
     timing = timing or {}
     rules = {s.name: rule_for(s, timing) for s in scenarios}  # validated before the GPU is touched
     plan = [(s, s.cases()) for s in scenarios]
-    estimate = plan_run(scenarios, rules, um_counters == "sample")
-    writer = ResultWriter(output, run_meta(argv or sys.argv, rules), force=force)
+    writer = ResultWriter(output, run_meta(argv or sys.argv, rules), force=force, resume=resume)
+    plan = [(s, [c for c in cases if (s.name, c.label) not in writer.done]) for s, cases in plan]
+    estimate = plan_run(plan, rules, um_counters == "sample")
     writer.meta["budget_s"] = budget
     writer.meta["estimate_s"] = round(estimate.total_s, 1)
     session = open_session(device, allow_oversubscription, um_counters=um_counters != "off")
@@ -314,21 +326,22 @@ def run_scenarios(scenarios, *, output, force=False, device=0, timing=None, allo
                         bar.update(task, scenario=s.name, case=case.label)
                         with nvtx.range(f"case {case.label}", category="case"):
                             rows = measure_case(ctx, case, rules[s.name], shares.share(time.perf_counter() - t_start))
+                        lost = False
                         if any(r["status"] == "failed" for r in rows):
                             failed += 1
-                            if not session.healthy():  # a sticky error: later cases need a new context
-                                session.recover()
-                                kernels = compiled_kernels(session, scenarios)
-                                ctx = RunContext(session, kernels, info, s, info_dict)
+                            lost = not session.healthy()  # a sticky error: nothing more runs in this process
+                            if lost:
                                 for r in rows:
-                                    r["reason"] += " (the CUDA context was lost and re-created for the next case)"
+                                    r["reason"] += " (the CUDA context was lost: the run went on in a fresh process)"
+                                writer.meta.setdefault("context_lost_in", []).append(f"{s.name} {case.label}")
                         writer.add(rows)
+                        if lost:
+                            raise ContextLost(f"{s.name} {case.label}")
                         shares.finished(rows[0]["case_wall_s"])
                         bar.update(task, advance=1, left=f"~{format_seconds(shares.time_left())} left")
         if session.um is not None:  # the whole process' UM traffic, resets and warm-ups included
             session.um.drain()
             writer.meta["um_totals"] = dict(session.um.totals)
-        writer.meta["context_recoveries"] = session.recoveries
         writer.meta["wall_s"] = round(time.perf_counter() - t_start, 2)
         writer.flush()
     finally:

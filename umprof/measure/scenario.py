@@ -59,6 +59,15 @@ class Scenario:
                              f"its axes are: {', '.join(self.op.axes.names())}")
         self.axes[name] = spec.parse(values, where=f"option '-a {name}=...' (scenario '{self.name}')")
 
+    def to_data(self) -> dict:
+        """The scenario's tables as :func:`scenario_from_data` reads them, axes as they are now
+        (overrides applied): how a run hands its scenarios to a fresh process."""
+        head = {"name": self.name, "about": self.about, "op": self.op.name, "default": self.default,
+                "compile_options": list(self.compile_options), "group": self.group}
+        if self.kernel is not None:
+            head["kernel"] = self.kernel
+        return {"scenario": head, "axes": {k: list(v) for k, v in self.axes.items()}, "timing": dict(self.timing)}
+
     def cases(self) -> list[Case]:
         """The axes' product, in file order, with cases the op calls equivalent merged."""
         names = self.op.axes.names()
@@ -76,8 +85,6 @@ class Scenario:
 
 def load_scenario(path: str | Path) -> Scenario:
     """Read and validate one scenario file."""
-    from umprof.measure.ops import get_op, op_names
-
     path = Path(path)
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
@@ -85,6 +92,15 @@ def load_scenario(path: str | Path) -> Scenario:
         raise UsageError(f"{path}: no such scenario file") from None
     except tomllib.TOMLDecodeError as e:
         raise UsageError(f"{path}: not valid TOML: {e}") from None
+    return scenario_from_data(data, path)
+
+
+def scenario_from_data(data: dict, path: Path) -> Scenario:
+    """A scenario from its file's tables (``[scenario]``, ``[axes]``, ``[timing]``), validated;
+    ``path`` names it in messages."""
+    from umprof.measure.ops import get_op, op_names
+
+    path = Path(path)
     unknown = set(data) - _TOP_KEYS
     if unknown:
         raise UsageError(f"{path}: unknown table(s) {', '.join(sorted(unknown))}; expected [scenario], [axes], [timing]")

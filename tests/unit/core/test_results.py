@@ -162,3 +162,32 @@ def test_parquet_keeps_a_column_of_mixed_types(tmp_path):
     rs.save(tmp_path / "r.parquet")
     back = ResultSet.load(tmp_path / "r.parquet")
     assert list(back.frame["grid"]) == ["1056", "512x512"]
+
+
+def test_a_resumed_writer_keeps_the_earlier_cases_and_adds_to_them(tmp_path):
+    """How a run goes on in a fresh process after its CUDA context was lost."""
+    s, c = _case()
+    out = tmp_path / "r.parquet"
+    first = ResultWriter(out, {"argv": ["first"]})
+    first.devices = [{"name": "GPU"}]
+    first.add(case_rows(s, c, _samples(), None, INFO, {}))
+    with pytest.raises(UsageError, match="already exists"):
+        ResultWriter(out, {})
+    again = ResultWriter(out, {"argv": ["child"], "extra": 1}, resume=True)
+    assert again.done == {(s.name, c.label)} and again.devices == [{"name": "GPU"}]
+    assert again.meta["argv"] == ["first"] and again.meta["extra"] == 1
+    other = s.cases()[1]
+    again.add([status_row(s, other, "failed", "boom")])
+    f = ResultSet.load(out).frame
+    assert set(f["case"]) == {c.label, other.label} and len(f[f["case"] == c.label]) == 4
+
+
+def test_scenarios_travel_to_a_fresh_process_as_data():
+    from umprof.measure.scenario import resolve, scenario_from_data
+
+    for s in resolve(["host-strategies", "calibration", "access", "um-advice"]):
+        if "bytes" in s.axes:
+            s.override("bytes", "1MiB,3MiB")  # an override travels with it
+        back = scenario_from_data(s.to_data(), s.path)
+        assert [c.key() for c in back.cases()] == [c.key() for c in s.cases()]
+        assert (back.kernel, back.compile_options, back.timing) == (s.kernel, s.compile_options, s.timing)

@@ -38,7 +38,7 @@ def test_plan_of_the_default_suite_counts_every_case():
     scenarios = resolve([])
     from umprof.measure.runner import rule_for
 
-    plan = bmod.plan_run(scenarios, {s.name: rule_for(s, {}) for s in scenarios})
+    plan = bmod.plan_run([(s, s.cases()) for s in scenarios], {s.name: rule_for(s, {}) for s in scenarios})
     assert len(plan.estimates) == sum(len(s.cases()) for s in scenarios)
     assert all(e > 0 for e in plan.estimates)
     assert plan.total_s == pytest.approx(bmod.SETUP_S + sum(plan.estimates))
