@@ -38,8 +38,10 @@ def case_estimate(rule, sample_s: float, counted: bool = False, nbytes: int = 0)
     if rule.warmup and sample_s > rule.timeout:  # the warm-up is the one sample
         return overhead + warm
     wanted = max(rule.min_samples * sample_s, rule.min_time)
-    # small samples often miss the noise target and run to the timeout; long ones meet it in min_samples
-    sampling = rule.timeout if wanted < rule.timeout / 4 else min(rule.timeout + sample_s, wanted)
+    # small samples often miss the noise target and run to the timeout; long ones stop at
+    # min_samples, or at the rule's hard limit
+    sampling = rule.timeout if wanted < rule.timeout / 4 else min(rule.HARD_FACTOR * rule.timeout + sample_s,
+                                                                  max(wanted, rule.timeout))
     return overhead + warm + sampling + (sample_s if counted else 0.0)
 
 

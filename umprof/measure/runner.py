@@ -7,7 +7,6 @@ import math
 import platform
 import sys
 import time
-from dataclasses import replace
 from datetime import datetime, timezone
 
 import numpy as np
@@ -161,8 +160,8 @@ def _measure(ctx, case, rule, share, t0) -> list[dict]:
                 samples, over = [warm], True
                 why = f"one sample: the warm-up took {warm.total_s:.2g} s, over the case's budget of {budget:.2g} s"
                 break
-        # what is left of the case's budget bounds the sampling (a run budget's share included)
-        sampling = rule if share is None else replace(rule, timeout=max(0.0, budget - (time.perf_counter() - t0)))
+        # what is left of the case's share of a run budget caps the sampling
+        cap = None if share is None else max(0.0, share - (time.perf_counter() - t0))
         start, done = time.perf_counter(), bool(samples)
         while not done:
             run.reset()
@@ -171,7 +170,7 @@ def _measure(ctx, case, rule, share, t0) -> list[dict]:
             samples.append(timer.finish())
             if verify_each:
                 run.verify()
-            done, why = sampling.check([s.total_s for s in samples], time.perf_counter() - start)
+            done, why = rule.check([s.total_s for s in samples], time.perf_counter() - start, cap)
         if not verify_each:
             run.verify()
         rows = case_rows(scenario, case, samples, why, ctx.info_dict, run.extra)

@@ -19,7 +19,11 @@ from umprof.nsight import nvtx
 class StoppingRule:
     """nvbench's rule, lighter by default: stop once there are ``min_samples`` samples,
     ``min_time`` seconds of measured time and a relative spread under ``max_noise``; give
-    up at ``timeout`` seconds of wall time and say which condition was unmet."""
+    up at ``timeout`` seconds of wall time once ``min_samples`` are in (at ``HARD_FACTOR``
+    times it regardless: long samples still get their minimum where that fits), and say which
+    condition was unmet."""
+
+    HARD_FACTOR = 4
 
     min_samples: int = 5
     min_time: float = 0.02
@@ -36,8 +40,9 @@ class StoppingRule:
         self.min_samples = max(1, int(self.min_samples))
         self.warmup = int(self.warmup)
 
-    def check(self, totals: list[float], elapsed_s: float) -> tuple[bool, str | None]:
-        """(stop?, why it stopped short) for the sample totals so far and the wall time spent.
+    def check(self, totals: list[float], elapsed_s: float, cap_s: float | None = None) -> tuple[bool, str | None]:
+        """(stop?, why it stopped short) for the sample totals so far and the wall time spent;
+        ``cap_s``: a hard limit on the time (the case's share of a run budget).
 
         The reason is None when every condition was met.
         """
@@ -51,7 +56,8 @@ class StoppingRule:
             return True, None
         if n >= self.max_samples:
             return True, f"stopped at {n} samples: noise {rel:.1%} > {self.max_noise:.1%}"
-        if elapsed_s >= self.timeout and n >= 1:
+        limit = self.HARD_FACTOR * self.timeout if cap_s is None else min(self.HARD_FACTOR * self.timeout, cap_s)
+        if n >= 1 and ((elapsed_s >= self.timeout and met_n) or elapsed_s >= limit):
             unmet = []
             if not met_n:
                 unmet.append(f"{n} of {self.min_samples} samples")

@@ -48,7 +48,10 @@ def test_rule_keeps_sampling_a_noisy_stream_then_says_why():
 
 def test_rule_timeout_names_missing_samples():
     rule = StoppingRule(min_samples=5, min_time=0.0, max_noise=1.0, timeout=1.0)
-    done, why = rule.check([0.6, 0.6], 1.2)
+    assert rule.check([0.6, 0.6], 1.2) == (False, None)  # past the timeout, short of min_samples: go on
+    done, why = rule.check([0.6, 0.6], 4.0)  # until the hard limit, 4 x the timeout
+    assert done and "2 of 5 samples" in why
+    done, why = rule.check([0.6, 0.6], 1.3, cap_s=1.2)  # a run budget's share caps it sooner
     assert done and "2 of 5 samples" in why
 
 

@@ -36,6 +36,10 @@ def byte_pattern(n: int) -> np.ndarray:
 
 
 class TransferRun(CaseRun):
+    # every sample copies the same bytes to the same place: the last one's result, checked in
+    # full once (a read-back and compare of up to 1 GiB), proves the copy
+    verify_every_sample = False
+
     def __init__(self, ctx, case):
         super().__init__()
         self.session = s = ctx.session
