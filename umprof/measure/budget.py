@@ -40,8 +40,7 @@ def case_estimate(rule, sample_s: float, counted: bool = False, nbytes: int = 0)
     wanted = max(rule.min_samples * sample_s, rule.min_time)
     # small samples often miss the noise target and run to the timeout; long ones stop at
     # min_samples, or at the rule's hard limit
-    sampling = rule.timeout if wanted < rule.timeout / 4 else min(rule.HARD_FACTOR * rule.timeout + sample_s,
-                                                                  max(wanted, rule.timeout))
+    sampling = rule.timeout if wanted < rule.timeout / 4 else min(rule.HARD_FACTOR * rule.timeout + sample_s, wanted)
     return overhead + warm + sampling + (sample_s if counted else 0.0)
 
 
