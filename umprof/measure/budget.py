@@ -35,7 +35,7 @@ def case_estimate(rule, sample_s: float, counted: bool = False, nbytes: int = 0)
     the counted UM sample."""
     warm = rule.warmup * sample_s
     overhead = CASE_OVERHEAD_S + nbytes / PREPARE_BYTES_PER_S
-    if rule.warmup and sample_s > rule.timeout:  # the warm-up is the one sample
+    if rule.warmup and sample_s > rule.HARD_FACTOR * rule.timeout:  # the warm-up is the one sample
         return overhead + warm
     wanted = max(rule.min_samples * sample_s, rule.min_time)
     # small samples often miss the noise target and run to the timeout; long ones stop at

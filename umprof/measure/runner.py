@@ -121,9 +121,9 @@ def measure_case(ctx, case, rule: StoppingRule, share: float | None = None) -> l
     """Prepare, warm up, sample until the rule says stop; rows for the case (ok, skipped or
     failed), each with the case's wall time in ``case_wall_s``.
 
-    The case's budget is the rule's timeout, or its ``share`` of a run budget if that is less:
-    a case whose warm-up alone outlasts it answers from that one sample, flagged, and is not
-    sampled again (nor counted by CUPTI).
+    The case's budget is the rule's hard limit (4 x its timeout), or its ``share`` of a run
+    budget if that is less: a case whose warm-up alone outlasts it answers from that one
+    sample, flagged, and is not sampled again (nor counted by CUPTI).
     """
     t0 = time.perf_counter()
     rows = _measure(ctx, case, rule, share, t0)
@@ -144,7 +144,8 @@ def _measure(ctx, case, rule, share, t0) -> list[dict]:
     except Exception as e:  # a CUDA error while preparing: recorded, the run goes on
         return [status_row(scenario, case, "failed", _reason(e))]
     verify_each = run.verify_every_sample
-    budget = rule.timeout if share is None else min(rule.timeout, share)
+    # a warm-up past the rule's hard limit (or the case's share of a run budget) is pathological
+    budget = rule.HARD_FACTOR * rule.timeout if share is None else min(rule.HARD_FACTOR * rule.timeout, share)
     try:
         samples, why, over = [], None, False
         for _ in range(rule.warmup):

@@ -194,3 +194,10 @@ def test_reference_arrays_are_shared_read_only_and_bounded():
     make(5000)  # larger than the limit: computed, never kept
     make(5000)
     assert calls[-2:] == [5000, 5000]
+
+
+def test_a_sample_past_the_timeout_but_under_its_hard_limit_is_sampled_again():
+    run = _SleepyRun(0.03, 0.03, managed=False)
+    rule = StoppingRule(min_samples=3, min_time=0.0, max_noise=1.0, timeout=0.02, warmup=1)
+    rows = measure_case(_ctx(run), CASE, rule)  # 0.03 s samples: over 0.02, under 4 x 0.02
+    assert rows[-1]["samples"] >= 2 and "one sample" not in rows[-1]["stop_reason"]
