@@ -28,7 +28,7 @@ BASE_COLUMNS = [
     "scenario", "op", "case", "phase", "status", "reason", "samples",
     "gpu_time_median_s", "gpu_time_mean_s", "gpu_time_stdev_s", "gpu_time_min_s", "gpu_time_max_s", "gpu_time_iqr_s",
     "cpu_time_median_s", "cpu_time_mean_s", "cpu_time_stdev_s", "cpu_time_min_s", "cpu_time_max_s", "cpu_time_iqr_s",
-    "time_median_s", "bytes", "bytes_per_s", "ceiling", "ceiling_bytes_per_s", "util", "d2d_util",
+    "time_median_s", "time_p99_s", "bytes", "bytes_per_s", "ceiling", "ceiling_bytes_per_s", "util", "d2d_util",
     "noise_rel", "unstable", "stop_reason", "case_wall_s",
 ]
 
@@ -123,9 +123,10 @@ def _upgrade(path: Path, header: dict, frame: pd.DataFrame) -> pd.DataFrame:
                              f"reads versions {READABLE_SCHEMAS[0]}..{READABLE_SCHEMAS[-1]}: upgrade umprof to read it")
         raise UsageError(f"{path}: schema_version {version!r} is not a result layout umprof knows "
                          f"(this one reads versions {READABLE_SCHEMAS[0]}..{READABLE_SCHEMAS[-1]})")
-    if version < 2:  # version 1 had no case wall time
+    if version < 2:  # version 1 had no case wall time and no p99
         frame = frame.copy()
         frame["case_wall_s"] = float("nan")
+        frame["time_p99_s"] = float("nan")
     return frame
 
 

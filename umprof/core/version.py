@@ -5,7 +5,7 @@ __version__ = "0.1.0"
 # The version of the result files' layout (results.py writes it; readers check it).
 #   1: the first layout.
 #   2: every row carries ``case_wall_s`` (the case's wall time: preparation, warm-up, samples,
-#      checks, counted sample) and the metadata ``setup_s``, ``wall_s`` and ``budget_s``.
+#      checks, counted sample) and ``time_p99_s``; the metadata ``setup_s``, ``wall_s``, ``budget_s``.
 SCHEMA_VERSION = 2
 # Layouts this umprof reads: older ones are upgraded on load (missing columns become empty).
 READABLE_SCHEMAS = (1, 2)

@@ -172,13 +172,15 @@ class Session:
     def _legacy_device(self, where: str):
         return self.index if where == "device" else -1  # CU_DEVICE_CPU
 
-    def prefetch(self, ptr: int, nbytes: int, where: str) -> None:
-        """cuMemPrefetchAsync managed memory to the device or the host, on the session's stream."""
+    def prefetch(self, ptr: int, nbytes: int, where: str, stream=None) -> None:
+        """cuMemPrefetchAsync managed memory to the device or the host, on the session's stream
+        (or a pycuda ``stream``)."""
         cu = self.cu
+        handle = cu.CUstream(stream.handle) if stream is not None else 0
         try:  # CUDA 13 signature: a CUmemLocation and flags
-            check(cu.cuMemPrefetchAsync(ptr, nbytes, self._location(where), 0, 0))
+            check(cu.cuMemPrefetchAsync(ptr, nbytes, self._location(where), 0, handle))
         except TypeError:  # CUDA 12 signature: a device ordinal (CU_DEVICE_CPU = -1)
-            check(cu.cuMemPrefetchAsync(ptr, nbytes, self._legacy_device(where), 0))
+            check(cu.cuMemPrefetchAsync(ptr, nbytes, self._legacy_device(where), handle))
 
     ADVICE = {
         "read-mostly": ("CU_MEM_ADVISE_SET_READ_MOSTLY", "device"),

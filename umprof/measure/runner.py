@@ -62,6 +62,7 @@ def case_rows(scenario, case, samples, stop_reason, info: dict, extra: dict) -> 
         row.update(summarize(gpu, "gpu_time"))
         row.update(summarize(cpu, "cpu_time"))
         row["time_median_s"] = float(np.median(times))
+        row["time_p99_s"] = float(np.percentile(times, 99))
         _throughput(row, ps[0].bytes, ps[0].ceiling, info)
         rows.append(_finish(row, times, extra, sample_extra.get(name, {})))
     totals = [s.total_s for s in samples]

@@ -58,7 +58,15 @@ def _extra_columns(ok: pd.DataFrame) -> list[tuple[str, callable]]:
     second ceiling, the sector model's prediction, Nsight Compute's measurement, occupancy."""
     k = ok[ok["phase"] == "kernel"]
     has = lambda c: c in k.columns and k[c].notna().any()  # noqa: E731
+    has_any = lambda c: c in ok.columns and ok[c].notna().any()  # noqa: E731
     cols = []
+    if has_any("overlap_efficiency"):  # the overlap op: how well the engines overlapped
+        cols.append(("overlap eff.", lambda r: "-" if _nan(r.get("overlap_efficiency")) else format_percent(r["overlap_efficiency"])))
+        cols.append(("speedup", lambda r: "-" if _nan(r.get("speedup")) else f"{r['speedup']:.2f}x"))
+    if has_any("both_bytes_per_s"):  # bidirectional copies: each direction while the other runs, and the sum
+        cols.append(("h2d | d2h at once", lambda r: "-" if _nan(r.get("h2d_both_bytes_per_s")) else
+                     f"{format_rate(r['h2d_both_bytes_per_s'])} | {format_rate(r['d2h_both_bytes_per_s'])}"))
+        cols.append(("sum GB/s", lambda r: "-" if _nan(r.get("both_bytes_per_s")) else format_rate(r["both_bytes_per_s"])))
     if has("d2d_util") and (k["ceiling"] == "dram").any():
         cols.append(("% of copy", lambda r: format_percent(r["d2d_util"]) if not _nan(r.get("d2d_util")) else "-"))
     if has("net_bytes_per_s"):
@@ -108,7 +116,7 @@ def scenario_table(df: pd.DataFrame, title: str) -> Table:
         table.add_column(c[len(AXIS_PREFIX):])
     if single:
         table.add_column("phase")
-        for c in ("time", "throughput", "% of ceiling", "noise"):
+        for c in ("time", "p99", "throughput", "% of ceiling", "noise"):
             table.add_column(c, justify="right")
     else:
         for p in phases:
@@ -125,16 +133,17 @@ def scenario_table(df: pd.DataFrame, title: str) -> Table:
         by_phase = {r["phase"]: r for _, r in g.iterrows()}
         total = by_phase.get("total", first)
         if first["status"] != "ok":
-            width = (5 if single else len(phases) + 1 + ("kernel" in phases)) + len(extras)
+            width = (6 if single else len(phases) + 1 + ("kernel" in phases)) + len(extras)
             table.add_row(*cells, *(["-"] * width), _note(first))
             continue
-        kernel = by_phase.get("kernel")
-        tail = [fn(kernel) if kernel is not None else "-" for _, fn in extras]
+        kernel = by_phase.get("kernel", total)  # op facts not tied to a kernel sit on every row
+        tail = [fn(kernel) for _, fn in extras]
         if single:
             r = by_phase[next(p for p in by_phase if p != "total")]
             cap = CEILING_NAMES.get(r.get("ceiling"), "")
             pct = format_percent(r["util"]) + (f" {cap}" if cap else "") if not _nan(r.get("util")) else "-"
-            table.add_row(*cells, r["phase"], format_time(r["time_median_s"]), format_rate(r["bytes_per_s"]), pct,
+            p99 = "-" if _nan(r.get("time_p99_s")) else format_time(r["time_p99_s"])
+            table.add_row(*cells, r["phase"], format_time(r["time_median_s"]), p99, format_rate(r["bytes_per_s"]), pct,
                           format_percent(r["noise_rel"]) if not _nan(r["noise_rel"]) else "-", *tail, _note(r))
         else:
             row = [format_time(by_phase[p]["time_median_s"]) if p in by_phase else "" for p in phases]

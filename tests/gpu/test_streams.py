@@ -1,0 +1,75 @@
+"""The streams family on the GPU (seed 003, nvbandwidth's copies): every case checked, and
+what physics guarantees: no overlap on one stream, overlap on several, both directions at
+once beat either alone, a staging ring beats cudaMemcpy from pageable memory."""
+
+from tests.gpu.helpers import assert_faster, by, run_cases
+
+MiB = 1024**2
+
+
+def _ok(rows):
+    bad = [(r["case"], r["reason"]) for r in rows if r["status"] != "ok"]
+    assert not bad, bad
+
+
+def _one(rows, phase, **axes):
+    got = by(rows, phase=phase, **{f"axis.{k}": v for k, v in axes.items()})
+    assert len(got) == 1, (phase, axes, [r["case"] for r in rows])
+    return got[0]
+
+
+def test_overlap_under_every_strategy_is_checked(ctx_factory):
+    rows = run_cases(ctx_factory, "overlap-strategies", bytes="64MiB", streams="1,4", compute="1.0")
+    _ok(rows)
+    assert len(by(rows, phase="total")) == 8
+    for r in by(rows, phase="pipelined"):
+        assert 0 < r["overlap_efficiency"] <= 1.05 and r["kernel_busy_s"] > 0
+
+
+def test_one_stream_runs_serially_and_several_overlap(ctx_factory):
+    """Copy and kernel times equal (compute = 1): one stream does one thing at a time; four
+    streams keep the three engines busy together."""
+    rows = run_cases(ctx_factory, "overlap", chunk="4MiB", streams="1,4", compute="1.0")
+    _ok(rows)
+    one, four = _one(rows, "pipelined", streams=1), _one(rows, "pipelined", streams=4)
+    busy = one["h2d_busy_s"] + one["kernel_busy_s"] + one["d2h_busy_s"]
+    assert one["time_median_s"] >= 0.9 * busy  # no overlap: the engines took turns
+    assert one["speedup"] < 1.2
+    assert_faster("overlap balanced: 4 streams vs 1 (wall)", four["time_median_s"], one["time_median_s"], 1.5)
+
+
+def test_copy_bound_pipeline_runs_at_the_copy_engines_pace(ctx_factory):
+    rows = run_cases(ctx_factory, "overlap", chunk="4MiB", streams="4", compute="0.1")
+    _ok(rows)
+    r = _one(rows, "pipelined", streams=4)
+    copies = max(r["h2d_busy_s"], r["d2h_busy_s"])
+    assert_faster("overlap copy-bound at 4 streams: wall vs 1.1 x max(h2d, d2h) busy", r["time_median_s"], 1.1 * copies)
+
+
+def test_both_directions_at_once_beat_either_alone(ctx_factory):
+    rows = run_cases(ctx_factory, "bidirectional", bytes="256MiB")
+    _ok(rows)
+    both = _one(rows, "both")
+    for alone in ("h2d", "d2h"):
+        assert_faster(f"bidirectional 256MiB: sum vs {alone} alone (rate)", _one(rows, alone)["bytes_per_s"],
+                      both["both_bytes_per_s"])
+
+
+def test_a_staging_ring_beats_cudamemcpy_from_pageable(ctx_factory):
+    rows = run_cases(ctx_factory, "staging", method="pageable,pageable-staged,pinned,host-copy", direction="h2d,d2h",
+                     slots="4", chunk="8MiB", threads="4")
+    _ok(rows)
+    for d in ("h2d", "d2h"):
+        plain = _one(rows, d, method="pageable")
+        staged = _one(rows, d, method="pageable-staged")
+        assert_faster(f"staging 256MiB {d}: ring vs cudaMemcpy from pageable", staged["time_median_s"], plain["time_median_s"])
+
+
+def test_latency_methods_are_checked_and_a_host_load_is_slower_than_a_device_one(ctx_factory):
+    rows = run_cases(ctx_factory, "latency", bytes="4B,64KiB")
+    _ok(rows)
+    for r in by(rows, phase="latency"):
+        assert 0 < r["time_median_s"] <= r["time_p99_s"]
+    host = _one(rows, "latency", method="pointer-chase-host")
+    device = _one(rows, "latency", method="pointer-chase-device")
+    assert_faster("pointer chase: device vs host memory load", device["time_median_s"], host["time_median_s"], 1.2)
