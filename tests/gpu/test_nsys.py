@@ -77,3 +77,17 @@ def test_cupti_counters_match_nsys_migrations(nsys, tmp_path):
         ours, theirs = cupti[f"um_{d}_bytes"], traced[f"{d}_bytes"]
         assert theirs > 0
         assert abs(ours / theirs - 1) <= 0.01, (d, ours, theirs)
+
+
+def test_trace_overlap_agrees_with_umprofs_own_times(nsys, tmp_path):
+    """Nsight Systems' projection of each phase's range onto the GPU against umprof's events,
+    the pipelined phase included (its projection spans every stream's work, as its wall does)."""
+    out = tmp_path / "o.parquet"
+    _umprof("trace", "overlap", "-a", "chunk=4MiB", "-a", "streams=1,4", "-a", "compute=1.0", *FIXED,
+            "-o", str(out), "-q")
+    f = ResultSet.load(tmp_path / "o-nsys.parquet").frame
+    matched = f[f["agrees"].notna()]
+    pipelined = matched[matched["phase"] == "pipelined"]
+    assert len(pipelined) == 2, f[["case", "phase", "agrees"]]
+    judged = matched[matched["phase"].isin(["h2d", "d2h", "pipelined"])]
+    assert judged["agrees"].astype(bool).all(), judged[["case", "phase", "agreement_rel"]]

@@ -57,7 +57,7 @@ def test_both_directions_at_once_beat_either_alone(ctx_factory):
 
 def test_a_staging_ring_beats_cudamemcpy_from_pageable(ctx_factory):
     rows = run_cases(ctx_factory, "staging", method="pageable,pageable-staged,pinned,host-copy", direction="h2d,d2h",
-                     slots="4", chunk="8MiB", threads="4")
+                     slots="4", chunk="32MiB", threads="8")
     _ok(rows)
     for d in ("h2d", "d2h"):
         plain = _one(rows, d, method="pageable")

@@ -118,6 +118,29 @@ def heatmap_figure(k: pd.DataFrame, title: str):
     return fig
 
 
+def overlap_figure(g: pd.DataFrame, title: str):
+    """Overlap efficiency for every streams × chunk size, one panel per kernel load (``compute``)."""
+    plt = _pyplot()
+    p = g[(g["phase"] == "pipelined") & (g["status"] == "ok")]
+    loads = sorted(p[AXIS_PREFIX + "compute"].unique())
+    fig, axes = plt.subplots(1, len(loads), figsize=(4.2 * len(loads) + 1, 4), squeeze=False)
+    for ax, load in zip(axes[0], loads):
+        t = p[p[AXIS_PREFIX + "compute"] == load].pivot_table(
+            index=AXIS_PREFIX + "streams", columns=AXIS_PREFIX + "chunk", values="overlap_efficiency", aggfunc="median")
+        im = ax.imshow(t.values * 100, cmap="viridis", origin="lower", vmin=0, vmax=100, aspect="auto")
+        ax.set_xticks(range(len(t.columns)), [format_size(c) for c in t.columns], fontsize=8)
+        ax.set_yticks(range(len(t.index)), [str(int(s)) for s in t.index])
+        ax.set_xlabel("chunk")
+        ax.set_ylabel("streams")
+        kind = "copy-bound" if load < 0.5 else "compute-bound" if load > 2 else "balanced"
+        ax.set_title(f"kernel = {load:g} x copy ({kind})", fontsize=9)
+        for (i, j), v in pd.DataFrame(t.values).stack().items():
+            ax.text(j, i, f"{v:.0%}", ha="center", va="center", fontsize=7, color="white" if v < 0.6 else "black")
+    fig.colorbar(im, ax=list(axes[0]), label="overlap efficiency, % (busiest engine / wall)")
+    fig.suptitle(title)
+    return fig
+
+
 def figures(rs, crossovers: bool = True, um: bool = True):
     """(file stem, figure) for every figure the result file supports (lifecycle sweeps with their
     crossovers and the unified-memory bars left out on request)."""
@@ -125,6 +148,9 @@ def figures(rs, crossovers: bool = True, um: bool = True):
     if crossovers:
         yield from crossover_figures(rs.frame)
     for name, g in rs.frame.groupby("scenario", sort=False):
+        if (g["op"].iloc[0] == "overlap" and g[AXIS_PREFIX + "streams"].nunique() > 1
+                and g[AXIS_PREFIX + "chunk"].nunique() > 1):
+            yield f"{name}-efficiency", overlap_figure(g, f"{name}: overlap efficiency by streams and chunk size")
         if um and "um_gpu_fault_groups" in g.columns and not g["um_gpu_fault_groups"].map(_nan).all():
             yield f"{name}-um", um_figure(g, f"{name}: time and unified-memory faults per case")
         k = _kernel_rows(g)

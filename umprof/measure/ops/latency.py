@@ -7,7 +7,8 @@ Methods, each one sample = one operation, timed by the host clock (what an appli
 * ``zero-copy-kernel``: a kernel launch that copies ``bytes`` of mapped host memory into device
   memory, a thread per word, then a synchronize (launch latency plus reads over the link);
 * ``pointer-chase-host`` / ``pointer-chase-device``: one GPU thread follows a random cyclic
-  chain through mapped host memory (device memory), each load waiting for the one before;
+  chain through 16 MiB of mapped host memory (256 MiB of device memory, beyond the L2), each
+  load waiting for the one before;
   timed by CUDA events and divided by the hops: the latency of one load
   (nvbandwidth's host_device_latency_sm). ``bytes`` does not apply to them.
 
@@ -25,7 +26,8 @@ from umprof.measure.ops.base import CaseRun, Op, register
 METHODS = ("memcpy", "memcpy-async", "zero-copy-kernel", "pointer-chase-host", "pointer-chase-device")
 CHASE = "streams.cu:pointer_chase"
 CHASE_SIG = "PQP"
-CHASE_WORDS = 16 * 1024**2 // 4  # 16 MiB of chain: far beyond the caches a hop could hit
+CHASE_WORDS = 16 * 1024**2 // 4  # 16 MiB of chain in host memory (as nvbandwidth's host latency test)
+CHASE_WORDS_DEVICE = 256 * 1024**2 // 4  # 256 MiB in device memory: five times an H200's 50 MB L2
 CHASE_STRIDE_WORDS = 64 // 4  # one link per 64-byte line
 HOPS = 4096
 COPY = "streams.cu:copy_words"
@@ -58,7 +60,8 @@ class LatencyRun(CaseRun):
         self.handles = []
         if self.method.startswith("pointer-chase"):
             self.kernel = ctx.kernels.get(CHASE, CHASE_SIG, ())
-            chain = chase_chain(CHASE_WORDS, CHASE_STRIDE_WORDS)
+            words = CHASE_WORDS if self.method == "pointer-chase-host" else CHASE_WORDS_DEVICE
+            chain = chase_chain(words, CHASE_STRIDE_WORDS)
             self.expected = chase_end(chain, HOPS)
             if self.method == "pointer-chase-host":
                 host = cuda.pagelocked_empty(CHASE_WORDS, np.uint32, mem_flags=cuda.host_alloc_flags.DEVICEMAP)

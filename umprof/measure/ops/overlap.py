@@ -119,15 +119,20 @@ class OverlapRun(CaseRun):
                 return best
 
             copy_s = timed(lambda: cuda.memcpy_htod_async(dev, host))
-            probe = 64
             grid = self._grid(n)
-            kernel_s = timed(lambda: self.kernel.launch(grid, BLOCK, int(dev), n // 4, probe))
+            run = lambda iters: timed(lambda: self.kernel.launch(grid, BLOCK, int(dev), n // 4, iters))  # noqa: E731
+            base = run(0)  # launch and one memory pass: the kernel's fixed cost
+            probe, kernel_s = 64, run(64)
+            # a short probe is mostly launch overhead: lengthen it until the passes dominate
+            while kernel_s < 4 * max(base, copy_s) and probe < 2**24:
+                probe *= 4
+                kernel_s = run(probe)
         finally:
             dev.free()
             host.base.free()
-        per_pass = kernel_s / probe
-        self.extra.update(chunk_copy_s=copy_s, kernel_pass_s=per_pass)
-        return int(max(1, round(compute * copy_s / per_pass)))
+        per_pass = max(kernel_s - base, 1e-9) / probe
+        self.extra.update(chunk_copy_s=copy_s, kernel_base_s=base, kernel_pass_s=per_pass)
+        return int(max(1, round(max(0.0, compute * copy_s - base) / per_pass)))
 
     # -- samples --------------------------------------------------------------------------
     def reset(self):
