@@ -35,6 +35,11 @@ PHASE_COLORS = {
     "host_read": 0xE377C2,
     "free": 0xBCBD22,
     "reset": 0xC7C7C7,
+    "first": 0xAEC7E8,  # the loop op's first iteration
+    "host_write": 0x98DF8A,
+    "pipelined": 0xD62728,  # the overlap op's chunks on several streams, as one phase
+    "both": 0xFF9896,  # bidirectional copies at once
+    "latency": 0xC49C94,
 }
 SCOPE_COLORS = {"scenario": 0x393B79, "case": 0x637939}
 PHASES = tuple(PHASE_COLORS)
