@@ -28,14 +28,14 @@ extern "C" __global__ void chunk_work(unsigned int* __restrict__ x, unsigned lon
     }
 }
 
-// One thread follows `hops` links of a cyclic chain (next[i] is the index of the next word
-// to read): every load waits for the one before, so the time per hop is the load's latency
-// (nvbandwidth's host_device_latency_sm). The last index is written out so the chase is not
-// optimised away, and the host checks it against the chain.
+// One thread follows `hops` links of a cyclic chain from index `start` (next[i] is the index
+// of the next word to read): every load waits for the one before, so the time per hop is the
+// load's latency (nvbandwidth's host_device_latency_sm). The last index is written out so the
+// chase is not optimised away, and the host checks it against the chain.
 extern "C" __global__ void pointer_chase(const unsigned int* __restrict__ next, unsigned long long hops,
-                                         unsigned int* __restrict__ out)
+                                         unsigned int start, unsigned int* __restrict__ out)
 {
-    unsigned int i = 0;
+    unsigned int i = start;
     for (unsigned long long h = 0; h < hops; ++h)
         i = *((volatile const unsigned int*)next + i);
     *out = i;

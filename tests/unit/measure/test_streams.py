@@ -32,6 +32,7 @@ def test_pointer_chase_chain_is_one_cycle_over_every_line():
         i = int(chain[i])
     assert i == 0 and seen == set(range(0, words, stride))  # back at the start after visiting every line
     assert chase_end(chain, words // stride) == 0 and chase_end(chain, 1) == int(chain[0])
+    assert chase_end(chain, 10) == chase_end(chain, 4, chase_end(chain, 6))  # a chase goes on where it stopped
 
 
 @pytest.mark.parametrize("threads", [1, 3, 8])

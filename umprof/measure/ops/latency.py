@@ -8,7 +8,8 @@ Methods, each one sample = one operation, timed by the host clock (what an appli
   memory, a thread per word, then a synchronize (launch latency plus reads over the link);
 * ``pointer-chase-host`` / ``pointer-chase-device``: one GPU thread follows a random cyclic
   chain through 16 MiB of mapped host memory (256 MiB of device memory, beyond the L2), each
-  load waiting for the one before;
+  load waiting for the one before; each sample goes on from where the last one stopped, so
+  its lines were not read recently (a chase that restarted would find them in the L2);
   timed by CUDA events and divided by the hops: the latency of one load
   (nvbandwidth's host_device_latency_sm). ``bytes`` does not apply to them.
 
@@ -25,7 +26,7 @@ from umprof.measure.ops.base import CaseRun, Op, register
 
 METHODS = ("memcpy", "memcpy-async", "zero-copy-kernel", "pointer-chase-host", "pointer-chase-device")
 CHASE = "streams.cu:pointer_chase"
-CHASE_SIG = "PQP"
+CHASE_SIG = "PQIP"
 CHASE_WORDS = 16 * 1024**2 // 4  # 16 MiB of chain in host memory (as nvbandwidth's host latency test)
 CHASE_WORDS_DEVICE = 256 * 1024**2 // 4  # 256 MiB in device memory: five times an H200's 50 MB L2
 CHASE_STRIDE_WORDS = 64 // 4  # one link per 64-byte line
@@ -43,9 +44,9 @@ def chase_chain(words: int, stride: int, seed: int = 7) -> np.ndarray:
     return chain
 
 
-def chase_end(chain: np.ndarray, hops: int) -> int:
-    """Where the chase from index 0 ends after ``hops`` links (what the kernel must write)."""
-    i = 0
+def chase_end(chain: np.ndarray, hops: int, start: int = 0) -> int:
+    """Where the chase from ``start`` ends after ``hops`` links (what the kernel must write)."""
+    i = start
     for _ in range(hops):
         i = int(chain[i])
     return i
@@ -57,12 +58,12 @@ class LatencyRun(CaseRun):
         s = self.session = ctx.session
         cuda = s.cuda
         self.method, self.nbytes = case.params["method"], case.params["bytes"]
-        self.handles = []
+        self.handles, self._chased = [], False
         if self.method.startswith("pointer-chase"):
             self.kernel = ctx.kernels.get(CHASE, CHASE_SIG, ())
             words = CHASE_WORDS if self.method == "pointer-chase-host" else CHASE_WORDS_DEVICE
-            chain = chase_chain(words, CHASE_STRIDE_WORDS)
-            self.expected = chase_end(chain, HOPS)
+            self.chain = chain = chase_chain(words, CHASE_STRIDE_WORDS)
+            self.start, self.expected = 0, chase_end(chain, HOPS)
             if self.method == "pointer-chase-host":
                 host = cuda.pagelocked_empty(CHASE_WORDS, np.uint32, mem_flags=cuda.host_alloc_flags.DEVICEMAP)
                 host[:] = chain
@@ -89,6 +90,11 @@ class LatencyRun(CaseRun):
             self.handles += [self.src.base, self.dst]
             self.stream = cuda.Stream()
 
+    def reset(self):
+        if self.method.startswith("pointer-chase") and self._chased:  # on from the last sample's end
+            self.start = self.expected
+            self.expected = chase_end(self.chain, HOPS, self.start)
+
     def sample(self, timer):
         cuda = self.session.cuda
         if self.method == "memcpy":
@@ -104,7 +110,8 @@ class LatencyRun(CaseRun):
                 cuda.Context.synchronize()
         else:  # one load's latency: the chase's time over its hops
             with timer.phase("latency", reps=HOPS):
-                self.kernel.launch(1, 1, self.chain_ptr, HOPS, self.out)
+                self.kernel.launch(1, 1, self.chain_ptr, HOPS, self.start, self.out)
+            self._chased = True
 
     def verify(self):
         cuda = self.session.cuda
