@@ -5,7 +5,8 @@
 #    unless the cubin cache already holds them);
 # 2. the whole GPU suite RUNS times in a row (default 3), every run logged in one file, with
 #    each timing check's margin (UMPROF_MARGINS) and the fault checks' findings (UMPROF_FAULT_LOG).
-# SKIP_DEFAULT=1 skips step 1; RUNS=0 skips step 2. Writes under $OUT (default ./device-out).
+# SKIP_DEFAULT=1 skips step 1; RUNS=0 skips step 2; FIRST=N numbers the runs from N (a second call
+# that goes on with run 3). Writes under $OUT (default ./device-out).
 set -uo pipefail
 OUT="${OUT:-device-out}"
 mkdir -p "$OUT"
@@ -19,8 +20,9 @@ if [ -z "${SKIP_DEFAULT:-}" ]; then
     | tee -a "$OUT/$gpu-default-run.txt"
 fi
 export UMPROF_MARGINS="$OUT/$gpu-margins.jsonl" UMPROF_FAULT_LOG="$OUT/$gpu-faults.log"
-for i in $(seq 1 "${RUNS:-3}"); do
-  echo "=== GPU suite run $i of ${RUNS:-3} on $gpu, $(date -u +%FT%TZ) ===" >> "$OUT/$gpu-gpu-tests.log"
+first=${FIRST:-1}
+for i in $(seq "$first" $(( first + ${RUNS:-3} - 1 ))); do
+  echo "=== GPU suite run $i on $gpu, $(date -u +%FT%TZ) ===" >> "$OUT/$gpu-gpu-tests.log"
   echo "=== run $i ===" >> "$UMPROF_FAULT_LOG"
   start=$(date +%s)
   python3 -m pytest -m gpu -q -p no:cacheprovider tests/gpu >> "$OUT/$gpu-gpu-tests.log" 2>&1
