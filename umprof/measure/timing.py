@@ -131,6 +131,16 @@ class PhaseTimer:
         gpu_s = end.time_since(start) / 1e3 / reps if gpu else math.nan
         self.sample.phases.append(PhaseTime(name, gpu_s, (c1 - c0) / reps, bytes, ceiling))
 
+    def set_gpu_time(self, name: str, seconds: float) -> None:
+        """Replace the GPU time of the phase ``name`` just timed, for an op that measures a span
+        more exactly itself (the overlap op: from its first operation's start, as Nsight
+        Systems projects a range, rather than from when the host began to issue)."""
+        for p in reversed(self.sample.phases):
+            if p.name == name:
+                p.gpu_s = seconds
+                return
+        raise KeyError(name)
+
     def finish(self) -> Sample:
         """The sample, with the UM counters of each phase (and of all of them, as 'total') in ``extra``.
 

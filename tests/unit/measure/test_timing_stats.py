@@ -115,3 +115,13 @@ def test_a_phase_entered_in_several_iterations_counts_once_summed():
     h2d, kernel = sample.phases
     assert h2d.bytes == 300 and kernel.bytes == 30 and h2d.ceiling == "pcie"
     assert h2d.gpu_s == pytest.approx(3 * 2e-3) and kernel.gpu_s == pytest.approx(3 * 2e-3)
+
+
+def test_an_op_can_set_a_phases_gpu_time_it_measured_itself():
+    t = PhaseTimer(FakeSession())
+    with t.phase("pipelined", bytes=10):
+        pass
+    t.set_gpu_time("pipelined", 1.5e-3)
+    assert t.finish().phases[0].gpu_s == 1.5e-3
+    with pytest.raises(KeyError):
+        t.set_gpu_time("nope", 1.0)
