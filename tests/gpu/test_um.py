@@ -58,7 +58,8 @@ def test_pages_timing_order_at_256mib(ctx_factory):
     k = {a: _row(rows, f"access={a}", "kernel")["time_median_s"] for a in ("stream_thread", "stream_warp", "prefetch")}
     gpu_side = _row(rows, "access=prefetch", "h2d")["time_median_s"] + k["prefetch"]
     assert_faster("um-pages 256MiB: prefetch+kernel vs stream_warp kernel", gpu_side, k["stream_warp"])
-    assert_faster("um-pages 256MiB kernel: stream_warp vs stream_thread", k["stream_warp"], k["stream_thread"])
+    # stream_warp against stream_thread is judged at 64 MiB (margins 1.37-2.35 on both GPUs); at 256 MiB
+    # it ranged 0.97-1.83 over six runs on the H100 (2.17-1.51 on the H200): not a guarantee there
 
 
 def test_advice_every_strategy_and_pattern(ctx_factory):
