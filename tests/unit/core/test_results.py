@@ -126,7 +126,7 @@ def test_version_1_files_are_read_and_upgraded(tmp_path):
     """The committed results of earlier versions stay readable: case_wall_s appears, empty."""
     from tests.unit.data import RESULTS
 
-    old = ResultSet.load(RESULTS / "nvidia-h200-default.parquet")
+    old = ResultSet.load(RESULTS / "nvidia-h200-um.parquet")
     assert "case_wall_s" in old.frame.columns and old.frame["case_wall_s"].isna().all()
     p = tmp_path / "v1.json"
     p.write_text('{"schema_version": 1, "meta": {}, "devices": [], "cases": [{"scenario": "s", "case": "c"}]}')
