@@ -12,7 +12,6 @@ import sys
 import time
 from pathlib import Path
 
-import pytest
 
 from tests.gpu.helpers import by, run_cases
 from umprof.core.results import ResultSet

@@ -16,7 +16,6 @@ expected values.
 
 from __future__ import annotations
 
-import functools
 import math
 
 import numpy as np

@@ -104,7 +104,7 @@ class OverlapRun(CaseRun):
     def _calibrate(self, compute: float) -> int:
         """Kernel passes that make one chunk's kernel take ``compute`` times its H2D copy (of
         pinned memory over the link: the copy the strategies are compared by)."""
-        s, cuda = self.session, self.session.cuda
+        cuda = self.session.cuda
         n = self.chunk
         host = cuda.pagelocked_empty(n, np.uint8)
         dev = cuda.mem_alloc(n)
