@@ -201,3 +201,15 @@ def test_a_sample_past_the_timeout_but_under_its_hard_limit_is_sampled_again():
     rule = StoppingRule(min_samples=3, min_time=0.0, max_noise=1.0, timeout=0.02, warmup=1)
     rows = measure_case(_ctx(run), CASE, rule)  # 0.03 s samples: over 0.02, under 4 x 0.02
     assert rows[-1]["samples"] >= 2 and "one sample" not in rows[-1]["stop_reason"]
+
+
+def test_a_case_takes_its_strategy_checked_and_knows_whether_cupti_counts_it():
+    from umprof.core.errors import CaseSkipped
+
+    info = SimpleNamespace(managed_memory=True, concurrent_managed_access=False, can_map_host_memory=True,
+                           pageable_memory_access=False)
+    run = CaseRun()
+    assert run.use_strategy("pinned", info).name == "pinned" and run.uses_managed_memory is False
+    assert run.use_strategy("managed", info).managed and run.uses_managed_memory is True
+    with pytest.raises(CaseSkipped, match="concurrent managed access"):
+        run.use_strategy("managed-prefetch", info)

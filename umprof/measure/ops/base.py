@@ -37,6 +37,20 @@ class CaseRun:
     def __init__(self):
         self.extra: dict = {}
 
+    def use_strategy(self, name: str, info):
+        """The host-memory strategy ``name``, once the device is known to support it (else the
+        case is skipped with the reason). Only a strategy whose pages migrate gives the case the
+        counted UM sample."""
+        from umprof.core.errors import CaseSkipped
+        from umprof.measure import strategies
+
+        st = strategies.get(name)
+        why = st.unsupported(info)
+        if why:
+            raise CaseSkipped(why)
+        self.uses_managed_memory = st.pages_migrate
+        return st
+
     def reset(self) -> None:
         """Between samples, untimed: put data back where a sample starts."""
 

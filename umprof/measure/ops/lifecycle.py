@@ -124,11 +124,7 @@ class LifecycleRun(CaseRun):
         super().__init__()
         p = case.params
         self.session = s = ctx.session
-        self.strategy = strategies.get(p["strategy"])
-        self.uses_managed_memory = self.strategy.pages_migrate
-        why = self.strategy.unsupported(ctx.info)
-        if why:
-            raise CaseSkipped(why)
+        self.strategy = self.use_strategy(p["strategy"], ctx.info)
         self.nbytes, self.reuse = p["bytes"], p["reuse"]
         self.fraction, self.pattern = p.get("touched", 1.0), p.get("pattern", "streaming")
         self.stride = p.get("stride")

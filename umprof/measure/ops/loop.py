@@ -116,10 +116,7 @@ class LoopRun(CaseRun):
         super().__init__()
         p = case.params
         self.session = s = ctx.session
-        self.strategy = st = strategies.get(p["strategy"])
-        why = st.unsupported(ctx.info)
-        if why:
-            raise CaseSkipped(why)
+        self.strategy = st = self.use_strategy(p["strategy"], ctx.info)
         self.nbytes, self.reuse, self.iterations = p["bytes"], p["reuse"], p["iterations"]
         self.touched, self.pattern, self.stride = p["touched"], p["pattern"], p.get("stride") or 1
         self.host_writes, self.gpu_writes, self.host_reads = p["host_writes"], p["gpu_writes"], p["host_reads"]

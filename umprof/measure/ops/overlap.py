@@ -64,11 +64,7 @@ class OverlapRun(CaseRun):
         super().__init__()
         p = case.params
         s = self.session = ctx.session
-        self.st = strategies.get(p["strategy"])
-        self.uses_managed_memory = self.st.pages_migrate
-        why = self.st.unsupported(ctx.info)
-        if why:
-            raise CaseSkipped(why)
+        self.st = self.use_strategy(p["strategy"], ctx.info)
         self.nbytes, self.chunk, self.nstreams = p["bytes"], p["chunk"], p["streams"]
         if self.nbytes % 16 or self.chunk % 16:
             raise CaseSkipped("bytes and chunk must be multiples of 16")

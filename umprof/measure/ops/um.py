@@ -189,11 +189,7 @@ class AdviceRun(CaseRun):
         p = case.params
         s = self.session = ctx.session
         self.pattern, self.nbytes, self.rounds = p["pattern"], p["bytes"], p["rounds"] or 1
-        self.st = strategies.get(p["strategy"])
-        self.uses_managed_memory = self.st.pages_migrate
-        why = self.st.unsupported(ctx.info)
-        if why:
-            raise CaseSkipped(why)
+        self.st = self.use_strategy(p["strategy"], ctx.info)
         self.n = _words(self.nbytes, "um_advice")
         opts = tuple(ctx.scenario.compile_options)
         self.sms = ctx.info.sms
@@ -330,11 +326,7 @@ class SparseRun(CaseRun):
         super().__init__()
         p = case.params
         s = self.session = ctx.session
-        self.st = strategies.get(p["strategy"])
-        self.uses_managed_memory = self.st.pages_migrate
-        why = self.st.unsupported(ctx.info)
-        if why:
-            raise CaseSkipped(why)
+        self.st = self.use_strategy(p["strategy"], ctx.info)
         self.nbytes, self.fraction, page = p["bytes"], p["fraction"], p["page"]
         self.n = _words(self.nbytes, "um_sparse")
         if page % 16:
