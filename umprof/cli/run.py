@@ -18,8 +18,8 @@ DEFAULT_SUITE_BUDGET_S = 100.0  # the default suite must answer in under two min
 @common.run_options
 @click.option("--dry-run", is_flag=True, help="List the cases and the time they should take, and exit; touches no GPU.")
 @click.option("--budget", type=click.FloatRange(min=0), default=None, metavar="SECONDS",
-              help=f"Seconds for the whole run, shared among its cases; a case past its share answers from one "
-                   f"sample, flagged. Default: {DEFAULT_SUITE_BUDGET_S:.0f} for the default suite, none otherwise; 0: none.")
+              help=f"Seconds for the whole run, shared among its cases in proportion to their estimates; a case "
+                   f"past its share stops sampling, flagged. Default: {DEFAULT_SUITE_BUDGET_S:.0f} for the default suite, none otherwise; 0: none.")
 @click.option("--um-counters", type=click.Choice(["sample", "all", "off"]), default="sample", show_default=True,
               help="Unified-memory faults and migrations through CUPTI (needs cupti-python; off under Nsight Systems): "
                    "'sample' counts one extra sample per case so the timed ones run unperturbed; 'all' counts every sample.")

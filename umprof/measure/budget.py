@@ -35,12 +35,12 @@ def case_estimate(rule, sample_s: float, counted: bool = False, nbytes: int = 0)
     the counted UM sample."""
     warm = rule.warmup * sample_s
     overhead = CASE_OVERHEAD_S + nbytes / PREPARE_BYTES_PER_S
-    if rule.warmup and sample_s > rule.HARD_FACTOR * rule.timeout:  # the warm-up is the one sample
+    if rule.warmup and sample_s > rule.hard_timeout:  # the warm-up is the one sample
         return overhead + warm
     wanted = max(rule.min_samples * sample_s, rule.min_time)
     # small samples often miss the noise target and run to the timeout; long ones stop at
     # min_samples, or at the rule's hard limit
-    sampling = rule.timeout if wanted < rule.timeout / 4 else min(rule.HARD_FACTOR * rule.timeout + sample_s, wanted)
+    sampling = rule.timeout if wanted < rule.timeout / 4 else min(rule.hard_timeout + sample_s, wanted)
     return overhead + warm + sampling + (sample_s if counted else 0.0)
 
 

@@ -146,7 +146,7 @@ def _measure(ctx, case, rule, share, t0) -> list[dict]:
         return [status_row(scenario, case, "failed", _reason(e))]
     verify_each = run.verify_every_sample
     # a warm-up past the rule's hard limit (or the case's share of a run budget) is pathological
-    budget = rule.HARD_FACTOR * rule.timeout if share is None else min(rule.HARD_FACTOR * rule.timeout, share)
+    budget = rule.hard_timeout if share is None else min(rule.hard_timeout, share)
     try:
         samples, why, over = [], None, False
         for _ in range(rule.warmup):

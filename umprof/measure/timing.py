@@ -40,6 +40,11 @@ class StoppingRule:
         self.min_samples = max(1, int(self.min_samples))
         self.warmup = int(self.warmup)
 
+    @property
+    def hard_timeout(self) -> float:
+        """Sampling stops here whatever else is unmet; a warm-up longer than it is a case's one sample."""
+        return self.HARD_FACTOR * self.timeout
+
     def check(self, totals: list[float], elapsed_s: float, cap_s: float | None = None) -> tuple[bool, str | None]:
         """(stop?, why it stopped short) for the sample totals so far and the wall time spent;
         ``cap_s``: a hard limit on the time (the case's share of a run budget).
@@ -56,7 +61,7 @@ class StoppingRule:
             return True, None
         if n >= self.max_samples:
             return True, f"stopped at {n} samples: noise {rel:.1%} > {self.max_noise:.1%}"
-        limit = self.HARD_FACTOR * self.timeout if cap_s is None else min(self.HARD_FACTOR * self.timeout, cap_s)
+        limit = self.hard_timeout if cap_s is None else min(self.hard_timeout, cap_s)
         if n >= 1 and ((elapsed_s >= self.timeout and met_n) or elapsed_s >= limit):
             unmet = []
             if not met_n:

@@ -68,8 +68,6 @@ class OverlapRun(CaseRun):
         self.nbytes, self.chunk, self.nstreams = p["bytes"], p["chunk"], p["streams"]
         if self.nbytes % 16 or self.chunk % 16:
             raise CaseSkipped("bytes and chunk must be multiples of 16")
-        if self.chunk > self.nbytes:
-            raise CaseSkipped(f"a chunk of {self.chunk} bytes is larger than the buffer ({self.nbytes})")
         self.kernel = ctx.kernels.get(ctx.scenario.kernel or KERNEL, SIGNATURE, tuple(ctx.scenario.compile_options))
         self.sms = ctx.info.sms
         self.parts = chunks(self.nbytes, self.chunk)
@@ -224,9 +222,8 @@ class OverlapRun(CaseRun):
 
 
 def _merge(params):
-    if params["chunk"] > params["bytes"]:
-        return None
-    return params
+    """A chunk larger than the buffer is not a case."""
+    return None if params["chunk"] > params["bytes"] else params
 
 
 OP = register(Op(

@@ -160,7 +160,7 @@ class StagingRun(CaseRun):
 def _merge(params):
     if params["method"] != "pageable-staged":  # the ring's axes shape the staged method alone
         params = {**params, "slots": None, "chunk": None}
-        if params["method"] not in ("host-copy",):
+        if params["method"] != "host-copy":
             params["threads"] = None
     return params
 
