@@ -85,7 +85,10 @@ class ResultSet:
             if fmt == "parquet":
                 import pyarrow.parquet as pq
 
-                table = pq.read_table(path)
+                # One open file: given a path, pyarrow takes the size from one look and the bytes
+                # from another, so a writer's atomic replace in between reads as a truncated file.
+                with open(path, "rb") as f:
+                    table = pq.read_table(f)
                 raw = (table.schema.metadata or {}).get(b"umprof")
                 if raw is None:
                     raise UsageError(f"{path}: a Parquet file, but not one umprof wrote (no 'umprof' metadata)")

@@ -87,8 +87,39 @@ def test_round_trip(tmp_path, suffix):
 
 
 def test_writer_saves_as_cases_finish(tmp_path):
-    w = _rs(tmp_path)
+    _rs(tmp_path)
     assert ResultSet.load(tmp_path / "r.parquet").frame.shape[0] == 5
+
+
+@pytest.mark.parametrize("suffix", [".parquet", ".csv", ".json"])
+def test_a_file_being_rewritten_always_reads_whole(tmp_path, suffix):
+    # A user watches a run's file while the run rewrites it after every case (seen on the H200:
+    # pyarrow given a path sized the old file and read the new one).
+    import threading
+
+    path = tmp_path / f"r{suffix}"
+    sets = [ResultSet(frame=pd.DataFrame({"case": range(n), "x": [1.5] * n}), meta={"n": n}) for n in (3, 300)]
+    sets[0].save(path)
+    stop, errors = threading.Event(), []
+
+    def rewrite():
+        i = 0
+        while not stop.is_set():
+            sets[i % 2].save(path)
+            i += 1
+
+    writer = threading.Thread(target=rewrite)
+    writer.start()
+    try:
+        for _ in range(300):
+            try:
+                assert ResultSet.load(path).frame.shape[0] in (3, 300)
+            except UsageError as e:
+                errors.append(str(e))
+    finally:
+        stop.set()
+        writer.join()
+    assert not errors, errors[:3]
 
 
 def test_writer_refuses_to_overwrite(tmp_path):
