@@ -52,24 +52,82 @@ def select(scenario=(), axes=None) -> list:
     return chosen
 
 
-def run(scenario=(), axes=None, output=None, *, device: int = 0, force: bool = False, timing: dict | None = None,
+def run(scenario=(), axes=None, output=None, *, device=None, force: bool = False, timing: dict | None = None,
         um_counters: str = "sample", allow_oversubscription: bool = False, progress: bool = False,
-        console=None, argv=None, budget: float | None = None) -> ResultSet:
+        console=None, argv=None, budget: float | None = None, mpi: str = "auto") -> ResultSet:
     """Measure scenarios on the GPU and return their ResultSet (also saved to ``output``, case by case).
 
     ``scenario``: a name, group or TOML path, a list of them, or Scenario objects from :func:`select`;
-    ``axes``: overrides as ``{"bytes": "pow2:24..26"}``; ``timing``: the stopping rule's
-    ``min_samples``, ``min_time``, ``max_noise``, ``timeout`` (each case's budget), ``warmup``;
-    ``budget``: seconds for the whole run, shared among the cases (see :func:`estimate`). Failed cases are rows
-    with ``status == "failed"`` and their reason (:meth:`ResultSet.failed_cases` counts them).
-    A case that breaks the CUDA context (a kernel that traps) fails alone: the cases after it run
-    in a fresh process, added to the same file.
+    ``axes``: overrides as ``{"bytes": "pow2:24..26"}``; ``device``: a GPU index, a list of them
+    or ``"all"`` (each scenario runs on each GPU; p2p, host-links and um-peers span them), default
+    0; ``timing``: the stopping rule's ``min_samples``, ``min_time``, ``max_noise``, ``timeout``
+    (each case's budget), ``warmup``; ``budget``: seconds for the whole run, shared among the
+    cases (see :func:`estimate`). Failed cases are rows with ``status == "failed"`` and their
+    reason (:meth:`ResultSet.failed_cases` counts them). A case that breaks the CUDA context (a
+    kernel that traps) fails alone: the cases after it run in a fresh process, added to the same file.
+
+    ``mpi``: 'auto' (default) joins an MPI run when a launcher (mpirun, srun) started several
+    processes; 'on' requires one; 'off' never. In an MPI run each rank takes its node-local GPU
+    (unless ``device`` says otherwise), writes ``<output>.rank<R>`` as cases finish, and rank 0
+    merges them into ``output`` and returns the merged result (the other ranks, their own).
     """
+    from umprof.core.ranks import join, rank_path
+
     chosen = select(scenario, axes)
-    settings = dict(output=str(output or default_output("run")), device=device, timing=timing,
-                    allow_oversubscription=allow_oversubscription, um_counters=um_counters, budget=budget,
+    world = join(mpi)
+    output = str(output or default_output("run"))
+    if world.several and Path(output).exists() and not force:
+        raise UsageError(f"{output}: already exists; pass --force to overwrite it or -o to write elsewhere")
+    settings = dict(output=str(rank_path(output, world.rank)) if world.several else output,
+                    device=(world.local_rank if world.several else 0) if device is None else device,
+                    timing=timing, allow_oversubscription=allow_oversubscription, um_counters=um_counters,
+                    budget=budget, host=world.host, rank=world.rank,
                     argv=argv or ["umprof.run", *[s.name for s in chosen]])
-    return _run_here(chosen, settings, force=force, resume=False, progress=progress, console=console)
+    if not world.several:
+        return _run_here(chosen, settings, force=force, resume=False, progress=progress, console=console)
+    outcome, rs = None, None
+    try:
+        rs = _run_here(chosen, settings, force=True, resume=False, progress=progress and world.rank == 0,
+                       console=console)
+    except Exception as e:  # every rank must reach the merge, or the others wait for it forever
+        outcome = (f"rank {world.rank} on {world.host}: {e}", getattr(e, "exit_code", 1))
+    return _merge_ranks(world, output, settings["output"], rs, outcome, console)
+
+
+def _merge_ranks(world, output: str, mine: str, rs, outcome, console) -> ResultSet:
+    """Rank 0 merges every rank's file into ``output`` (removing them once it is saved) and gets
+    the merged result, the other ranks their own; any rank's failure is every rank's error."""
+    from umprof.core.errors import UmprofError
+    from umprof.core.results import merge_results
+
+    reports = world.gather({"rank": world.rank, "host": world.host, "file": mine, "error": outcome,
+                            "rows": 0 if rs is None else len(rs.frame), "failed": 0 if rs is None else rs.failed_cases(),
+                            "wall_s": None if rs is None else rs.meta.get("wall_s")})
+    merged_error = None
+    if world.rank == 0:
+        files = [Path(r["file"]) for r in reports]
+        present = [f for f in files if f.is_file()]
+        try:
+            if present:
+                merged = merge_results([ResultSet.load(f) for f in present],
+                                       ranks=[{k: v for k, v in r.items() if k != "file"} for r in reports])
+                merged.save(output)
+                for f in present:
+                    f.unlink()
+            errors = [r["error"] for r in reports if r["error"]]
+            if errors:
+                merged_error = ("; ".join(m for m, _ in errors) + (f" (the other ranks' cases are in {output})" if present else ""),
+                                max(code for _, code in errors))
+        except Exception as e:
+            merged_error = (f"merging the ranks' files ({', '.join(map(str, files))}) failed: {e}", 1)
+        if console is not None and not merged_error:
+            console.print(f"merged {len(present)} ranks' results into {output}")
+    merged_error = world.bcast(merged_error)
+    if merged_error:
+        error = UmprofError(merged_error[0])
+        error.exit_code = merged_error[1]  # the ranks' own (3: no GPU, 2: a usage error)
+        raise error
+    return ResultSet.load(output) if world.rank == 0 else rs
 
 
 def _run_here(chosen, settings: dict, *, force: bool, resume: bool, progress: bool, console) -> ResultSet:
@@ -142,9 +200,10 @@ def _result_sets(sources) -> list[ResultSet]:
     return [s if isinstance(s, ResultSet) else ResultSet.load(s) for s in items]
 
 
-def load_calibration(sources):
+def load_calibration(sources, device: int | None = None):
     """A Calibration from saved results with lifecycle cases (paths or ResultSets; e.g. the
-    committed ``results/nvidia-h200-calibration.parquet``)."""
+    committed ``results/nvidia-h200-calibration.parquet``); ``device``: only the rows measured
+    on that GPU (a calibration run with ``--device all``)."""
     import pandas as pd
 
     from umprof.model.predict import Calibration
@@ -153,7 +212,15 @@ def load_calibration(sources):
     if not sets:
         raise UsageError("no calibration given: pass result files of `umprof run calibration`")
     frame = pd.concat([r.frame for r in sets], ignore_index=True)
-    device = next((r.devices[0] for r in sets if r.devices), {})
+    infos = [d for r in sets for d in r.devices]
+    if device is not None:
+        if "device" in frame and (frame["device"] == device).any():
+            frame = frame[frame["device"] == device]
+        elif "device" in frame:
+            have = sorted({int(x) for x in frame["device"].dropna()})
+            raise UsageError(f"option '--device': the calibration was measured on GPU {have}, not GPU {device}")
+        infos = [d for d in infos if d.get("index") == device] or infos
+    device = infos[0] if infos else {}
     names = [str(s) for s in ([sources] if isinstance(sources, (str, Path)) else sources)
              if not isinstance(s, ResultSet)]
     return Calibration(frame, device, ", ".join(names))

@@ -30,6 +30,37 @@ def argv() -> list[str]:
     return ["umprof", *sys.argv[1:]]
 
 
+class DeviceSpec(click.ParamType):
+    """``--device``: one GPU index, a list (0,1) or all (:func:`umprof.core.devices.parse_devices`)."""
+
+    name = "GPUS"
+
+    def convert(self, value, param, ctx):
+        from umprof.core.devices import parse_devices
+        from umprof.core.errors import UsageError
+
+        if value is None or isinstance(value, tuple) or value == "all":
+            return value
+        try:
+            return parse_devices(value)
+        except UsageError as e:
+            self.fail(str(e).split(": ", 1)[-1], param, ctx)
+
+
+DEVICES = DeviceSpec()
+
+
+def one_device(spec, what: str) -> int:
+    """The single GPU a command that profiles one GPU takes from ``--device``."""
+    from umprof.core.errors import UsageError
+
+    if spec is None:
+        return 0
+    if spec == "all" or len(spec) != 1:
+        raise UsageError(f"option '--device': {what} uses one GPU; expected one index, got {spec if spec == 'all' else ','.join(map(str, spec))}")
+    return spec[0]
+
+
 def run_options(fn):
     """The options `run` and `trace` share (axes, output, device, stopping rule, guards)."""
     options = [
@@ -38,7 +69,9 @@ def run_options(fn):
         click.option("-o", "--output", type=click.Path(dir_okay=False), default=None,
                      help="Result file (.parquet, .csv or .json). Default: umprof-results/<command>-<time>.parquet"),
         click.option("--force", is_flag=True, help="Overwrite the result file if it exists."),
-        click.option("--device", "device_index", type=int, default=0, show_default=True, help="GPU index."),
+        click.option("--device", "device_index", type=DEVICES, default=None,
+                     help="GPUs: an index, a list (0,1) or all; each scenario runs on each in turn, and p2p / "
+                          "host-links / um-peers span them. Default: 0 (under MPI: the rank's GPU on its node)."),
         click.option("--min-samples", type=click.IntRange(min=1), default=None,
                      help=f"Samples per case at least [{RULE.min_samples}]."),
         click.option("--min-time", type=click.FloatRange(min=0), default=None,

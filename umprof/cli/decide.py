@@ -57,7 +57,9 @@ def _workloads(files, options: dict):
 @click.option("--save-calibration", type=click.Path(dir_okay=False), default=None,
               help="Where a calibration measured now is saved. Default: umprof-results/calibration-<time>.parquet")
 @click.option("--force", is_flag=True, help="Overwrite result files that exist.")
-@click.option("--device", "device_index", type=int, default=0, show_default=True, help="GPU index.")
+@click.option("--device", "device_index", type=common.DEVICES, default=None,
+              help="GPUs to answer for: an index, a list (0,1) or all; each gets its own calibration and ranking "
+                   "(with --from: the calibration rows measured on that GPU). Default: 0.")
 def recommend(sources, workload_files, size, reuse, touched, pattern, stride, iterations, host_writes, gpu_writes,
               host_reads, pingpong, steady, as_json, fits, verify, verify_top, measured, output, save_calibration, force,
               device_index):
@@ -79,24 +81,60 @@ def recommend(sources, workload_files, size, reuse, touched, pattern, stride, it
     if verify_top != "all" and (not verify_top.isdigit() or int(verify_top) < 1):
         raise UsageError(f"option '--verify-top': expected a positive integer or 'all', got {verify_top!r}")
     console, err = common.out(), common.err()
-    cal = api.load_calibration(sources) if sources else api.calibrate(save_calibration, device=device_index,
-                                                                       force=force, console=err, argv=common.argv())
-    recs = api.recommend(workloads, cal, steady=steady)
-    if cal.device:
-        err.print(f"predicted from {cal.source or 'a calibration'} ({cal.device.get('name', 'unknown GPU')})")
-    verdicts, source = [None] * len(recs), ""
-    if verify or measured:
-        verdicts, source = api.verify(recs, top=None if verify_top == "all" else int(verify_top), measured=measured,
-                                      output=output, device=device_index, force=force, console=err, argv=common.argv())
-        if not measured:
-            err.print(f"verification results: {source}")
+    gpus = _gpus(device_index, sources)
+    docs = []
+    for gpu in gpus:
+        if len(gpus) > 1 and not as_json:
+            console.rule(f"GPU {gpu}")
+        cal = (api.load_calibration(sources, device=gpu if len(gpus) > 1 or device_index is not None else None)
+               if sources else api.calibrate(_per_gpu(save_calibration, gpu, gpus), device=gpu, force=force,
+                                             console=err, argv=common.argv()))
+        recs = api.recommend(workloads, cal, steady=steady)
+        if cal.device:
+            err.print(f"predicted from {cal.source or 'a calibration'} ({cal.device.get('name', 'unknown GPU')})")
+        verdicts, source = [None] * len(recs), ""
+        if verify or measured:
+            verdicts, source = api.verify(recs, top=None if verify_top == "all" else int(verify_top), measured=measured,
+                                          output=_per_gpu(output, gpu, gpus), device=gpu, force=force, console=err,
+                                          argv=common.argv())
+            if not measured:
+                err.print(f"verification results: {source}")
+        if as_json:
+            docs.append(dict(document(cal, recs, verdicts, source), gpu=gpu))
+            continue
+        for r, v in zip(recs, verdicts):
+            print_recommendation(r, console, v, source)
+        if sum(v is not None for v in verdicts) > 1:
+            console.print(verification_summary(list(zip(recs, verdicts))))
     if as_json:
-        common.echo_json(document(cal, recs, verdicts, source))
-        return
-    for r, v in zip(recs, verdicts):
-        print_recommendation(r, console, v, source)
-    if sum(v is not None for v in verdicts) > 1:
-        console.print(verification_summary(list(zip(recs, verdicts))))
+        common.echo_json(docs[0] if len(docs) == 1 else {"gpus": docs})
+
+
+def _gpus(spec, sources) -> list[int]:
+    """The GPUs ``--device`` names; 'all' with --from: every GPU the calibration was measured on."""
+    if spec is None:
+        return [0]
+    if spec != "all":
+        return list(spec)
+    if sources:
+        import pandas as pd
+
+        frames = [api.load(s).frame for s in sources]
+        col = pd.concat([f["device"] for f in frames if "device" in f])
+        return sorted(int(x) for x in col.dropna().unique()) or [0]
+    from umprof.measure.gpu import device_count
+
+    return list(range(device_count()))
+
+
+def _per_gpu(path, gpu, gpus):
+    """One file per GPU when several are answered for: calibration.parquet → calibration.gpu1.parquet."""
+    if path is None or len(gpus) == 1:
+        return path
+    from pathlib import Path
+
+    p = Path(path)
+    return str(p.with_name(f"{p.stem}.gpu{gpu}{p.suffix}"))
 
 
 def document(cal, recs, verdicts, source) -> dict:

@@ -8,6 +8,7 @@ import click
 from rich.table import Table
 
 from umprof import api
+from umprof.cli import common
 from umprof.cli.common import out
 from umprof.core.units import format_rate, format_size
 
@@ -46,7 +47,8 @@ def _values(spec, values) -> str:
 
 
 @click.command()
-@click.option("--device", "device_index", type=int, default=None, help="Only this GPU (default: all).")
+@click.option("--device", "device_index", type=common.DEVICES, default=None,
+              help="These GPUs: an index, a list (0,1) or all (default: all).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
 @click.option("--measure/--no-measure", default=True, show_default=True,
               help="Measure the device-to-device copy ceiling (about a second per GPU).")
@@ -68,6 +70,27 @@ def devices(device_index, as_json, measure):
         console.print(t)
         for n in info.notes:
             console.print(f"[yellow]note:[/] {n}")
+    if len(infos) > 1:
+        console.print(topology_table(infos))
+
+
+def topology_table(infos) -> Table:
+    """nvidia-smi topo -m's matrix with the ceilings: the path between each pair of GPUs (NVLink
+    links or the PCIe level) and its bytes/s per direction, and each GPU's host link."""
+    t = Table(title="GPU-to-GPU paths (NVML) and host links; GB/s per direction", title_justify="left",
+              header_style="bold")
+    t.add_column("")
+    for i in infos:
+        t.add_column(f"GPU {i.index}", justify="center")
+    t.add_column("host link", justify="center")
+    for a in infos:
+        cells = []
+        for b in infos:
+            p = a.peers.get(str(b.index)) if a is not b else None
+            cells.append("X" if p is None else f"{p['path']} {format_rate(p['bytes_per_s']) if p.get('bytes_per_s') else ''}".strip())
+        host = (f"PCIe {a.pcie_gen}.0 x{a.pcie_width} {format_rate(a.pcie_bytes_per_s)}" if a.pcie_bytes_per_s else "-")
+        t.add_row(f"GPU {a.index}", *cells, host)
+    return t
 
 
 def _device_rows(info) -> list[tuple[str, str]]:

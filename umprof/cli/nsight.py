@@ -34,13 +34,14 @@ def trace(scenarios, axes, output, force, device_index, min_samples, min_time, m
     from umprof.views.terminal import print_agreement, print_trace_extras
 
     chosen = api.select(scenarios, axes)
+    device = common.one_device(device_index, "trace")
     nsys = nsysmod.find_nsys(nsys_path)
     output = Path(output or api.default_output("trace"))
     format_for(output)
     stem = output.with_suffix("")
     rep, phases_out = Path(f"{stem}.nsys-rep"), Path(f"{stem}-nsys{output.suffix}")
     nsysmod.refuse_existing((output, rep, phases_out), force)
-    child = common.child_command("run", chosen, axes, device_index) + ["-o", str(output), "--force"]
+    child = common.child_command("run", chosen, axes, device) + ["-o", str(output), "--force"]
     for flag, v in common.timing(min_samples, min_time, max_noise, timeout, warmup).items():
         if v is not None:
             child += [f"--{flag.replace('_', '-')}", str(v)]

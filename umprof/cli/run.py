@@ -27,8 +27,11 @@ DEFAULT_SUITE_BUDGET_S = 100.0  # the default suite must answer in under two min
               help="After timing, run each case once under Nsight Compute and add its measured sectors per request "
                    "and bytes used per sector fetched beside the sector model's prediction.")
 @click.option("--ncu-path", metavar="PATH", default=None, help="The ncu executable (default: $UMPROF_NCU, then PATH, then the usual install folders).")
+@click.option("--mpi", type=click.Choice(["auto", "on", "off"]), default="auto", show_default=True,
+              help="Under mpirun/srun (auto: when a launcher started several processes): one rank per GPU, each "
+                   "writing OUTPUT.rankR as cases finish, merged by rank 0 into OUTPUT. Needs mpi4py (the mpi extra).")
 def run(scenarios, axes, output, force, device_index, min_samples, min_time, max_noise, timeout, warmup,
-        allow_oversubscription, quiet, dry_run, budget, um_counters, with_ncu, ncu_path):
+        allow_oversubscription, quiet, dry_run, budget, um_counters, with_ncu, ncu_path, mpi):
     """Run scenarios (names or groups from `umprof list`, or TOML files; none: the default suite)."""
     chosen = api.select(scenarios, axes)
     console, err = common.out(), common.err()
@@ -51,19 +54,23 @@ def run(scenarios, axes, output, force, device_index, min_samples, min_time, max
     if with_ncu:
         from umprof.nsight.ncu import find_ncu
 
+        ncu_device = common.one_device(device_index, "--ncu")
         ncu = find_ncu(ncu_path)  # before anything is measured: a missing tool fails fast
     output = output or api.default_output("run")
     try:
         rs = api.run(chosen, output=output, force=force, device=device_index,
                      timing=timing, allow_oversubscription=allow_oversubscription, argv=common.argv(), console=err,
-                     progress=not quiet, um_counters=um_counters, budget=budget or None)
+                     progress=not quiet, um_counters=um_counters, budget=budget or None, mpi=mpi)
     except KeyboardInterrupt:
         err.print(f"interrupted: the cases measured so far are in {output}")
         sys.exit(130)
     if ncu is not None:
         from umprof.nsight.ncu import add_counters
 
-        rs = add_counters(rs, ncu, common.child_command("ncu-pass", chosen, axes, device_index), output, err)
+        rs = add_counters(rs, ncu, common.child_command("ncu-pass", chosen, axes, ncu_device), output, err)
+    rank = rs.frame["rank"].iloc[0] if len(rs.frame) and "rank" in rs.frame and rs.frame["rank"].nunique() == 1 else 0
+    if rank:  # an MPI run's other ranks: rank 0 prints the merged results
+        return
     if not quiet:
         from umprof.views.terminal import print_results
 

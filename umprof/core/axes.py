@@ -26,7 +26,8 @@ MAX_AXIS_VALUES = 10_000
 
 @dataclass(frozen=True)
 class AxisSpec:
-    """What values an axis takes: ``kind`` is size, int, float, choice or str."""
+    """What values an axis takes: ``kind`` is size, int, float, choice, pair (GPU pairs such
+    as ``0>1``, or ``all``) or str."""
 
     name: str
     kind: str
@@ -46,6 +47,8 @@ class AxisSpec:
             return "integers, a list, or range:START..STOP[:STEP] / pow2:START..STOP[:STEP]"
         if self.kind == "float":
             return "numbers"
+        if self.kind == "pair":
+            return "GPU pairs SRC>DST (such as 0>1) or all"
         return "strings"
 
     def format(self, value: Any) -> str:
@@ -107,6 +110,11 @@ class AxisSpec:
             except (TypeError, ValueError):
                 raise UsageError(f"{where}: expected {self.expected()}, got {item!r}") from None
             return [self._check_range(value, where)]
+        if self.kind == "pair":
+            from umprof.core.devices import ALL, pair_text, parse_pair
+
+            pair = parse_pair(item, where)
+            return [ALL if pair == ALL else pair_text(*pair)]
         return [str(item)]
 
     def _check_range(self, v, where):

@@ -29,8 +29,10 @@ BASE_COLUMNS = [
     "gpu_time_median_s", "gpu_time_mean_s", "gpu_time_stdev_s", "gpu_time_min_s", "gpu_time_max_s", "gpu_time_iqr_s",
     "cpu_time_median_s", "cpu_time_mean_s", "cpu_time_stdev_s", "cpu_time_min_s", "cpu_time_max_s", "cpu_time_iqr_s",
     "time_median_s", "time_p99_s", "bytes", "bytes_per_s", "ceiling", "ceiling_bytes_per_s", "util", "d2d_util",
-    "noise_rel", "unstable", "stop_reason", "case_wall_s",
+    "noise_rel", "unstable", "stop_reason", "case_wall_s", "device", "host", "rank",
 ]
+# What tells two rows of one case apart in a run over several GPUs or processes.
+WHERE_COLUMNS = ("host", "rank", "device")
 
 
 @dataclass
@@ -48,7 +50,8 @@ class ResultSet:
         if self.frame.empty or "status" not in self.frame.columns:
             return 0
         failed = self.frame[self.frame["status"] == "failed"]
-        return len(failed[["scenario", "case"]].drop_duplicates())
+        keys = ["scenario", "case"] + [c for c in WHERE_COLUMNS if c in failed.columns]
+        return len(failed[keys].astype(str).drop_duplicates())
 
     def save(self, path: str | Path) -> None:
         """Write atomically in the format the suffix names."""
@@ -130,7 +133,37 @@ def _upgrade(path: Path, header: dict, frame: pd.DataFrame) -> pd.DataFrame:
         frame = frame.copy()
         frame["case_wall_s"] = float("nan")
         frame["time_p99_s"] = float("nan")
+    if version < 3:  # one GPU, one process: the run's first device
+        devices = header.get("devices") or [{}]
+        frame = frame.copy()
+        frame["device"] = int(devices[0].get("index", 0) or 0)
+        frame["host"] = devices[0].get("host") or header.get("meta", {}).get("host", "")
+        frame["rank"] = 0
     return frame
+
+
+def merge_results(sets: list["ResultSet"], ranks: list[dict] | None = None) -> "ResultSet":
+    """One ResultSet from the ranks' (or several runs') sets: rows concatenated in order, each
+    GPU listed once per host and rank, the first set's metadata with ``ranks`` added (what each
+    contributed: host, rank, rows, failed cases, wall time)."""
+    if not sets:
+        raise UsageError("nothing to merge: no result sets given")
+    frames = [r.frame for r in sets if len(r.frame)]
+    frame = ordered(pd.concat(frames, ignore_index=True)) if frames else sets[0].frame
+    devices, seen = [], set()
+    for r in sets:
+        for d in r.devices:
+            key = (d.get("host"), d.get("rank", 0), d.get("index"))
+            if key not in seen:
+                seen.add(key)
+                devices.append(d)
+    meta = dict(sets[0].meta)
+    meta["ranks"] = ranks if ranks is not None else [
+        {"rank": int(r.frame["rank"].iloc[0]) if len(r.frame) and "rank" in r.frame else i,
+         "host": r.meta.get("host"), "rows": len(r.frame), "failed": r.failed_cases(), "wall_s": r.meta.get("wall_s")}
+        for i, r in enumerate(sets)]
+    meta["wall_s"] = max((r.meta.get("wall_s") or 0) for r in sets) or meta.get("wall_s")
+    return ResultSet(frame, meta, devices)
 
 
 def slug(text: str) -> str:
@@ -179,7 +212,7 @@ class ResultWriter:
             self.meta = {**earlier.meta, **{k: v for k, v in meta.items() if k not in earlier.meta}}
             self.devices = earlier.devices
             self.rows = [{k: v for k, v in r.items() if not _missing(v)} for r in earlier.frame.to_dict(orient="records")]
-            self.done = {(r["scenario"], r["case"]) for r in self.rows}
+            self.done = {(r["scenario"], r["case"], int(r.get("device", 0) or 0)) for r in self.rows}
 
     def add(self, rows: list[dict]) -> None:
         self.rows.extend(rows)

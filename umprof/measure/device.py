@@ -62,11 +62,116 @@ class DeviceInfo:
     dram_bytes_per_s: float | None = None
     d2d_bytes_per_s: float | None = None  # measured copy, read + write counted
     pci_bus_id: str | None = None
+    # the path to each other GPU of the run, by its index as text: {"1": {"path": "NV18",
+    # "nvlinks": 18, "bytes_per_s": 450e9, ...}} (see :func:`peer_topology`)
+    peers: dict = field(default_factory=dict)
+    # every pair of the run's GPUs, "A-B" → the path's bytes/s per direction (p2p rows' ceiling)
+    links: dict = field(default_factory=dict)
     host: str = field(default_factory=platform.node)
+    rank: int = 0
     notes: list = field(default_factory=list)
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+
+# NVLink data rate per link and direction, by NVLink version (NVML's nvmlDeviceGetNvLinkVersion):
+# NVLink 1 20 GB/s; 2-4 25 GB/s (an H100/H200's 18 links: 450 GB/s); 5 50 GB/s.
+NVLINK_LINK_BYTES_PER_S = {1: 20e9, 2: 25e9, 3: 25e9, 4: 25e9, 5: 50e9}
+# nvmlDeviceGetTopologyCommonAncestor's levels, as nvidia-smi topo -m names them
+PCIE_PATHS = {0: "X", 10: "PIX", 20: "PXB", 30: "PHB", 40: "NODE", 50: "SYS"}
+
+
+def link_summary(nvlinks: int, nvlink_version: int | None, pcie_a: float | None, pcie_b: float | None,
+                 level: int | None, p2p_ok: bool | None = None) -> dict:
+    """The path between two GPUs and its per-direction ceiling: NVLink (links × the version's
+    per-link rate) where they are joined, else PCIe (the slower of the two GPUs' links)."""
+    if nvlinks:
+        rate = NVLINK_LINK_BYTES_PER_S.get(nvlink_version or 0)
+        return {"path": f"NV{nvlinks}", "nvlinks": nvlinks, "nvlink_version": nvlink_version,
+                "bytes_per_s": nvlinks * rate if rate else None, "p2p": p2p_ok}
+    caps = [c for c in (pcie_a, pcie_b) if c]
+    return {"path": PCIE_PATHS.get(level, "PCIe") if level is not None else "PCIe", "nvlinks": 0,
+            "nvlink_version": None, "bytes_per_s": min(caps) if caps else None, "p2p": p2p_ok}
+
+
+def _bus(bus_id: str | None) -> str:
+    """A PCI bus id in one spelling (NVML and CUDA differ in the domain's width and case)."""
+    if not bus_id:
+        return ""
+    parts = str(bus_id).lower().split(":")
+    if len(parts) == 3:
+        parts[0] = parts[0][-4:].rjust(4, "0")
+    return ":".join(parts)
+
+
+def peer_topology(infos: list) -> None:
+    """Fill each DeviceInfo's ``peers`` with the path to every other GPU in ``infos`` (NVML:
+    active NVLinks to it and their version, the PCIe common ancestor, peer-to-peer support)."""
+    if len(infos) < 2:
+        return
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+    except Exception as e:
+        for info in infos:
+            info.notes.append(f"NVML unavailable ({e}): the GPU-to-GPU paths are unknown")
+            for other in infos:
+                if other is not info:
+                    info.peers[str(other.index)] = link_summary(0, None, info.pcie_bytes_per_s, other.pcie_bytes_per_s, None)
+        _share_links(infos)
+        return
+    try:
+        handles = {}
+        for info in infos:
+            try:
+                handles[info.index] = pynvml.nvmlDeviceGetHandleByPciBusId(info.pci_bus_id)
+            except Exception:
+                handles[info.index] = pynvml.nvmlDeviceGetHandleByIndex(info.index)
+        bus_of = {}
+        for i, h in handles.items():
+            try:
+                bus_of[i] = _bus(pynvml.nvmlDeviceGetPciInfo(h).busId)
+            except Exception:
+                bus_of[i] = _bus(next(x.pci_bus_id for x in infos if x.index == i))
+        for info in infos:
+            h = handles[info.index]
+            links_to, version = {}, None
+            for link in range(getattr(pynvml, "NVML_NVLINK_MAX_LINKS", 18)):
+                try:
+                    if pynvml.nvmlDeviceGetNvLinkState(h, link) != pynvml.NVML_FEATURE_ENABLED:
+                        continue
+                    remote = _bus(pynvml.nvmlDeviceGetNvLinkRemotePciInfo(h, link).busId)
+                    version = version or int(pynvml.nvmlDeviceGetNvLinkVersion(h, link))
+                except Exception:
+                    continue
+                links_to[remote] = links_to.get(remote, 0) + 1
+            for other in infos:
+                if other is info:
+                    continue
+                try:
+                    level = int(pynvml.nvmlDeviceGetTopologyCommonAncestor(h, handles[other.index]))
+                except Exception:
+                    level = None
+                try:
+                    p2p = pynvml.nvmlDeviceGetP2PStatus(h, handles[other.index], pynvml.NVML_P2P_CAPS_INDEX_READ) == 0
+                except Exception:
+                    p2p = None
+                info.peers[str(other.index)] = link_summary(links_to.get(bus_of[other.index], 0), version,
+                                                            info.pcie_bytes_per_s, other.pcie_bytes_per_s, level, p2p)
+        _share_links(infos)
+    finally:
+        try:
+            pynvml.nvmlShutdown()
+        except Exception:
+            pass
+
+
+def _share_links(infos) -> None:
+    links = {f"{i.index}-{j}": p.get("bytes_per_s") for i in infos for j, p in i.peers.items()}
+    for info in infos:
+        info.links = dict(links)
 
 
 def _nvml_link(pci_bus_id: str | None, index: int) -> dict:
@@ -169,14 +274,17 @@ def _bool(v):
     return None if v is None else bool(v)
 
 
-def describe_devices(index: int | None = None, measure: bool = True) -> list[DeviceInfo]:
-    """DeviceInfo for one GPU (``index``) or every GPU, with the device-copy ceiling measured
-    (about a second each) unless ``measure`` is false."""
+def describe_devices(index=None, measure: bool = True) -> list[DeviceInfo]:
+    """DeviceInfo for the GPUs ``index`` names (an index, a list, None or 'all': every GPU),
+    with the device-copy ceiling measured (about a second each) unless ``measure`` is false,
+    and, for two or more, the paths between them (:func:`peer_topology`)."""
+    from umprof.core.devices import parse_devices, resolve_devices
     from umprof.measure.gpu import load_pycuda, open_session
 
     cuda = load_pycuda()
+    chosen = resolve_devices(parse_devices("all" if index is None else index), cuda.Device.count())
     infos = []
-    for i in [index] if index is not None else range(cuda.Device.count()):
+    for i in chosen:
         s = open_session(i)
         try:
             info = query(s)
@@ -185,4 +293,5 @@ def describe_devices(index: int | None = None, measure: bool = True) -> list[Dev
             infos.append(info)
         finally:
             s.close()
+    peer_topology(infos)
     return infos

@@ -10,6 +10,7 @@ unless asked for), pinned host memory against the host's available memory.
 from __future__ import annotations
 
 import os
+from contextlib import contextmanager
 
 from umprof.core.errors import CaseSkipped, GpuUnavailable, UsageError
 from umprof.core.units import format_size
@@ -88,28 +89,73 @@ class _EventPairs:
 
 
 class Session:
-    """One device, its primary context (shared by pycuda and cuda-bindings), one stream."""
+    """One device, its primary context (shared by pycuda and cuda-bindings), one stream.
 
-    def __init__(self, device_index: int = 0, allow_oversubscription: bool = False, um_counters: bool = False):
+    The session's context is current while it is open; another GPU's session, opened through
+    :meth:`peer` for work that spans GPUs, is made current only inside ``with peer.current():``.
+    ``um_devices``: the GPUs whose unified-memory traffic CUPTI counts (default: this one).
+    """
+
+    def __init__(self, device_index: int = 0, allow_oversubscription: bool = False, um_counters: bool = False,
+                 *, um_devices=None, um=None, push: bool = True):
         self.cuda = cuda = load_pycuda()
         count = cuda.Device.count()
         if not 0 <= device_index < count:
             raise UsageError(f"option '--device': expected 0..{count - 1} (this machine has {count} GPU(s)), got {device_index}")
         self.index = device_index
         # CUPTI's unified-memory counters must be configured after cuInit (load_pycuda ran it)
-        # and before the context does any work
-        self.um, self.um_note = None, "off (not asked for)"
-        if um_counters:
+        # and before the context does any work; a collector already started is shared, not owned
+        self.um, self.um_note, self._owns_um = um, "on (CUPTI)" if um is not None else "off (not asked for)", False
+        if um_counters and um is None:
             from umprof.measure.um_counters import start
 
-            self.um, self.um_note = start(device_index)
+            self.um, self.um_note = start(list(um_devices or [device_index]))
+            self._owns_um = True
         self.device = cuda.Device(device_index)
         self.context = self.device.retain_primary_context()
-        self.context.push()
+        self._pushed = push
+        if push:
+            self.context.push()
         self.stream = None  # the legacy default stream: every phase is ordered behind the last
         self.allow_oversubscription = allow_oversubscription
         self._cu = None
         self._events = None  # created on first use, reused by every sample
+        self._peers: dict = {}  # other GPUs' sessions, by index
+        self._peer_access: dict = {}  # peer index → whether this context may address its memory
+
+    # -- other GPUs ------------------------------------------------------------------------
+    @contextmanager
+    def current(self):
+        """This session's context made current for the body (for a peer's allocations, streams
+        and kernels), the caller's restored after."""
+        self.context.push()
+        try:
+            yield self
+        finally:
+            self.cuda.Context.pop()
+
+    def peer(self, index: int) -> "Session":
+        """GPU ``index``'s session (opened once, closed with this one), not made current."""
+        if index == self.index:
+            return self
+        if index not in self._peers:
+            self._peers[index] = Session(index, self.allow_oversubscription, um=self.um, push=False)
+        return self._peers[index]
+
+    def can_access_peer(self, other: "Session") -> bool:
+        return bool(self.device.can_access_peer(other.device))
+
+    def set_peer_access(self, other: "Session", on: bool) -> None:
+        """Let this context's kernels and copies address ``other``'s memory directly (or not):
+        cuCtxEnablePeerAccess / cuCtxDisablePeerAccess, made current for the call."""
+        if self._peer_access.get(other.index, False) == on:
+            return
+        with self.current():
+            if on:
+                self.cuda.Context.enable_peer_access(other.context)
+            else:
+                self.cuda.Context.disable_peer_access(other.context)
+        self._peer_access[other.index] = on
 
     # -- facts ---------------------------------------------------------------------------
     def attribute(self, name: str, default=None):
@@ -127,8 +173,9 @@ class Session:
             return default
 
     def mem_info(self) -> tuple[int, int]:
-        """(free, total) bytes of device memory."""
-        return self.cuda.mem_get_info()
+        """(free, total) bytes of this session's GPU (whichever GPU's context is current)."""
+        with self.current():
+            return self.cuda.mem_get_info()
 
     @property
     def cu(self):
@@ -217,6 +264,13 @@ class Session:
     def synchronize(self) -> None:
         self.cuda.Context.synchronize()
 
+    def _synchronize_own(self) -> None:
+        if self._pushed:
+            self.synchronize()
+        else:
+            with self.current():
+                self.synchronize()
+
     def healthy(self) -> bool:
         """False after a sticky CUDA error (a kernel that trapped, an illegal address): the
         driver then refuses all further work in this process, even in a reset context."""
@@ -230,7 +284,17 @@ class Session:
     def close(self) -> None:
         """Finish the GPU's work and release the context; after a sticky error each step may be
         refused, and none of that is the user's concern (the case that caused it is recorded)."""
-        for step in (self.synchronize, self.um.close if self.um is not None else None, self.context.pop):
+        for peer in self._peers.values():
+            for a, b in ((self, peer), (peer, self)):
+                try:  # peer access outlives a case: leave no context mapped into another
+                    a.set_peer_access(b, False)
+                except Exception:
+                    pass
+            peer.close()
+        self._peers = {}
+        steps = (self._synchronize_own, self.um.close if self.um is not None and self._owns_um else None,
+                 self.context.pop if self._pushed else None)
+        for step in steps:
             try:
                 if step is not None:
                     step()
@@ -239,11 +303,23 @@ class Session:
         self._events = None
 
 
-def open_session(device_index: int = 0, allow_oversubscription: bool = False, um_counters: bool = False) -> Session:
-    """Open the GPU or raise :class:`GpuUnavailable` with one line that says why.
-
-    ``um_counters`` starts CUPTI's unified-memory counters (see :mod:`umprof.measure.um_counters`).
-    """
+def _no_gpu_asked() -> None:
     if os.environ.get("UMPROF_NO_GPU"):  # lets tests and users check the no-GPU path anywhere
         raise GpuUnavailable(f"no GPU: UMPROF_NO_GPU is set; unset it on a machine with an NVIDIA GPU and {INSTALL_HINT}")
-    return Session(device_index, allow_oversubscription, um_counters)
+
+
+def device_count() -> int:
+    """How many GPUs the driver shows, or :class:`GpuUnavailable` with the reason."""
+    _no_gpu_asked()
+    return load_pycuda().Device.count()
+
+
+def open_session(device_index: int = 0, allow_oversubscription: bool = False, um_counters: bool = False,
+                 **kwargs) -> Session:
+    """Open the GPU or raise :class:`GpuUnavailable` with one line that says why.
+
+    ``um_counters`` starts CUPTI's unified-memory counters (see :mod:`umprof.measure.um_counters`);
+    ``kwargs`` go to :class:`Session` (``um_devices``, a shared ``um`` collector).
+    """
+    _no_gpu_asked()
+    return Session(device_index, allow_oversubscription, um_counters, **kwargs)

@@ -34,8 +34,13 @@ def ceilings(info: dict, ceiling: str) -> tuple[float, float | None]:
         return _num(info.get("pcie_bytes_per_s")), None
     if ceiling == "pcie-duplex":  # traffic in both directions at once: twice the per-direction link
         return 2 * _num(info.get("pcie_bytes_per_s")), None
+    if ceiling.startswith("pcie-x"):  # N GPUs' links at once (each GPU's link as the run's GPU's)
+        return int(ceiling[len("pcie-x"):]) * _num(info.get("pcie_bytes_per_s")), None
     if ceiling == "dram":
         return _num(info.get("dram_bytes_per_s")), _num(info.get("d2d_bytes_per_s"))
+    if ceiling.startswith(("peer:", "peer-duplex:")):  # the path between GPUs A-B (NVLink or PCIe), from NVML
+        kind, pair = ceiling.split(":", 1)
+        return (2 if kind == "peer-duplex" else 1) * _num((info.get("links") or {}).get(pair)), None
     return math.nan, None
 
 
@@ -269,64 +274,122 @@ class ContextLost(Exception):
         self.case = case
 
 
+def device_plan(scenarios, devices: list[int]) -> list[tuple[int, object, list]]:
+    """(GPU, scenario, cases) in run order: every scenario on each GPU in turn, except those whose
+    op spans GPUs (p2p, host links, managed memory across GPUs), which run once, from the first
+    GPU, over the cases their op makes of the run's GPUs (``pair=all``: every pair). A spanning
+    case with no GPUs to span (one GPU) stays, to be recorded as skipped with the op's reason."""
+    out = []
+    for d in devices:
+        for s in scenarios:
+            if not getattr(s.op, "spans_devices", False):
+                out.append((d, s, s.cases()))
+            elif d == devices[0]:
+                out.append((d, s, device_cases(s, devices)))
+    return out
+
+
+def device_cases(scenario, devices: list[int]) -> list:
+    """A spanning scenario's cases for the run's GPUs (see :func:`device_plan`)."""
+    from umprof.measure.scenario import Case
+
+    op, out, seen = scenario.op, [], set()
+    for case in scenario.cases():
+        made = op.device_cases(case.params, devices) if op.device_cases else [case.params]
+        if not made:  # nothing to span: kept, and skipped when its turn comes
+            made = [dict(case.params)]
+        for params in made:
+            c = Case(scenario.name, params, op.label(params))
+            if c.key() not in seen:
+                seen.add(c.key())
+                out.append(c)
+    return out
+
+
 def run_scenarios(scenarios, *, output, force=False, device=0, timing=None, allow_oversubscription=False,
-                  argv=None, console=None, progress=True, um_counters="sample", budget=None, resume=False):
+                  argv=None, console=None, progress=True, um_counters="sample", budget=None, resume=False,
+                  host=None, rank=0):
     """Run every case of every scenario; returns (ResultSet, cases failed). Saves as it goes.
 
-    ``budget``: seconds for the whole run (None: none); each case gets its share of what is
-    left (:class:`~umprof.measure.budget.RunBudget`). ``resume``: keep the cases already in
-    ``output`` and run the others. A case that breaks the CUDA context (a kernel that traps) is
-    recorded as failed, saved, and :class:`ContextLost` raised for the rest to go on elsewhere.
+    ``device``: a GPU index, a list of them, or 'all' (:func:`umprof.core.devices.parse_devices`):
+    each scenario runs on each GPU in turn (:func:`device_plan`), every row tagged with its GPU,
+    ``host`` and ``rank`` (an MPI run's process). ``budget``: seconds for the whole run (None:
+    none); each case gets its share of what is left (:class:`~umprof.measure.budget.RunBudget`).
+    ``resume``: keep the cases already in ``output`` and run the others. A case that breaks the
+    CUDA context (a kernel that traps) is recorded as failed, saved, and :class:`ContextLost`
+    raised for the rest to go on elsewhere.
     """
+    from contextlib import nullcontext
+
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+    from umprof.core.devices import parse_devices, resolve_devices
     from umprof.measure import device as devmod
     from umprof.measure.budget import RunBudget, format_seconds, plan_run
-    from umprof.measure.gpu import open_session
+    from umprof.measure.gpu import device_count, open_session
     from umprof.measure.ops import RunContext
 
     t_start = time.perf_counter()
     timing = timing or {}
+    host = host or platform.node()
     rules = {s.name: rule_for(s, timing) for s in scenarios}  # validated before the GPU is touched
-    plan = [(s, s.cases()) for s in scenarios]
+    spec = parse_devices(device)
     writer = ResultWriter(output, run_meta(argv or sys.argv, rules), force=force, resume=resume)
-    plan = [(s, [c for c in cases if (s.name, c.label) not in writer.done]) for s, cases in plan]
-    estimate = plan_run(plan, rules, um_counters == "sample")
-    writer.meta["budget_s"] = budget
-    writer.meta["estimate_s"] = round(estimate.total_s, 1)
-    session = open_session(device, allow_oversubscription, um_counters=um_counters != "off")
-    if session.um is not None and um_counters == "sample":
-        session.um.disable()  # timed samples run uncounted; each case adds one counted sample
-    writer.meta["um_counters"] = (f"{session.um_note}, mode {um_counters}" if session.um is not None
-                                  else session.um_note if um_counters != "off" else "off (--um-counters off)")
+    devices = resolve_devices(spec, device_count())
+    plan = [(d, s, [c for c in cases if (s.name, c.label, d) not in writer.done])
+            for d, s, cases in device_plan(scenarios, devices)]
+    estimate = plan_run([(s, cases) for _, s, cases in plan], rules, um_counters == "sample")
+    writer.meta.update(budget_s=budget, estimate_s=round(estimate.total_s, 1), gpus=devices)
+    main = open_session(devices[0], allow_oversubscription, um_counters=um_counters != "off", um_devices=devices)
+    if main.um is not None and um_counters == "sample":
+        main.um.disable()  # timed samples run uncounted; each case adds one counted sample
+    writer.meta["um_counters"] = (f"{main.um_note}, mode {um_counters}" if main.um is not None
+                                  else main.um_note if um_counters != "off" else "off (--um-counters off)")
     if console is not None and progress:
         console.print(estimate.describe(budget))
-    if um_counters != "off" and session.um is None and console is not None:
-        console.print(f"[yellow]unified-memory counters {session.um_note}[/]")
+    if um_counters != "off" and main.um is None and console is not None:
+        console.print(f"[yellow]unified-memory counters {main.um_note}[/]")
     failed = 0
+    tags = {"host": host, "rank": rank}
     try:
-        info = devmod.query(session)
-        info.d2d_bytes_per_s = devmod.measure_d2d(session)
-        info_dict = info.to_dict()
-        writer.devices = [info_dict]
-        writer.meta["driver"] = info.driver
-        kernels = compiled_kernels(session, scenarios)
-        writer.meta["kernels_compiled"] = kernels.compiled
+        sessions = {d: main.peer(d) for d in devices}
+        enter = lambda d: nullcontext() if sessions[d] is main else sessions[d].current()  # noqa: E731
+        infos = {}
+        for d in devices:
+            with enter(d):
+                info = devmod.query(sessions[d])
+                info.d2d_bytes_per_s = devmod.measure_d2d(sessions[d])
+                info.host, info.rank = host, rank
+                infos[d] = info
+        devmod.peer_topology(list(infos.values()))
+        writer.devices = [infos[d].to_dict() for d in devices]
+        writer.meta["driver"] = infos[devices[0]].driver
+        kernels = {}
+        spanning = [s for s in scenarios if getattr(s.op, "spans_devices", False)]
+        for d in devices:  # an op that spans GPUs may launch on any of them
+            with enter(d):
+                kernels[d] = compiled_kernels(sessions[d], [s for e, s, _ in plan if e == d] + spanning)
+        writer.meta["kernels_compiled"] = sum(k.compiled for k in kernels.values())
         writer.meta["setup_s"] = round(time.perf_counter() - t_start, 2)
         shares = RunBudget(estimate, budget)
-        total = sum(len(c) for _, c in plan)
+        total = sum(len(c) for _, _, c in plan)
         columns = [TextColumn("[bold]{task.fields[scenario]}"), BarColumn(), MofNCompleteColumn(),
                    TimeElapsedColumn(), TextColumn("{task.fields[left]}"), TextColumn("{task.fields[case]}")]
         with Progress(*columns, console=console, disable=not progress, transient=True) as bar:
             task = bar.add_task("run", total=total, scenario="", case="",
                                 left=f"~{format_seconds(shares.time_left())} left")
-            for s, cases in plan:
-                ctx = RunContext(session, kernels, info, s, info_dict)
-                with nvtx.range(f"scenario {s.name}", category="scenario"):
+            for d, s, cases in plan:
+                session = sessions[d]
+                ctx = RunContext(session, kernels[d], infos[d], s, infos[d].to_dict(), devices, kernels)
+                shown = s.name if len(devices) == 1 else f"{s.name} GPU {d}"
+                with enter(d), nvtx.range(f"scenario {s.name}" + (f" GPU {d}" if len(devices) > 1 else ""),
+                                          category="scenario"):
                     for case in cases:
-                        bar.update(task, scenario=s.name, case=case.label)
+                        bar.update(task, scenario=shown, case=case.label)
                         with nvtx.range(f"case {case.label}", category="case"):
                             rows = measure_case(ctx, case, rules[s.name], shares.share(time.perf_counter() - t_start))
+                        for r in rows:
+                            r.update(tags, device=d)
                         lost = False
                         if any(r["status"] == "failed" for r in rows):
                             failed += 1
@@ -340,13 +403,13 @@ def run_scenarios(scenarios, *, output, force=False, device=0, timing=None, allo
                             raise ContextLost(f"{s.name} {case.label}")
                         shares.finished(rows[0]["case_wall_s"])
                         bar.update(task, advance=1, left=f"~{format_seconds(shares.time_left())} left")
-        if session.um is not None:  # the whole process' UM traffic, resets and warm-ups included
-            session.um.drain()
-            writer.meta["um_totals"] = dict(session.um.totals)
+        if main.um is not None:  # the whole process' UM traffic, resets and warm-ups included
+            main.um.drain()
+            writer.meta["um_totals"] = dict(main.um.totals)
         writer.meta["wall_s"] = round(time.perf_counter() - t_start, 2)
         writer.flush()
     finally:
-        session.close()
+        main.close()
     return writer.result(), failed
 
 

@@ -146,6 +146,11 @@ class PhaseTimer:
                 return
         raise KeyError(name)
 
+    def add_phase(self, name: str, gpu_s: float, cpu_s: float, *, bytes: int = 0, ceiling: str = "") -> None:
+        """A phase timed by the op itself: work on several GPUs at once, each GPU's share timed
+        by its own events (the host-links op), beside the phase that spans them all."""
+        self.sample.phases.append(PhaseTime(name, gpu_s, cpu_s, bytes, ceiling))
+
     def finish(self) -> Sample:
         """The sample, with the UM counters of each phase (and of all of them, as 'total') in ``extra``.
 

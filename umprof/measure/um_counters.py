@@ -29,12 +29,16 @@ KINDS = {
     "THROTTLING": "throttling",
     "REMOTE_MAP": "remote_map",
 }
+# Counted only when several GPUs are: migrations from one GPU to another (needs peer support).
+PEER_KINDS = {"BYTES_TRANSFER_DTOD": "dtod"}
 # The columns every phase of every case gets while the counters run (zeros where nothing happened).
 COLUMNS = (
     "um_htod_bytes", "um_htod_migrations", "um_htod_min_bytes", "um_htod_max_bytes",
     "um_dtoh_bytes", "um_dtoh_migrations", "um_dtoh_min_bytes", "um_dtoh_max_bytes",
     "um_gpu_fault_groups", "um_gpu_faults", "um_cpu_faults", "um_thrashing", "um_throttling", "um_remote_maps",
 )
+# Added where several GPUs are counted.
+PEER_COLUMNS = ("um_dtod_bytes", "um_dtod_migrations", "um_dtod_min_bytes", "um_dtod_max_bytes")
 
 
 @dataclass(frozen=True)
@@ -61,7 +65,9 @@ def under_profiler() -> str | None:
 def summarize_records(records) -> dict:
     """nvprof's table for a list of records: migrations count/bytes/min/max, fault groups, faults."""
     out = {c: 0 for c in COLUMNS}
-    for direction in ("htod", "dtoh"):
+    if any(r.kind == "dtod" for r in records):
+        out.update({c: 0 for c in PEER_COLUMNS})
+    for direction in ("htod", "dtoh", "dtod"):
         sizes = [r.value for r in records if r.kind == direction]
         if sizes:
             out[f"um_{direction}_bytes"] = sum(sizes)
@@ -98,27 +104,44 @@ class UmCounters:
 
     BUFFER_BYTES = 8 * 1024 * 1024
 
-    def __init__(self, device_index: int = 0):
+    def __init__(self, devices=(0,)):
         from cupti import cupti
 
         self._cupti = cupti
         self._lock = threading.Lock()
         self._records: list[Record] = []
-        self._kind_names = {int(getattr(cupti.ActivityUnifiedMemoryCounterKind, k)): v for k, v in KINDS.items()}
-        kinds = list(self._kind_names)
-        config = cupti.ActivityUnifiedMemoryCounterConfig(len(kinds))
-        for i, kind in enumerate(kinds):
-            config[i].scope = int(cupti.ActivityUnifiedMemoryCounterScope.PROCESS_SINGLE_DEVICE)
-            config[i].device_id = device_index
-            config[i].kind = kind
-            config[i].enable = 1
-        cupti.activity_configure_unified_memory_counter(config.ptr, len(kinds))
+        devices = [devices] if isinstance(devices, int) else list(devices)
+        names = dict(KINDS)
+        if len(devices) > 1:
+            names.update(PEER_KINDS)
+        enum = cupti.ActivityUnifiedMemoryCounterKind
+        self._kind_names = {int(getattr(enum, k)): v for k, v in names.items() if hasattr(enum, k)}
+        try:
+            self._config = self._configure(devices, list(self._kind_names))
+        except Exception:
+            if len(self._kind_names) == len(KINDS):
+                raise
+            # a driver that counts no GPU-to-GPU migrations: count the rest
+            self._kind_names = {k: v for k, v in self._kind_names.items() if v not in PEER_KINDS.values()}
+            self._config = self._configure(devices, list(self._kind_names))
+        self.devices = devices
         cupti.activity_register_callbacks(self._buffer_requested, self._buffer_completed)
-        self._config = config  # CUPTI reads it during the call only; kept for clarity in a debugger
         self.active = True
         self.counting = False
         self.enable()  # a failure here reaches start(), which reports it
         self.totals = summarize_records([])  # every record of the process, phases or not (for checks against nsys)
+
+    def _configure(self, devices, kinds):
+        """One counter per kind and GPU (CUPTI reads the array during the call only)."""
+        cupti = self._cupti
+        config = cupti.ActivityUnifiedMemoryCounterConfig(len(kinds) * len(devices))
+        for i, (device, kind) in enumerate((d, k) for d in devices for k in kinds):
+            config[i].scope = int(cupti.ActivityUnifiedMemoryCounterScope.PROCESS_SINGLE_DEVICE)
+            config[i].device_id = device
+            config[i].kind = kind
+            config[i].enable = 1
+        cupti.activity_configure_unified_memory_counter(config.ptr, len(kinds) * len(devices))
+        return config
 
     def _buffer_requested(self):
         return self.BUFFER_BYTES, 0
@@ -150,11 +173,11 @@ class UmCounters:
         got = summarize_records(records)
         for k, v in got.items():
             if k.endswith("_min_bytes"):  # 0 means "none yet", not a size
-                self.totals[k] = min((x for x in (self.totals[k], v) if x), default=0)
+                self.totals[k] = min((x for x in (self.totals.get(k, 0), v) if x), default=0)
             elif k.endswith("_max_bytes"):
-                self.totals[k] = max(self.totals[k], v)
+                self.totals[k] = max(self.totals.get(k, 0), v)
             else:
-                self.totals[k] += v
+                self.totals[k] = self.totals.get(k, 0) + v
 
     def enable(self) -> None:
         """Start counting. Counting slows faulting code down (on the H200, on-demand faults took
@@ -180,8 +203,9 @@ class UmCounters:
             pass
 
 
-def start(device_index: int = 0) -> tuple[UmCounters | None, str]:
-    """(collector or None, a line saying what was done). Call after cuInit."""
+def start(devices=(0,)) -> tuple[UmCounters | None, str]:
+    """(collector or None, a line saying what was done) for the GPU indices ``devices`` (or one
+    index). Call after cuInit, before any of those GPUs' contexts does work."""
     other = under_profiler()
     if other:
         return None, f"off: the process runs under {other}, which owns CUPTI (read its unified-memory reports instead)"
@@ -192,6 +216,6 @@ def start(device_index: int = 0) -> tuple[UmCounters | None, str]:
     except ImportError:
         return None, "off: cupti-python is not installed (pip install 'umprof[gpu]' or pip install cupti-python)"
     try:
-        return UmCounters(device_index), "on (CUPTI)"
+        return UmCounters(devices), "on (CUPTI)"
     except Exception as e:  # CUPTI refuses on some setups (MPS, no UM profiling on the device)
         return None, f"off: CUPTI refused the unified-memory counters ({type(e).__name__}: {e})"

@@ -40,6 +40,10 @@ PHASE_COLORS = {
     "pipelined": 0xD62728,  # the overlap op's chunks on several streams, as one phase
     "both": 0xFF9896,  # bidirectional copies at once
     "latency": 0xC49C94,
+    "p2p": 0x9EDAE5,  # GPU to GPU, one way
+    "on_a": 0x2CA02C,  # a managed buffer touched by one GPU, then its peer, then the first again
+    "on_b": 0xBCBD22,
+    "back_on_a": 0x98DF8A,
 }
 SCOPE_COLORS = {"scenario": 0x393B79, "case": 0x637939}
 PHASES = tuple(PHASE_COLORS)

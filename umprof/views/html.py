@@ -56,11 +56,12 @@ def _device_section(sets) -> str:
     rows, seen = [], set()
     for rs in sets:
         for d in rs.devices:
-            key = (d.get("name"), d.get("pci_bus_id"))
+            key = (d.get("host"), d.get("rank", 0), d.get("name"), d.get("pci_bus_id"))
             if key in seen:
                 continue
             seen.add(key)
             rows.append({
+                "host": d.get("host", "?"), "rank": d.get("rank", 0), "index": d.get("index", 0),
                 "GPU": d.get("name", "?"), "cc": d.get("cc", "?"), "SMs": d.get("sms", "?"),
                 "memory": format_size(d.get("memory_total_bytes") or math.nan),
                 "PCIe link (per direction)": format_rate(d.get("pcie_bytes_per_s") or math.nan)
@@ -221,6 +222,20 @@ def _recommend_section(frame: pd.DataFrame, devices, workloads) -> str:
     return "".join(parts)
 
 
+def _topology_section(frame: pd.DataFrame, devices) -> str:
+    from umprof.model.topology import bandwidth_matrix
+    from umprof.views import plots
+
+    matrix = bandwidth_matrix(frame, devices)
+    if matrix.empty:
+        return ""
+    shown = matrix.map(lambda v: "-" if pd.isna(v) else format_rate(v)).reset_index()
+    return ("<h2 id='topology'>Topology</h2><p class='muted'>GB/s per direction from each source (down) to each "
+            "destination (across): GPU to GPU by copy engine with peer access on (p2p), host to each GPU alone "
+            "(host-links), at the largest size measured; the diagonal is the device copy's one direction.</p>"
+            + _table(shown) + _img(plots.topology_figure(matrix, "GB/s between host and GPUs")))
+
+
 def build(sets: list[ResultSet], names: list[str], workloads=None) -> str:
     """The report's HTML text."""
     frame = pd.concat([rs.frame for rs in sets], ignore_index=True)
@@ -228,6 +243,7 @@ def build(sets: list[ResultSet], names: list[str], workloads=None) -> str:
     merged = ResultSet(frame, sets[0].meta if sets else {}, devices[:1])
     sections = [
         _device_section(sets),
+        _topology_section(frame, devices),
         _recommend_section(frame, devices, workloads),
         _breakdown_section(frame),
         _transfers_section(frame, devices),
@@ -235,7 +251,7 @@ def build(sets: list[ResultSet], names: list[str], workloads=None) -> str:
         _um_section(frame),
         _access_section(merged),
     ]
-    titles = {"device": "Device", "recommend": "Recommendation", "breakdown": "Strategy breakdown", "transfers": "Copies",
+    titles = {"device": "Device", "topology": "Topology", "recommend": "Recommendation", "breakdown": "Strategy breakdown", "transfers": "Copies",
               "crossovers": "Crossovers", "um": "Unified memory", "access": "Access patterns"}
     nav = " ".join(f"<a href='#{k}'>{v}</a>" for k, v in titles.items() if any(f"id='{k}'" in s for s in sections))
     head = (f"<h1>umprof report</h1><p class='muted'>{html.escape(', '.join(names))} · umprof {__version__} · "

@@ -141,12 +141,36 @@ def overlap_figure(g: pd.DataFrame, title: str):
     return fig
 
 
+def topology_figure(matrix: pd.DataFrame, title: str):
+    """nvbandwidth's matrix as a heat map: GB/s from each source (down) to each destination."""
+    plt = _pyplot()
+    gbs = matrix.astype(float).values / 1e9
+    fig, ax = plt.subplots(figsize=(1.6 * len(matrix.columns) + 2.5, 1.2 * len(matrix.index) + 1.5))
+    im = ax.imshow(gbs, cmap="viridis")
+    ax.set_xticks(range(len(matrix.columns)), list(matrix.columns))
+    ax.set_yticks(range(len(matrix.index)), list(matrix.index))
+    ax.set_xlabel("to")
+    ax.set_ylabel("from")
+    top = pd.DataFrame(gbs).max().max()
+    for (i, j), v in pd.DataFrame(gbs).stack().items():
+        ax.text(j, i, f"{v:.0f}", ha="center", va="center", fontsize=9, color="white" if v < top / 2 else "black")
+    fig.colorbar(im, ax=ax, label="GB/s per direction")
+    ax.set_title(title)
+    fig.tight_layout()
+    return fig
+
+
 def figures(rs, crossovers: bool = True, um: bool = True):
     """(file stem, figure) for every figure the result file supports (lifecycle sweeps with their
     crossovers and the unified-memory bars left out on request)."""
     device_copy = next((d.get("d2d_bytes_per_s") for d in rs.devices if d.get("d2d_bytes_per_s")), None)
     if crossovers:
         yield from crossover_figures(rs.frame)
+    from umprof.model.topology import bandwidth_matrix
+
+    matrix = bandwidth_matrix(rs.frame, rs.devices)
+    if not matrix.empty:
+        yield "topology", topology_figure(matrix, "GB/s between host and GPUs (copy engines; diagonal: device copy)")
     for name, g in rs.frame.groupby("scenario", sort=False):
         if (g["op"].iloc[0] == "overlap" and g[AXIS_PREFIX + "streams"].nunique() > 1
                 and g[AXIS_PREFIX + "chunk"].nunique() > 1):

@@ -8,7 +8,7 @@ import pandas as pd
 from rich.console import Console
 from rich.table import Table
 
-from umprof.core.results import AXIS_PREFIX, ResultSet, axis_text
+from umprof.core.results import AXIS_PREFIX, WHERE_COLUMNS, ResultSet, axis_text
 from umprof.core.stats import UNSTABLE_NOISE
 from umprof.core.units import format_percent, format_rate, format_size, format_time
 from umprof.nsight.nvtx import PHASES
@@ -16,10 +16,22 @@ from umprof.nsight.nvtx import PHASES
 CEILING_NAMES = {"pcie": "link", "pcie-duplex": "duplex link", "dram": "DRAM"}
 
 
+def ceiling_name(ceiling) -> str:
+    """How a table names a row's ceiling: 'link', 'DRAM', 'GPU link' for a peer pair's path."""
+    c = str(ceiling or "")
+    if c.startswith("peer-duplex:"):
+        return "duplex GPU link"
+    if c.startswith("peer:"):
+        return "GPU link"
+    return CEILING_NAMES.get(c, "")
+
+
 def device_lines(devices: list[dict]) -> list[str]:
     out = []
+    hosts = {d.get("host") for d in devices}
     for d in devices:
-        parts = [f"GPU {d.get('index', 0)}: {d.get('name', '?')} (cc {d.get('cc', '?')}, {d.get('sms', '?')} SMs, "
+        where = f"{d.get('host')} rank {d.get('rank', 0)} " if len(hosts) > 1 or d.get("rank") else ""
+        parts = [f"{where}GPU {d.get('index', 0)}: {d.get('name', '?')} (cc {d.get('cc', '?')}, {d.get('sms', '?')} SMs, "
                  f"{format_size(d.get('memory_total_bytes') or math.nan)})"]
         if d.get("pcie_gen"):
             parts.append(f"PCIe {d['pcie_gen']}.0 x{d.get('pcie_width')} = {format_rate(d.get('pcie_bytes_per_s') or math.nan)}/direction")
@@ -140,7 +152,7 @@ def scenario_table(df: pd.DataFrame, title: str) -> Table:
         tail = [fn(kernel) for _, fn in extras]
         if single:
             r = by_phase[next(p for p in by_phase if p != "total")]
-            cap = CEILING_NAMES.get(r.get("ceiling"), "")
+            cap = ceiling_name(r.get("ceiling"))
             pct = format_percent(r["util"]) + (f" {cap}" if cap else "") if not _nan(r.get("util")) else "-"
             p99 = "-" if _nan(r.get("time_p99_s")) else format_time(r["time_p99_s"])
             table.add_row(*cells, r["phase"], format_time(r["time_median_s"]), p99, format_rate(r["bytes_per_s"]), pct,
@@ -151,13 +163,24 @@ def scenario_table(df: pd.DataFrame, title: str) -> Table:
             if "kernel" in phases:
                 k = by_phase.get("kernel")
                 row.append("" if k is None else format_rate(k["bytes_per_s"]) + (
-                    f" ({format_percent(k['util'])} {CEILING_NAMES.get(k['ceiling'], '')})" if not _nan(k.get("util")) else ""))
+                    f" ({format_percent(k['util'])} {ceiling_name(k['ceiling'])})" if not _nan(k.get("util")) else ""))
             table.add_row(*cells, *row, *tail, _note(total))
     return table
 
 
 def _nan(v) -> bool:
     return v is None or v is pd.NA or (isinstance(v, float) and math.isnan(v))
+
+
+def where_groups(df: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:
+    """The rows split by where they ran (host, then rank, then GPU), each part named by what
+    differs: one part named '' when all ran in one place."""
+    cols = [c for c in WHERE_COLUMNS if c in df.columns and df[c].nunique(dropna=True) > 1]
+    if not cols:
+        return [("", df)]
+    names = {"host": "host {}", "rank": "rank {}", "device": "GPU {}"}
+    return [(" ".join(names[c].format(v) for c, v in zip(cols, key if isinstance(key, tuple) else (key,))), part)
+            for key, part in df.groupby(cols, sort=True, dropna=False)]
 
 
 def print_results(rs: ResultSet, console: Console | None = None, scenario: str | None = None) -> None:
@@ -168,8 +191,10 @@ def print_results(rs: ResultSet, console: Console | None = None, scenario: str |
     if scenario:
         df = df[df["scenario"] == scenario]
     for name, g in df.groupby("scenario", sort=False):
-        console.print(scenario_table(g, f"{name} ({g['op'].iloc[0]})"))
-    counts = rs.frame.drop_duplicates(["scenario", "case"])["status"].value_counts()
+        for where, part in where_groups(g):
+            console.print(scenario_table(part, f"{name} ({g['op'].iloc[0]})" + (f" · {where}" if where else "")))
+    keys = ["scenario", "case"] + [c for c in WHERE_COLUMNS if c in rs.frame.columns]
+    counts = rs.frame.astype({k: str for k in keys}).drop_duplicates(keys)["status"].value_counts()
     console.print(", ".join(f"{n} {k}" for k, n in counts.items()) + " cases; times are medians; "
                   "throughput in decimal GB/s; % of ceiling: of the PCIe link per direction (link) or theoretical DRAM")
 

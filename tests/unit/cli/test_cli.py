@@ -71,6 +71,43 @@ def test_click_usage_errors_exit_2(runner):
     assert r.exit_code == 2 and "--min-samples" in r.output
 
 
+@pytest.mark.parametrize("args, match", [
+    (["run", "--device", "0,x"], "expected a GPU index, 'all' or a list such as 0,1"),
+    (["run", "--device", "1,1"], "GPU 1 is listed twice"),
+    (["devices", "--device", "gpu0"], "expected a GPU index"),
+    (["recommend", "--device", "-2"], "expected a GPU index"),
+])
+def test_bad_device_lists_exit_2(runner, args, match):
+    r = runner.invoke(cli, args)
+    assert r.exit_code == 2 and "--device" in r.output and match in r.output and "Traceback" not in r.output
+
+
+@pytest.mark.parametrize("args", [["trace", "transfers", "--device", "all"], ["run", "transfers", "--ncu", "--device", "0,1"]])
+def test_one_gpu_commands_refuse_several(runner, args, monkeypatch, tmp_path):
+    monkeypatch.chdir(tmp_path)
+    r = runner.invoke(cli, args)
+    assert r.exit_code == 2 and "uses one GPU" in r.output and r.output.count("\n") == 1
+
+
+def test_a_bad_pair_is_a_usage_error(runner, monkeypatch):
+    monkeypatch.setenv("UMPROF_NO_GPU", "1")
+    r = runner.invoke(cli, ["run", "p2p", "-a", "pair=0>0"])
+    assert r.exit_code == 2 and "option '-a pair=...' (scenario 'p2p'): a pair needs two different GPUs" in r.output
+
+
+def test_mpi_without_mpi4py_is_one_line_exit_3(runner, monkeypatch, tmp_path):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "mpi4py", None)
+    monkeypatch.setenv("OMPI_COMM_WORLD_RANK", "0")
+    monkeypatch.setenv("OMPI_COMM_WORLD_SIZE", "2")
+    r = runner.invoke(cli, ["run", "transfers", "-o", str(tmp_path / "r.parquet")])
+    assert r.exit_code == 3 and r.output.count("\n") == 1
+    assert "started by Open MPI as rank 0 of 2, but mpi4py cannot be imported" in r.output
+    r = runner.invoke(cli, ["run", "transfers", "--mpi", "off", "-o", str(tmp_path / "r.parquet")], env={"UMPROF_NO_GPU": "1"})
+    assert r.exit_code == 3 and "no GPU" in r.output  # --mpi off: a lone process, which then finds no GPU
+
+
 def test_no_gpu_is_one_line_exit_3(runner, monkeypatch, tmp_path):
     monkeypatch.setenv("UMPROF_NO_GPU", "1")
     out = tmp_path / "r.parquet"

@@ -205,7 +205,7 @@ def test_a_resumed_writer_keeps_the_earlier_cases_and_adds_to_them(tmp_path):
     with pytest.raises(UsageError, match="already exists"):
         ResultWriter(out, {})
     again = ResultWriter(out, {"argv": ["child"], "extra": 1}, resume=True)
-    assert again.done == {(s.name, c.label)} and again.devices == [{"name": "GPU"}]
+    assert again.done == {(s.name, c.label, 0)} and again.devices == [{"name": "GPU"}]
     assert again.meta["argv"] == ["first"] and again.meta["extra"] == 1
     other = s.cases()[1]
     again.add([status_row(s, other, "failed", "boom")])

@@ -23,7 +23,7 @@ def test_access_group_resolves_to_every_seed_scenario():
 
 
 def test_unknown_name_lists_groups():
-    with pytest.raises(UsageError, match=r"a group \(access, calibration, crossovers, lifecycle-calibration, streams\)"):
+    with pytest.raises(UsageError, match=r"a group \(access, calibration, crossovers, lifecycle-calibration, multi-gpu, streams\)"):
         resolve(["nope"])
 
 

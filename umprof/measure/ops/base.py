@@ -22,6 +22,13 @@ class RunContext:
     info: object  # umprof.measure.device.DeviceInfo
     scenario: object  # umprof.measure.scenario.Scenario
     info_dict: dict = field(default_factory=dict)  # info as saved with the results
+    devices: list = field(default_factory=list)  # the run's GPUs (an op that spans GPUs uses them)
+    kernels_by_device: dict = field(default_factory=dict)  # every GPU's KernelCache, by index
+
+    def peer(self, index: int):
+        """(session, kernels) of the run's GPU ``index``: this case's own where it is its GPU."""
+        session = self.session.peer(index)
+        return session, self.kernels_by_device.get(index, self.kernels if session is self.session else None)
 
 
 class CaseRun:
@@ -83,6 +90,10 @@ class Op:
     run: type | None = None
     kernels: Callable | None = None
     merge: Callable | None = None  # params → params of an equivalent case, or None to drop it
+    # an op whose cases use several GPUs at once runs once per run, not once per GPU; its
+    # device_cases(params, devices) makes the cases for the run's GPUs (pair=all: every pair)
+    spans_devices: bool = False
+    device_cases: Callable | None = None
     counts_um: bool = False  # its cases may use managed memory: the runner adds a sample with UM counters on
     # what the run's time estimate assumes (umprof.measure.budget): a sample's bytes per second
     # (the buffer's bytes, times iterations or rounds), and the shortest sample
