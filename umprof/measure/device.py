@@ -75,9 +75,10 @@ class DeviceInfo:
         return asdict(self)
 
 
-# NVLink data rate per link and direction, by NVLink version (NVML's nvmlDeviceGetNvLinkVersion):
-# NVLink 1 20 GB/s; 2-4 25 GB/s (an H100/H200's 18 links: 450 GB/s); 5 50 GB/s.
-NVLINK_LINK_BYTES_PER_S = {1: 20e9, 2: 25e9, 3: 25e9, 4: 25e9, 5: 50e9}
+# NVLink data rate per link and direction, by nvmlDeviceGetNvLinkVersion's nvmlNvlinkVersion_t:
+# 1 = NVLink 1.0 (20 GB/s); 2, 3, 4, 5, 6 = 2.0, 2.2, 3.0, 3.1, 4.0 (25 GB/s: an H100/H200's 18
+# links make 450 GB/s); 7 = 5.0 (50 GB/s).
+NVLINK_LINK_BYTES_PER_S = {1: 20e9, 2: 25e9, 3: 25e9, 4: 25e9, 5: 25e9, 6: 25e9, 7: 50e9}
 # nvmlDeviceGetTopologyCommonAncestor's levels, as nvidia-smi topo -m names them
 PCIE_PATHS = {0: "X", 10: "PIX", 20: "PXB", 30: "PHB", 40: "NODE", 50: "SYS"}
 
@@ -135,9 +136,10 @@ def peer_topology(infos: list) -> None:
                 bus_of[i] = _bus(pynvml.nvmlDeviceGetPciInfo(h).busId)
             except Exception:
                 bus_of[i] = _bus(next(x.pci_bus_id for x in infos if x.index == i))
+        active = {}
         for info in infos:
             h = handles[info.index]
-            links_to, version = {}, None
+            links_to, version, count = {}, None, 0
             for link in range(getattr(pynvml, "NVML_NVLINK_MAX_LINKS", 18)):
                 try:
                     if pynvml.nvmlDeviceGetNvLinkState(h, link) != pynvml.NVML_FEATURE_ENABLED:
@@ -146,7 +148,12 @@ def peer_topology(infos: list) -> None:
                     version = version or int(pynvml.nvmlDeviceGetNvLinkVersion(h, link))
                 except Exception:
                     continue
+                count += 1
                 links_to[remote] = links_to.get(remote, 0) + 1
+            active[info.index] = (count, version, links_to)
+        for info in infos:
+            h = handles[info.index]
+            count, version, links_to = active[info.index]
             for other in infos:
                 if other is info:
                     continue
@@ -158,14 +165,27 @@ def peer_topology(infos: list) -> None:
                     p2p = pynvml.nvmlDeviceGetP2PStatus(h, handles[other.index], pynvml.NVML_P2P_CAPS_INDEX_READ) == 0
                 except Exception:
                     p2p = None
-                info.peers[str(other.index)] = link_summary(links_to.get(bus_of[other.index], 0), version,
-                                                            info.pcie_bytes_per_s, other.pcie_bytes_per_s, level, p2p)
+                nvlinks = links_to.get(bus_of[other.index], 0)
+                if not nvlinks and _nvlink_p2p(pynvml, h, handles[other.index]):
+                    # through NVSwitches (an HGX board): every link goes to the switches, whose bus ids
+                    # are what the links report; the pair shares the fewer of the two GPUs' links
+                    nvlinks = min(count, active[other.index][0])
+                info.peers[str(other.index)] = link_summary(nvlinks, version, info.pcie_bytes_per_s,
+                                                            other.pcie_bytes_per_s, level, p2p)
         _share_links(infos)
     finally:
         try:
             pynvml.nvmlShutdown()
         except Exception:
             pass
+
+
+def _nvlink_p2p(pynvml, a, b) -> bool:
+    """Whether NVML says the two GPUs reach each other over NVLink."""
+    try:
+        return pynvml.nvmlDeviceGetP2PStatus(a, b, pynvml.NVML_P2P_CAPS_INDEX_NVLINK) == pynvml.NVML_P2P_STATUS_OK
+    except Exception:
+        return False
 
 
 def _share_links(infos) -> None:
