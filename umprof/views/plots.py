@@ -145,15 +145,18 @@ def topology_figure(matrix: pd.DataFrame, title: str):
     """nvbandwidth's matrix as a heat map: GB/s from each source (down) to each destination."""
     plt = _pyplot()
     gbs = matrix.astype(float).values / 1e9
+    from matplotlib.colors import LogNorm
+
     fig, ax = plt.subplots(figsize=(1.6 * len(matrix.columns) + 2.5, 1.2 * len(matrix.index) + 1.5))
-    im = ax.imshow(gbs, cmap="viridis")
+    im = ax.imshow(gbs, cmap="viridis", norm=LogNorm())  # links and DRAM differ a hundredfold
     ax.set_xticks(range(len(matrix.columns)), list(matrix.columns))
     ax.set_yticks(range(len(matrix.index)), list(matrix.index))
     ax.set_xlabel("to")
     ax.set_ylabel("from")
     top = pd.DataFrame(gbs).max().max()
     for (i, j), v in pd.DataFrame(gbs).stack().items():
-        ax.text(j, i, f"{v:.0f}", ha="center", va="center", fontsize=9, color="white" if v < top / 2 else "black")
+        if v == v:  # a cell not measured stays blank
+            ax.text(j, i, f"{v:.0f}", ha="center", va="center", fontsize=9, color="white" if v < top / 10 else "black")
     fig.colorbar(im, ax=ax, label="GB/s per direction")
     ax.set_title(title)
     fig.tight_layout()

@@ -28,9 +28,9 @@ def ceiling_name(ceiling) -> str:
 
 def device_lines(devices: list[dict]) -> list[str]:
     out = []
-    hosts = {d.get("host") for d in devices}
+    several = len({d.get("host") for d in devices}) > 1 or any(d.get("rank") for d in devices)
     for d in devices:
-        where = f"{d.get('host')} rank {d.get('rank', 0)} " if len(hosts) > 1 or d.get("rank") else ""
+        where = f"{d.get('host')} rank {d.get('rank', 0)} " if several else ""
         parts = [f"{where}GPU {d.get('index', 0)}: {d.get('name', '?')} (cc {d.get('cc', '?')}, {d.get('sms', '?')} SMs, "
                  f"{format_size(d.get('memory_total_bytes') or math.nan)})"]
         if d.get("pcie_gen"):

@@ -95,3 +95,29 @@ def test_recommend_usage_errors_exit_2(args, message):
 def test_recommend_without_results_or_gpu_says_what_is_missing(tmp_path):
     r = CliRunner().invoke(cli, ["recommend", "--from", str(RESULTS / "nvidia-h200-ncu.parquet"), "--bytes", "1MiB"])
     assert r.exit_code == 2 and "calibration" in r.output
+
+
+def test_recommend_answers_for_each_gpu_of_a_calibration(tmp_path):
+    """A calibration measured with --device all: --device picks each GPU's rows."""
+    import json
+
+    import pandas as pd
+
+    rs = ResultSet.load(CAL)
+    slower = rs.frame.copy()
+    slower["device"] = 1
+    for c in ("time_median_s", "gpu_time_median_s", "cpu_time_median_s"):
+        slower[c] = slower[c] * 2
+    two = ResultSet(pd.concat([rs.frame, slower], ignore_index=True), rs.meta,
+                    rs.devices + [dict(rs.devices[0], index=1)])
+    path = tmp_path / "two.parquet"
+    two.save(path)
+    r = CliRunner().invoke(cli, ["recommend", "--from", str(path), "--device", "all", "--bytes", "256MiB", "--reuse", "16",
+                                 "--json"])
+    assert r.exit_code == 0, r.output
+    docs = json.loads(r.stdout)["gpus"]
+    assert [d["gpu"] for d in docs] == [0, 1]
+    best = [d["recommendations"][0]["ranking"][0] for d in docs]
+    assert best[1]["steady_s"] > best[0]["steady_s"]
+    r = CliRunner().invoke(cli, ["recommend", "--from", str(path), "--device", "3", "--bytes", "256MiB"])
+    assert r.exit_code == 2 and "the calibration was measured on GPU [0, 1], not GPU 3" in r.output
