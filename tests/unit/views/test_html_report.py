@@ -27,7 +27,11 @@ def test_report_is_self_contained_with_every_section(report_html):
         assert f"id='{anchor}'" in text, anchor
     assert "http://" not in text and "https://" not in text and "<script" not in text
     assert text.count("data:image/png;base64,") >= 8
-    assert "NVIDIA H200" in text and "4.10 TB/s" in text  # the ceilings (the default run's measured device copy)
+    from umprof.core.results import ResultSet
+    from umprof.core.units import format_rate
+
+    copy = ResultSet.load(RESULTS / "nvidia-h200-default.parquet").devices[0]["d2d_bytes_per_s"]
+    assert "NVIDIA H200" in text and format_rate(copy) in text  # the ceilings (the default run's measured device copy)
     assert text.count("verified: top pick") == 16 and "top picks held" not in text
     assert "over the whole run (recommend --verify, wall clock): 15 of 16 held" in text
 
