@@ -127,6 +127,37 @@ class WriteCombined(_Explicit):
     host_flags = staticmethod(lambda cuda: cuda.host_alloc_flags.WRITECOMBINED)
 
 
+class PageableStaged(_Explicit):
+    """Pageable (malloc'd) data whose copies go through a ring of pinned buffers, host threads
+    filling (or emptying) one slot while the DMA of the last runs: pageable data near the link's
+    rate without pinning it all. The ring (2 × 32 MiB, 8 threads) is set up with the buffer."""
+
+    name = "pageable-staged"
+    about = "malloc'd host memory copied through a ring of 2 x 32 MiB pinned buffers by 8 host threads"
+    slots, chunk, threads = 2, 32 * 1024**2, 8
+
+    def allocate(self, session, nbytes):
+        from umprof.measure.staging_ring import StagingRing
+
+        buf = super().allocate(session, nbytes)
+        try:
+            buf.handles["ring"] = StagingRing(session, self.slots, self.chunk, self.threads)
+        except BaseException:
+            super().free(session, buf)
+            raise
+        return buf
+
+    def to_device(self, session, buf, nbytes=None):
+        buf.handles["ring"].h2d(buf.device_ptr, buf.host if nbytes is None else buf.host[:nbytes])
+
+    def to_host(self, session, buf, nbytes=None):
+        buf.handles["ring"].d2h(buf.host if nbytes is None else buf.host[:nbytes], buf.device_ptr)
+
+    def free(self, session, buf):
+        buf.handles.pop("ring").close()
+        super().free(session, buf)
+
+
 class _MappedHost(Strategy):
     """Host memory mapped into the device's address space: kernels reach it over PCIe."""
 
@@ -242,6 +273,7 @@ _ALL = [
     Managed("managed-advise-accessed-by-gpu", "managed, ACCESSED_BY the GPU (mapped, no faults while it stays on the host)",
             advice="accessed-by-gpu"),
     System(),
+    PageableStaged(),
 ]
 STRATEGIES = {s.name: s for s in _ALL}
 

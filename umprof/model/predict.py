@@ -50,6 +50,11 @@ PATTERN_BYTES = 16 * 1024**2  # where calibration-loop-patterns measures
 TOUCHED_REF = 0.0625  # calibration-loop-touched's fraction
 REF_STRIDE = 8  # the calibration's strided pattern: one word per 32-byte sector
 CACHED_HOST = ("pageable", "pinned", "zero-copy", "mapped")  # ordinary cached host memory: one host rate
+# A strategy calibrated on its own setup and copies alone, whose kernel, host accesses and their
+# ratios are another's: pageable-staged keeps pageable memory and a cudaMalloc'd buffer, and
+# differs only in how the copies go (calibration-loop-sizes measures it).
+BORROWS = {"pageable-staged": "pageable"}
+OWN_CURVES = ("h2d", "d2h", "alloc", "host_init", "free", "first", "gap")
 SIM_ITERATIONS = 4  # simulated iterations: page locations settle after the second
 GAP_PHASES = 5  # a steady iteration's timed phases, at most: the gap is per iteration
 
@@ -181,6 +186,8 @@ class Calibration:
 
     def curve(self, strategy, name) -> Curve:
         """One of the strategy's per-iteration curves (see the module's docstring), cached."""
+        if name not in OWN_CURVES:
+            strategy = BORROWS.get(strategy, strategy)
         key = (strategy, name)
         if key not in self._curves:
             self._curves[key] = Curve(self._build(strategy, name))
@@ -265,6 +272,7 @@ class Calibration:
 
     def pass_ratio(self, strategy, pattern: str, gw: float) -> float:
         """A pass in ``pattern`` over one in streaming order (resident data), at 16 MiB."""
+        strategy = BORROWS.get(strategy, strategy)  # the kernel's side is the borrowed strategy's
         if pattern == "streaming":
             return 1.0
         name = "pass_rw" if gw > 0 else "pass_ro"
@@ -273,6 +281,7 @@ class Calibration:
 
     def migrate_ratio(self, strategy, pattern: str) -> float:
         """The first pass's migration in ``pattern`` over streaming's, at 16 MiB."""
+        strategy = BORROWS.get(strategy, strategy)  # the kernel's side is the borrowed strategy's
         if pattern == "streaming":
             return 1.0
         key = (strategy, "migrate", pattern)
@@ -295,6 +304,7 @@ class Calibration:
     def touched_ratio(self, strategy, what: str, t: float) -> float:
         """Sparse pages' cost over the plain curve at the same bytes, measured at 1/16 of 64 MiB and
         taken log-linearly between 1 (the whole buffer) and there, constant below."""
+        strategy = BORROWS.get(strategy, strategy)  # the kernel's side is the borrowed strategy's
         if t >= 1.0:
             return 1.0
         key = (strategy, "touched", what)
@@ -325,7 +335,7 @@ class Calibration:
                     "read-only copies: advice for data the GPU only reads")
         if strategy in self.skipped and strategy not in self.strategies:
             return self.skipped[strategy]
-        if strategy not in self.strategies:
+        if strategy not in self.strategies or BORROWS.get(strategy, strategy) not in self.strategies:
             return "not in the calibration"
         if w.fits is False and kind(strategy) in ("copy", "prefetch"):
             return f"needs a device copy of all {format_size(w.bytes)}, which does not fit in device memory"

@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 
 from umprof.measure.ops.latency import chase_chain, chase_end
-from umprof.measure.ops.overlap import busy_time, chunks
-from umprof.measure.ops.staging import parallel_copy
+from umprof.measure.ops.overlap import busy_time
+from umprof.measure.staging_ring import chunks, parallel_copy
 from umprof.measure.scenario import resolve
 
 

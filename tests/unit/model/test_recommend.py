@@ -120,3 +120,31 @@ def test_verification_table_of_the_readme_on_the_h200(cal):
     assert sum(whole.values()) >= 15, whole
     assert sum(steady.values()) >= 12, steady
     assert not math.isnan(whole_err) and whole_err < 0.2 and steady_err < 0.2
+
+
+def test_a_staged_plan_is_predicted_from_its_own_copies_and_pageable_s_kernel():
+    """pageable-staged is calibrated on calibration-loop-sizes alone: its copies and setup are
+    its own, its kernel and host accesses pageable's (the same memory on both sides)."""
+    import pandas as pd
+
+    from umprof.core.results import ResultSet
+    from umprof.model.predict import Calibration
+    from umprof.model.workload import Workload
+    from tests.unit.data import CAL
+
+    rs = ResultSet.load(CAL)
+    f = rs.frame
+    staged = f[(f["axis.strategy"] == "pageable") & (f["scenario"] == "calibration-loop-sizes")].copy()
+    staged["axis.strategy"] = "pageable-staged"
+    faster = staged["phase"].isin(["h2d", "d2h"])
+    staged.loc[faster, "time_median_s"] = staged.loc[faster, "time_median_s"] / 3
+    cal = Calibration(pd.concat([f, staged], ignore_index=True), rs.devices[0])
+    w = Workload(bytes=256 * 1024**2, reuse=4, host_writes=1.0, host_reads=1.0, iterations=10)
+    page, stag = cal.predict("pageable", w), cal.predict("pageable-staged", w)
+    assert stag.steady["h2d"] < 0.4 * page.steady["h2d"] and stag.steady["d2h"] < 0.4 * page.steady["d2h"]
+    assert stag.steady["kernel"] == page.steady["kernel"] and stag.steady["host_read"] == page.steady["host_read"]
+    w2 = Workload(bytes=256 * 1024**2, reuse=4, pattern="random", touched=0.25, iterations=10)
+    assert cal.predict("pageable-staged", w2).steady["kernel"] == cal.predict("pageable", w2).steady["kernel"]
+    ranked, excluded = cal.rank(w)
+    assert "pageable-staged" in [p.strategy for p in ranked] and "pageable-staged" not in excluded
+    assert "not in the calibration" == Calibration(f, rs.devices[0]).applies("pageable-staged", w)

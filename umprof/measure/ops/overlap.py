@@ -30,6 +30,7 @@ from umprof.measure import strategies
 from umprof.measure.ops.base import CaseRun, Op, register
 from umprof.measure.ops.checks import check_equal, spot_indices
 from umprof.measure.ops.lifecycle import initial_pattern, lifecycle_expected
+from umprof.measure.staging_ring import chunks
 from umprof.nsight import nvtx
 
 KERNEL = "streams.cu:chunk_work"
@@ -50,11 +51,6 @@ def busy_time(intervals) -> float:
             total += b - end
             end = b
     return total
-
-
-def chunks(nbytes: int, chunk: int) -> list[tuple[int, int]]:
-    """(offset, length) of each chunk; the last one may be shorter."""
-    return [(off, min(chunk, nbytes - off)) for off in range(0, nbytes, chunk)]
 
 
 class OverlapRun(CaseRun):

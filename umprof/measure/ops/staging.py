@@ -4,11 +4,9 @@ pageable memory (``pageable``), from pinned memory (``pinned``: the link's own r
 plain host copy of the same bytes (``host-copy``: the host memory's rate, the ceiling a ring
 can reach).
 
-H2D through the ring: the host copies chunk i+1 into a free slot (``threads`` threads, each a
-slice; numpy releases the GIL for the copy) while the DMA of chunk i runs; a slot is reused
-once its copy's event has fired. D2H runs the other way: DMAs into the slots run ahead of the
-host copies out of them. One phase per sample (``h2d`` or ``d2h``) by CUDA events around the
-whole transfer, host copies included. The destination is checked in full.
+The ring itself (:class:`~umprof.measure.staging_ring.StagingRing`) is what the ``pageable-staged``
+strategy moves a loop's copies with. One phase per sample (``h2d`` or ``d2h``) by CUDA events
+around the whole transfer, host copies included. The destination is checked in full.
 """
 
 from __future__ import annotations
@@ -20,21 +18,11 @@ import numpy as np
 from umprof.core.axes import AxisSet, AxisSpec
 from umprof.core.errors import CaseFailed, CaseSkipped
 from umprof.measure.ops.base import CaseRun, Op, register
-from umprof.measure.ops.overlap import chunks
 from umprof.measure.ops.transfer import byte_pattern
+from umprof.measure.staging_ring import StagingRing, parallel_copy
 from umprof.measure.strategies import aligned_empty
 
 METHODS = ("pageable", "pageable-staged", "pinned", "host-copy")
-
-
-def parallel_copy(pool, dst: np.ndarray, src: np.ndarray, threads: int) -> None:
-    """dst[:] = src in ``threads`` contiguous slices at once."""
-    n = src.size
-    if threads <= 1 or n < threads * 4096:
-        np.copyto(dst, src)
-        return
-    step = -(-n // threads)
-    list(pool.map(lambda a: np.copyto(dst[a:a + step], src[a:a + step]), range(0, n, step)))
 
 
 class StagingRun(CaseRun):
@@ -47,7 +35,7 @@ class StagingRun(CaseRun):
         cuda = s.cuda
         self.method, self.direction, n = p["method"], p["direction"], p["bytes"]
         self.nbytes, self.slots, self.chunk, self.threads = n, p["slots"], p["chunk"], p["threads"]
-        self.handles, self.pool = [], None
+        self.handles, self.pool, self.ring = [], None, None
         s.check_host_alloc(2 * n)
         self.pattern = byte_pattern(n)
         try:
@@ -62,16 +50,12 @@ class StagingRun(CaseRun):
                 s.check_device_alloc(n)
                 self.dev = cuda.mem_alloc(n)
                 self.handles.append(self.dev)
-            if self.method in ("pageable-staged", "host-copy") and self.threads > 1:
+            if self.method == "host-copy" and self.threads > 1:
                 self.pool = ThreadPoolExecutor(self.threads, thread_name_prefix="umprof-staging")
             if self.method == "pageable-staged":
                 if self.slots < 2:
                     raise CaseSkipped("a staging ring needs at least 2 slots")
-                self.ring = [cuda.pagelocked_empty(self.chunk, np.uint8) for _ in range(self.slots)]
-                self.handles += [r.base for r in self.ring]
-                self.events = [cuda.Event() for _ in range(self.slots)]
-                self.stream = cuda.Stream()
-                self.parts = chunks(n, self.chunk)
+                self.ring = StagingRing(s, self.slots, self.chunk, self.threads)
             if self.direction == "h2d":
                 self.host[:] = self.pattern
             elif self.method != "host-copy":
@@ -89,38 +73,6 @@ class StagingRun(CaseRun):
         elif self.method == "host-copy":
             self.other.fill(0xFF)
 
-    def _staged_h2d(self):
-        cuda, dev = self.session.cuda, int(self.dev)
-        in_flight = [False] * self.slots
-        for i, (off, length) in enumerate(self.parts):
-            k = i % self.slots
-            if in_flight[k]:
-                self.events[k].synchronize()  # the slot's last DMA has read it
-            slot = self.ring[k][:length]
-            parallel_copy(self.pool, slot, self.host[off:off + length], self.threads)
-            cuda.memcpy_htod_async(dev + off, slot, self.stream)
-            self.events[k].record(self.stream)
-            in_flight[k] = True
-        self.stream.synchronize()
-
-    def _staged_d2h(self):
-        cuda, dev, parts = self.session.cuda, int(self.dev), self.parts
-
-        def issue(i):
-            off, length = parts[i]
-            k = i % self.slots
-            cuda.memcpy_dtoh_async(self.ring[k][:length], dev + off, self.stream)
-            self.events[k].record(self.stream)
-
-        for i in range(min(self.slots, len(parts))):
-            issue(i)
-        for i, (off, length) in enumerate(parts):
-            k = i % self.slots
-            self.events[k].synchronize()  # chunk i has landed in its slot
-            parallel_copy(self.pool, self.host[off:off + length], self.ring[k][:length], self.threads)
-            if i + self.slots < len(parts):
-                issue(i + self.slots)
-
     def sample(self, timer):
         cuda, s, n = self.session.cuda, self.session, self.nbytes
         if self.method == "host-copy":
@@ -130,7 +82,7 @@ class StagingRun(CaseRun):
             return
         with timer.phase(self.direction, bytes=n, ceiling="pcie"):
             if self.method == "pageable-staged":
-                self._staged_h2d() if self.direction == "h2d" else self._staged_d2h()
+                self.ring.h2d(int(self.dev), self.host) if self.direction == "h2d" else self.ring.d2h(self.host, int(self.dev))
             elif self.direction == "h2d":
                 cuda.memcpy_htod_async(self.dev, self.host, s.stream) if self.method == "pinned" \
                     else cuda.memcpy_htod(self.dev, self.host)
@@ -152,6 +104,9 @@ class StagingRun(CaseRun):
         if self.pool is not None:
             self.pool.shutdown()
             self.pool = None
+        if self.ring is not None:
+            self.ring.close()
+            self.ring = None
         for h in self.handles:
             h.free()
         self.handles = []
