@@ -80,3 +80,19 @@ def test_rows_are_grouped_by_where_they_ran():
     names = [n for n, _ in where_groups(df)]
     assert names == ["host n1 rank 0 GPU 0", "host n1 rank 0 GPU 1", "host n2 rank 1 GPU 0"]
     assert [n for n, _ in where_groups(df.iloc[:1])] == [""]
+
+
+def test_a_case_s_pair_is_checked_against_the_run_s_gpus():
+    from types import SimpleNamespace
+
+    import pytest
+
+    from umprof.core.errors import CaseSkipped
+    from umprof.measure.ops.legs import case_pair
+
+    two = SimpleNamespace(devices=[0, 1])
+    assert case_pair(two, "1>0") == (1, 0)
+    with pytest.raises(CaseSkipped, match=r"needs two GPUs; the run has 1 \(GPU 0\)"):
+        case_pair(SimpleNamespace(devices=[0]), "all")
+    with pytest.raises(CaseSkipped, match=r"pair 0>3: GPU 3 is not among the run's 2 \(GPU 0, 1\); pass --device"):
+        case_pair(two, "0>3")

@@ -21,7 +21,7 @@ import numpy as np
 from umprof.core.axes import AxisSet, AxisSpec
 from umprof.core.errors import CaseFailed, CaseSkipped
 from umprof.measure.ops.base import CaseRun, Op, register
-from umprof.measure.ops.legs import Leg
+from umprof.measure.ops.legs import Leg, gpus_text
 from umprof.measure.ops.transfer import byte_pattern
 
 
@@ -88,8 +88,7 @@ class HostLinksRun(CaseRun):
     def __init__(self, ctx, case):
         super().__init__()
         if len(ctx.devices) < 2:
-            raise CaseSkipped(f"needs two GPUs to share the host; the run has {len(ctx.devices)} "
-                              f"(GPU {', '.join(map(str, ctx.devices))}); pass --device all")
+            raise CaseSkipped(f"needs two GPUs to share the host; the run has {gpus_text(ctx.devices)}; pass --device all")
         self.nbytes, self.h2d = case.params["bytes"], case.params["direction"] == "h2d"
         ctx.session.check_host_alloc(len(ctx.devices) * self.nbytes, "pinned host memory")
         self.pattern = byte_pattern(self.nbytes)

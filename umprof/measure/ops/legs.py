@@ -12,6 +12,34 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 
+from umprof.core.devices import ALL, pair_text, pairs, parse_pair
+from umprof.core.errors import CaseSkipped
+
+
+def gpus_text(devices) -> str:
+    return f"{len(devices)} (GPU {', '.join(map(str, devices))})"
+
+
+def case_pair(ctx, text: str) -> tuple[int, int]:
+    """(A, B) of a case's ``pair`` axis, or CaseSkipped: one GPU (``all`` made no pair), or a
+    pair naming a GPU the run does not have."""
+    pair = parse_pair(text)
+    if pair == ALL:
+        raise CaseSkipped(f"needs two GPUs; the run has {gpus_text(ctx.devices)}")
+    missing = [g for g in pair if g not in ctx.devices]
+    if missing:
+        raise CaseSkipped(f"pair {text}: GPU {missing[0]} is not among the run's {gpus_text(ctx.devices)}; "
+                          "pass --device with both")
+    return pair
+
+
+def pair_cases(params: dict, devices, both_directions: bool) -> list[dict]:
+    """An op's ``device_cases``: ``pair=all`` → every pair of the run's GPUs (ordered, or one per
+    unordered pair when a case covers both directions); an explicit pair stays as it is."""
+    if str(params["pair"]).lower() != ALL:
+        return [params]
+    return [{**params, "pair": pair_text(a, b)} for a, b in pairs(devices, both_directions)]
+
 
 class Leg:
     """One GPU's stream and event pair, created in that GPU's context."""

@@ -23,11 +23,10 @@ from __future__ import annotations
 import numpy as np
 
 from umprof.core.axes import AxisSet, AxisSpec
-from umprof.core.devices import ALL, pair_text, pairs, parse_pair
 from umprof.core.errors import CaseFailed, CaseSkipped
 from umprof.measure.ops.base import CaseRun, Op, register
 from umprof.measure.ops.latency import CHASE, CHASE_SIG, CHASE_STRIDE_WORDS, HOPS, chase_chain, chase_end
-from umprof.measure.ops.legs import Fence, Leg
+from umprof.measure.ops.legs import Fence, Leg, case_pair, pair_cases
 from umprof.measure.ops.transfer import byte_pattern
 
 METHODS = ("ce", "sm-read", "sm-write", "chase")
@@ -106,14 +105,7 @@ class P2PRun(CaseRun):
         super().__init__()
         p = case.params
         self.session = ctx.session
-        pair = parse_pair(p["pair"])
-        if pair == ALL:
-            raise CaseSkipped(f"needs two GPUs; the run has {len(ctx.devices)} (GPU {', '.join(map(str, ctx.devices))})")
-        self.a, self.b = pair
-        missing = [g for g in pair if g not in ctx.devices]
-        if missing:
-            raise CaseSkipped(f"pair {p['pair']}: GPU {missing[0]} is not among the run's GPUs "
-                              f"({', '.join(map(str, ctx.devices))}); pass --device with both")
+        self.a, self.b = case_pair(ctx, p["pair"])
         self.method, self.both, self.nbytes = p["method"], p["direction"] == "both", p["bytes"]
         if self.method != "chase" and self.nbytes % 16:
             raise CaseSkipped(f"bytes: GPU-to-GPU copies here move 16-byte words; {self.nbytes} is not a multiple of 16")
@@ -227,9 +219,7 @@ def _merge(params):
 
 def _device_cases(params, devices):
     """``pair=all`` → every ordered pair of the run's GPUs (unordered for both directions)."""
-    if str(params["pair"]).lower() != ALL:
-        return [params]
-    return [{**params, "pair": pair_text(a, b)} for a, b in pairs(devices, params["direction"] == "both")]
+    return pair_cases(params, devices, params["direction"] == "both")
 
 
 OP = register(Op(

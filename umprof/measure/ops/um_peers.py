@@ -16,10 +16,9 @@ from __future__ import annotations
 import numpy as np
 
 from umprof.core.axes import AxisSet, AxisSpec
-from umprof.core.devices import ALL, pair_text, pairs, parse_pair
 from umprof.core.errors import CaseFailed, CaseSkipped
 from umprof.measure.ops.base import CaseRun, Op, register
-from umprof.measure.ops.legs import Leg
+from umprof.measure.ops.legs import Leg, case_pair, pair_cases
 
 TOUCH = "streams.cu:chunk_work"  # x = 3x + 1 on every word, in place
 TOUCH_SIG = "PQI"
@@ -41,13 +40,7 @@ class UmPeersRun(CaseRun):
     def __init__(self, ctx, case):
         super().__init__()
         p = case.params
-        pair = parse_pair(p["pair"])
-        if pair == ALL:
-            raise CaseSkipped(f"needs two GPUs; the run has {len(ctx.devices)} (GPU {', '.join(map(str, ctx.devices))})")
-        missing = [g for g in pair if g not in ctx.devices]
-        if missing:
-            raise CaseSkipped(f"pair {p['pair']}: GPU {missing[0]} is not among the run's GPUs; pass --device with both")
-        self.a, self.b = pair
+        self.a, self.b = case_pair(ctx, p["pair"])
         (sa, ka), (sb, kb) = ctx.peer(self.a), ctx.peer(self.b)
         for s in (sa, sb):
             if not s.attribute("CONCURRENT_MANAGED_ACCESS", 0):
@@ -111,9 +104,7 @@ class UmPeersRun(CaseRun):
 
 
 def _device_cases(params, devices):
-    if str(params["pair"]).lower() != ALL:
-        return [params]
-    return [{**params, "pair": pair_text(a, b)} for a, b in pairs(devices, both_directions=True)]
+    return pair_cases(params, devices, both_directions=True)  # A, B, A covers both directions
 
 
 OP = register(Op(
