@@ -47,7 +47,7 @@ def two_gpus(gpus):
     return gpus
 
 
-def test_spanning_scenarios_skip_their_cases_on_one_gpu(tmp_path):
+def test_spanning_scenarios_skip_their_cases_on_one_gpu(tmp_path, gpus):  # gpus: skipped without a GPU
     f = _run(tmp_path, "p2p", "host-links", "um-peers", "--device", "0", "-a", "bytes=1MiB", "-a", "method=ce")
     tot = f[f["phase"] == "total"]
     assert set(tot["status"]) == {"skipped"}, tot[["case", "status", "reason"]].values.tolist()
