@@ -69,7 +69,8 @@ def run(scenario=(), axes=None, output=None, *, device=None, force: bool = False
     ``mpi``: 'auto' (default) joins an MPI run when a launcher (mpirun, srun) started several
     processes; 'on' requires one; 'off' never. In an MPI run each rank takes its node-local GPU
     (unless ``device`` says otherwise), writes ``<output>.rank<R>`` as cases finish, and rank 0
-    merges them into ``output`` and returns the merged result (the other ranks, their own).
+    merges them into ``output`` and returns the merged result; the other ranks return their own,
+    with ``meta["rank"]`` set.
     """
     from umprof.core.ranks import join, rank_path
 
@@ -127,7 +128,10 @@ def _merge_ranks(world, output: str, mine: str, rs, outcome, console) -> ResultS
         error = UmprofError(merged_error[0])
         error.exit_code = merged_error[1]  # the ranks' own (3: no GPU, 2: a usage error)
         raise error
-    return ResultSet.load(output) if world.rank == 0 else rs
+    if world.rank:
+        rs.meta["rank"] = world.rank  # tells the caller its rows are in rank 0's merged file
+        return rs
+    return ResultSet.load(output)
 
 
 def _run_here(chosen, settings: dict, *, force: bool, resume: bool, progress: bool, console) -> ResultSet:

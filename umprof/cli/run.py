@@ -68,8 +68,7 @@ def run(scenarios, axes, output, force, device_index, min_samples, min_time, max
         from umprof.nsight.ncu import add_counters
 
         rs = add_counters(rs, ncu, common.child_command("ncu-pass", chosen, axes, ncu_device), output, err)
-    rank = rs.frame["rank"].iloc[0] if len(rs.frame) and "rank" in rs.frame and rs.frame["rank"].nunique() == 1 else 0
-    if rank:  # an MPI run's other ranks: rank 0 prints the merged results
+    if rs.meta.get("rank"):  # an MPI run's other ranks: rank 0 prints the merged results
         return
     if not quiet:
         from umprof.views.terminal import print_results

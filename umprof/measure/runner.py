@@ -362,7 +362,8 @@ def run_scenarios(scenarios, *, output, force=False, device=0, timing=None, allo
                 info.host, info.rank = host, rank
                 infos[d] = info
         devmod.peer_topology(list(infos.values()))
-        writer.devices = [infos[d].to_dict() for d in devices]
+        info_dicts = {d: infos[d].to_dict() for d in devices}  # as saved, and what the ceilings read
+        writer.devices = [info_dicts[d] for d in devices]
         writer.meta["driver"] = infos[devices[0]].driver
         kernels = {}
         spanning = [s for s in scenarios if getattr(s.op, "spans_devices", False)]
@@ -380,7 +381,7 @@ def run_scenarios(scenarios, *, output, force=False, device=0, timing=None, allo
                                 left=f"~{format_seconds(shares.time_left())} left")
             for d, s, cases in plan:
                 session = sessions[d]
-                ctx = RunContext(session, kernels[d], infos[d], s, infos[d].to_dict(), devices, kernels)
+                ctx = RunContext(session, kernels[d], infos[d], s, info_dicts[d], devices, kernels)
                 shown = s.name if len(devices) == 1 else f"{s.name} GPU {d}"
                 with enter(d), nvtx.range(f"scenario {s.name}" + (f" GPU {d}" if len(devices) > 1 else ""),
                                           category="scenario"):

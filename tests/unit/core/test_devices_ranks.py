@@ -167,3 +167,24 @@ def test_a_failed_rank_fails_every_rank_and_keeps_the_others_cases(tmp_path):
         _merge_ranks(world, str(out), str(mine), ResultSet.load(mine), None, None)
     assert e.value.exit_code == 3
     assert list(ResultSet.load(out).frame["rank"].unique()) == [0]
+
+
+class _RankOne:
+    """COMM_WORLD as rank 1 sees it: rank 0 gathers, broadcasts no error."""
+
+    def gather(self, obj, root=0):
+        return None
+
+    def bcast(self, obj, root=0):
+        return None
+
+
+def test_the_other_ranks_get_their_own_rows_marked_with_their_rank(tmp_path):
+    from umprof.api import _merge_ranks
+    from umprof.core.ranks import World
+
+    mine = rank_path(tmp_path / "r.parquet", 1)
+    _rank_set(1, "b").save(mine)
+    rs = _merge_ranks(World(rank=1, size=2, host="b", comm=_RankOne()), str(tmp_path / "r.parquet"), str(mine),
+                      ResultSet.load(mine), None, None)
+    assert rs.meta["rank"] == 1 and set(rs.frame["rank"]) == {1}
