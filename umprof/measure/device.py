@@ -65,7 +65,7 @@ class DeviceInfo:
     # the path to each other GPU of the run, by its index as text: {"1": {"path": "NV18",
     # "nvlinks": 18, "bytes_per_s": 450e9, ...}} (see :func:`peer_topology`)
     peers: dict = field(default_factory=dict)
-    # every pair of the run's GPUs, "A-B" → the path's bytes/s per direction (p2p rows' ceiling)
+    # every pair of the run's GPUs, "A-B" → its path as in ``peers`` (p2p rows' ceiling and path)
     links: dict = field(default_factory=dict)
     host: str = field(default_factory=platform.node)
     rank: int = 0
@@ -189,7 +189,7 @@ def _nvlink_p2p(pynvml, a, b) -> bool:
 
 
 def _share_links(infos) -> None:
-    links = {f"{i.index}-{j}": p.get("bytes_per_s") for i in infos for j, p in i.peers.items()}
+    links = {f"{i.index}-{j}": p for i in infos for j, p in i.peers.items()}
     for info in infos:
         info.links = dict(links)
 

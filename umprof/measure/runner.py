@@ -40,7 +40,8 @@ def ceilings(info: dict, ceiling: str) -> tuple[float, float | None]:
         return _num(info.get("dram_bytes_per_s")), _num(info.get("d2d_bytes_per_s"))
     if ceiling.startswith(("peer:", "peer-duplex:")):  # the path between GPUs A-B (NVLink or PCIe), from NVML
         kind, pair = ceiling.split(":", 1)
-        return (2 if kind == "peer-duplex" else 1) * _num((info.get("links") or {}).get(pair)), None
+        link = (info.get("links") or {}).get(pair) or {}
+        return (2 if kind == "peer-duplex" else 1) * _num(link.get("bytes_per_s")), None
     return math.nan, None
 
 

@@ -72,6 +72,7 @@ def test_peer_ceilings_come_from_the_links_of_every_pair():
     info = a.to_dict()
     assert ceilings(info, "peer:1-0") == (450e9, None) and ceilings(info, "peer-duplex:0-1") == (900e9, None)
     assert math.isnan(ceilings(info, "peer:0-7")[0])
+    assert b.links["1-0"]["path"] == a.links["0-1"]["path"] == "NV18"  # every GPU knows every pair's path
     assert ceilings(info, "pcie-x2") == (126e9, None)
 
 

@@ -115,7 +115,7 @@ class P2PRun(CaseRun):
             raise CaseSkipped(f"GPU {self.a} and GPU {self.b} cannot address each other's memory (no peer access on this path)")
         for x, y in ((sa, sb), (sb, sa)):
             x.set_peer_access(y, on)
-        self.extra.update(src_gpu=self.a, dst_gpu=self.b, path=(ctx.info.peers.get(str(self.b)) or {}).get("path"))
+        self.extra.update(src_gpu=self.a, dst_gpu=self.b, path=(ctx.info.links.get(f"{self.a}-{self.b}") or {}).get("path"))
         self.ways = []
         self._chased = False
         try:
