@@ -60,6 +60,8 @@ def format_time(seconds: float) -> str:
     """Seconds printed in the unit that keeps three significant digits readable."""
     if seconds is None or math.isnan(seconds):
         return "-"
+    if seconds < 0:  # a saving (the time overlapping steps hide)
+        return "-" + format_time(-seconds)
     if seconds >= 1:
         return f"{seconds:.3g} s"
     if seconds >= 1e-3:

@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from umprof.core.units import format_size
+
 PAGE = 4096
 
 
@@ -46,6 +48,7 @@ class Strategy:
     pages_migrate = False  # the driver migrates its pages (managed, HMM system memory): CUPTI's UM counters see it
     advice = None  # managed memory's cuMemAdvise ("read-mostly", "prefer-gpu", ...), else None
     copies = False  # explicit cudaMemcpy between a host buffer and a cudaMalloc'd one
+    pipelined = False  # a plan for the loop op: each iteration chunk by chunk over streams (loop only)
 
     def unsupported(self, info) -> str | None:
         """Why this strategy cannot run on the device (``DeviceInfo``), or None."""
@@ -156,6 +159,37 @@ class PageableStaged(_Explicit):
     def free(self, session, buf):
         buf.handles.pop("ring").close()
         super().free(session, buf)
+
+
+class PinnedPipelined(Pinned):
+    """Pinned memory and a device copy, each loop iteration run chunk by chunk over ``streams``
+    CUDA streams: the host writes chunk i + 1 while chunk i is copied in, processed and copied
+    out, and reads each chunk back as soon as it is there. A plan for the ``loop`` op, which runs
+    it; every other op refuses it. It assumes the kernel's work on a chunk needs that chunk
+    alone (element-wise or streaming work), so a random pattern over the whole buffer cannot
+    use it."""
+
+    name = "pinned-pipelined"
+    about = "pinned, each loop iteration in chunks over 4 streams (host writes, copies, kernel, host reads overlap)"
+    pipelined = True
+    streams = 4
+    min_chunk, max_chunk, target_chunks = 1024**2, 16 * 1024**2, 8
+    granule = 64 * 1024  # chunks are whole 64 KiB pages (the loop's page)
+
+    def chunking(self, nbytes: int) -> tuple[int, int]:
+        """(chunk bytes, chunks) for a buffer: about ``target_chunks`` chunks, each 1..16 MiB of
+        whole 64 KiB pages (one chunk under 1 MiB: too small to gain from overlap)."""
+        want = min(self.max_chunk, max(self.min_chunk, nbytes // self.target_chunks))
+        chunk = max(self.granule, want // self.granule * self.granule)
+        if chunk >= nbytes:
+            return nbytes, 1
+        return chunk, -(-nbytes // chunk)
+
+    def describe_chunking(self, nbytes: int) -> str:
+        """The chunking in words, for an answer that assumes it."""
+        chunk, count = self.chunking(nbytes)
+        return (f"{count} chunk{'s' if count != 1 else ''} of {format_size(chunk)} over {self.streams} streams"
+                if count > 1 else f"one chunk of {format_size(chunk)} (too small to overlap)")
 
 
 class _MappedHost(Strategy):
@@ -274,6 +308,7 @@ _ALL = [
             advice="accessed-by-gpu"),
     System(),
     PageableStaged(),
+    PinnedPipelined(),
 ]
 STRATEGIES = {s.name: s for s in _ALL}
 

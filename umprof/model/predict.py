@@ -20,6 +20,13 @@ For managed memory, which bytes pay which rate follows the pages: a simulation o
 64 KiB page is (host, device, or both under READ_MOSTLY) through the first iteration and the
 steady ones, with the workload's host-write, touched and host-read pages.
 
+A pipelined plan (``pinned-pipelined``) runs each iteration in chunks over streams: every step
+is composed from pinned's curves chunk by chunk (so each chunk pays its own launch and copy
+latency), and the iteration takes the steps' sum over the chunks plus, for the other chunks,
+its busiest resource: the host (its writes and reads, one thread), the copy engine each way, or
+the kernel; ``overlap`` is what that hides (negative), times the share of it the calibration's own
+pipelined loop achieved (calibration-loop-sizes).
+
 The steady iteration is the last simulated one; setup is allocation + the first write +
 free + (first iteration − steady), with the first iteration's extra cost beyond its phases
 (first touch, mappings) taken from the calibration's measured first iterations; whole run =
@@ -28,6 +35,7 @@ setup + iterations × steady.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, field
 
@@ -44,17 +52,19 @@ from umprof.model.workload import Workload
 CALIBRATION_PREFIX = "calibration-loop-"  # the shipped calibration group's scenarios
 VERIFY_PREFIX = "recommend-"  # scenarios `recommend --verify` writes
 SETUP_PHASES = ("alloc", "host_init", "first_extra", "free")
-STEADY_PHASES = ("host_write", "h2d", "kernel", "d2h", "host_read", "other")
+STEADY_PHASES = ("host_write", "h2d", "kernel", "d2h", "host_read", "other", "overlap")
 PHASES = SETUP_PHASES + STEADY_PHASES
 PATTERN_BYTES = 16 * 1024**2  # where calibration-loop-patterns measures
 TOUCHED_REF = 0.0625  # calibration-loop-touched's fraction
 REF_STRIDE = 8  # the calibration's strided pattern: one word per 32-byte sector
 CACHED_HOST = ("pageable", "pinned", "zero-copy", "mapped")  # ordinary cached host memory: one host rate
-# A strategy calibrated on its own setup and copies alone, whose kernel, host accesses and their
-# ratios are another's: pageable-staged keeps pageable memory and a cudaMalloc'd buffer, and
-# differs only in how the copies go (calibration-loop-sizes measures it).
-BORROWS = {"pageable-staged": "pageable"}
-OWN_CURVES = ("h2d", "d2h", "alloc", "host_init", "free", "first", "gap")
+# Strategies calibrated on calibration-loop-sizes alone, whose kernel, host accesses and their
+# ratios are another's: pageable-staged keeps pageable memory and a cudaMalloc'd buffer and
+# differs only in how the copies go (its copies are its own); pinned-pipelined is pinned memory
+# run chunk by chunk (its steps are pinned's, composed per chunk; only its setup is its own).
+BORROWS = {"pageable-staged": "pageable", "pinned-pipelined": "pinned"}
+SETUP_CURVES = ("alloc", "host_init", "free", "first")
+OWN_CURVES = {"pageable-staged": ("h2d", "d2h", "gap") + SETUP_CURVES, "pinned-pipelined": SETUP_CURVES}
 SIM_ITERATIONS = 4  # simulated iterations: page locations settle after the second
 GAP_PHASES = 5  # a steady iteration's timed phases, at most: the gap is per iteration
 
@@ -186,7 +196,7 @@ class Calibration:
 
     def curve(self, strategy, name) -> Curve:
         """One of the strategy's per-iteration curves (see the module's docstring), cached."""
-        if name not in OWN_CURVES:
+        if name not in OWN_CURVES.get(strategy, ()):
             strategy = BORROWS.get(strategy, strategy)
         key = (strategy, name)
         if key not in self._curves:
@@ -337,6 +347,9 @@ class Calibration:
             return self.skipped[strategy]
         if strategy not in self.strategies or BORROWS.get(strategy, strategy) not in self.strategies:
             return "not in the calibration"
+        if st.pipelined and w.pattern == "random":
+            return ("runs the kernel chunk by chunk, and a random pass reaches the whole buffer: its work cannot "
+                    "be split into chunks")
         if w.fits is False and kind(strategy) in ("copy", "prefetch"):
             return f"needs a device copy of all {format_size(w.bytes)}, which does not fit in device memory"
         return None
@@ -347,7 +360,7 @@ class Calibration:
         if w.bytes > self.max_bytes:
             notes.append(f"{format_size(w.bytes)} is past the largest calibrated size ({format_size(self.max_bytes)}): "
                          "scaled in proportion")
-        its = [self._iteration(strategy, w, state) for state in _Pages(w, kind(strategy)).iterations(SIM_ITERATIONS)]
+        its = [self._compose(strategy, w, state) for state in _Pages(w, kind(strategy)).iterations(SIM_ITERATIONS)]
         first, steady = its[0], its[-1]
         c = lambda name, b=w.bytes: self.curve(strategy, name)(b)  # noqa: E731
         # what the calibration's first iterations cost beyond the same composition (first touch,
@@ -355,6 +368,10 @@ class Calibration:
         extra = self._first_extra(strategy, w.bytes) * w.touched
         setup = {"alloc": c("alloc"), "host_init": c("host_init"),
                  "first_extra": sum(first.values()) - sum(steady.values()) + extra, "free": c("free")}
+        st = strategies.get(strategy)
+        if st.pipelined:
+            notes.append(f"{strategy} assumes {st.describe_chunking(w.bytes)} per iteration, the kernel's work on a chunk "
+                         "needing that chunk alone")
         return Prediction(strategy, setup, steady, w.iterations, notes)
 
     def _first_extra(self, strategy, nbytes) -> float:
@@ -365,17 +382,75 @@ class Calibration:
             scenario, axes = self._setup_reference(strategy)
             for b, measured in self._build(strategy, "first").items():
                 cal = Workload(bytes=int(b), iterations=3, **axes)
-                composed = sum(self._iteration(strategy, cal, _Pages(cal, kind(strategy)).first()).values())
+                composed = sum(self._compose(strategy, cal, _Pages(cal, kind(strategy)).first()).values())
                 pts[b] = max(measured - composed, 1e-7)
             self._curves[key] = Curve(pts)
         return self._curves[key](nbytes)
+
+    def _compose(self, strategy, w: Workload, pages: "_Pages.Step") -> dict[str, float]:
+        """Seconds per phase of one iteration: step by step, or chunk by chunk for a pipelined plan."""
+        if strategies.get(strategy).pipelined:
+            return self._pipelined(strategy, w, pages)
+        return self._iteration(strategy, w, pages)
+
+    def _pipelined(self, strategy, w: Workload, pages: "_Pages.Step", share: bool = True) -> dict[str, float]:
+        """One iteration chunk by chunk over streams (see the module's docstring): the copies'
+        bytes spread over the chunks they span, each chunk paying the curve at its own size, and the
+        kernel once per chunk; the host's writes and reads at the rate of the whole buffer (what
+        decides it is how much memory the host walks, not how it is cut)."""
+        chunk, k = strategies.get(strategy).chunking(w.bytes)
+        B, gw = w.bytes, w.gpu_writes
+
+        def spread(name, total):
+            if total <= 0:
+                return 0.0
+            n = math.ceil(total / chunk - 1e-9)
+            return n * self.curve(strategy, name)(total / n)
+
+        ph = dict.fromkeys(STEADY_PHASES, 0.0)
+        ph["host_write"] = self.curve(strategy, "host_write")(w.host_writes * B)
+        ph["h2d"] = spread("h2d", B if pages.first else w.host_writes * B)
+        if gw > 0:
+            ph["d2h"] = spread("d2h", w.host_reads * B)
+        ph["host_read"] = self.curve(strategy, "host_read")(w.host_reads * B)
+        per_chunk = dataclasses.replace(w, bytes=max(PAGE_BYTES, B // k))
+        ph["kernel"] = k * self._kernel(strategy, per_chunk, _Pages.Step(first=pages.first))
+        ph["other"] = self.curve(strategy, "gap")(B)
+        steps = ph["host_write"] + ph["h2d"] + ph["kernel"] + ph["d2h"] + ph["host_read"]
+        busiest = max(ph["host_write"] + ph["host_read"], ph["h2d"], ph["kernel"], ph["d2h"])
+        ph["overlap"] = (steps / k + (k - 1) / k * busiest - steps) * (self._overlap_share(strategy, B) if share else 1.0)
+        return ph
+
+    def _overlap_share(self, strategy, nbytes) -> float:
+        """The share of the composed overlap the calibration's own pipelined loop achieved (the
+        whole buffer written, updated and read each iteration: measured steady wall against the
+        composition), at the nearest calibrated sizes (log-linear between them, constant past
+        them): what the composition cannot see, such as the host's writes and the copies sharing
+        host memory, pulls it under 1."""
+        key = ("overlap_share", strategy)
+        if key not in self._values:
+            pts = {}
+            d = self.ok[(self.ok["axis.strategy"] == strategy) & (self.ok["phase"] == "total")
+                        & (self.ok["scenario"] == CALIBRATION_PREFIX + "sizes")]
+            for b, g in d.groupby("axis.bytes"):
+                cal = Workload(bytes=int(b), iterations=3, reuse=1, host_writes=1.0, gpu_writes=1.0, host_reads=1.0)
+                ph = self._pipelined(strategy, cal, _Pages.Step(first=False), share=False)
+                if ph["overlap"] < 0 and "wall_steady_s" in g:
+                    measured = float(g["wall_steady_s"].median())
+                    serial = sum(v for name, v in ph.items() if name != "overlap")
+                    pts[float(b)] = min(1.5, max(-1.0, (serial - measured) / -ph["overlap"]))
+            self._values[key] = pts
+        pts = self._values[key]
+        if not pts:
+            return 1.0
+        xs = sorted(pts)
+        return float(np.interp(math.log(nbytes), [math.log(x) for x in xs], [pts[x] for x in xs]))
 
     def _iteration(self, strategy, w: Workload, pages: "_Pages.Step") -> dict[str, float]:
         """Seconds per phase of one iteration, the bytes each rate applies to from the page step."""
         c = lambda name, b: self.curve(strategy, name)(b)  # noqa: E731
         B, k = w.bytes, kind(strategy)
         bw, br = w.host_writes * B, w.host_reads * B
-        touched_bytes = w.touched * B
         ph = dict.fromkeys(STEADY_PHASES, 0.0)
         # the host's write: local, or faulting pages back from the GPU
         if bw:
@@ -390,7 +465,24 @@ class Calibration:
         elif k == "prefetch":
             ph["h2d"] = c("h2d", pages.prefetch_in_bytes)
             ph["d2h"] = c("d2h", pages.prefetch_out_bytes)
-        # the kernel: fixed part, migration on faults, passes
+        ph["kernel"] = self._kernel(strategy, w, pages)
+        # the host's read: local, or faulting pages back
+        if br:
+            remote = min(pages.read_remote_bytes, br)
+            if k in ("on-demand", "prefetch"):
+                ph["host_read"] = self._managed_local_read(strategy)(br - remote) + c("fault_read", remote)
+            elif k == "read-mostly":
+                ph["host_read"] = c("local_read", br)
+            else:
+                ph["host_read"] = c("host_read", br)
+        ph["other"] = c("gap", B)
+        return ph
+
+    def _kernel(self, strategy, w: Workload, pages: "_Pages.Step") -> float:
+        """The kernel phase of one iteration: fixed part, migration on faults, passes."""
+        c = lambda name, b: self.curve(strategy, name)(b)  # noqa: E731
+        B, k = w.bytes, kind(strategy)
+        touched_bytes = w.touched * B
         gw = w.gpu_writes
         each = c("pass_ro", touched_bytes) + gw * (c("pass_rw", touched_bytes) - c("pass_ro", touched_bytes))
         each *= self.pass_ratio(strategy, w.pattern, gw) * self.touched_ratio(strategy, "pass", w.touched)
@@ -403,18 +495,7 @@ class Calibration:
             name = "migrate_dup" if k == "read-mostly" else "migrate"
             mig = c(name, pages.migrate_bytes) * self.migrate_ratio(strategy, w.pattern) \
                 * self.touched_ratio(strategy, "migrate", w.touched)
-        ph["kernel"] = c("fixed", B) + mig + w.reuse * each
-        # the host's read: local, or faulting pages back
-        if br:
-            remote = min(pages.read_remote_bytes, br)
-            if k in ("on-demand", "prefetch"):
-                ph["host_read"] = self._managed_local_read(strategy)(br - remote) + c("fault_read", remote)
-            elif k == "read-mostly":
-                ph["host_read"] = c("local_read", br)
-            else:
-                ph["host_read"] = c("host_read", br)
-        ph["other"] = c("gap", B)
-        return ph
+        return c("fixed", B) + mig + w.reuse * each
 
     def _managed_local_read(self, strategy) -> Curve:
         """The host reading managed pages that are already on the host: measured as READ_MOSTLY's

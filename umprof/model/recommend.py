@@ -28,6 +28,7 @@ PHASE_WORDS = {
     "d2h": "copies or prefetches back to the host",
     "host_read": "the host's reads of the buffer (managed pages on the GPU fault back first)",
     "other": "the host's time between the steps",
+    "overlap": "what running the steps at once hides (chunks over streams)",
 }
 MECHANISM = {
     "copy": "keeps a device copy and moves only what changes with explicit copies",
@@ -36,6 +37,17 @@ MECHANISM = {
     "prefetch": "prefetches pages to the device before the kernel and back before the host reads",
     "read-mostly": "keeps read-only copies on both sides (READ_MOSTLY), so reads are local everywhere",
 }
+PLAN_MECHANISM = {  # plans that move data their own way, beside their memory's kind
+    "pageable-staged": "keeps a device copy and moves what changes through a ring of small pinned buffers, "
+                       "host threads filling one while the last is copied",
+    "pinned-pipelined": "keeps a device copy and runs each iteration chunk by chunk over streams, so the host's "
+                        "writes and reads, the copies and the kernel of different chunks overlap",
+}
+
+
+def mechanism(strategy: str) -> str:
+    """How the strategy moves data, in words."""
+    return PLAN_MECHANISM.get(strategy) or MECHANISM[kind(strategy)]
 
 
 @dataclass
@@ -105,7 +117,7 @@ def explain(ranked: list[Prediction], w: Workload, steady: bool = False) -> str:
         out = [f"{t.strategy} is predicted fastest over the whole run: {format_time(t.whole_s)} = setup "
                f"{format_time(t.setup_s)} + {w.iterations} × {format_time(t.steady_s)} per iteration "
                f"(ranked by the whole run of {w.iterations} iteration{'s' if w.iterations != 1 else ''})."]
-    out.append(f"It {MECHANISM[kind(t.strategy)]}; this loop ({w.describe()}) "
+    out.append(f"It {mechanism(t.strategy)}; this loop ({w.describe()}) "
                + _what_matters(w) + ".")
     if len(ranked) > 1:
         u = ranked[1]

@@ -308,7 +308,7 @@ def recommendation_table(rec) -> Table:
     from umprof.model.predict import STEADY_PHASES
 
     df = rec.to_frame()
-    phases = [p for p in STEADY_PHASES if p in df.columns and (df[p].fillna(0) > 0).any()]
+    phases = [p for p in STEADY_PHASES if p in df.columns and (df[p].fillna(0) != 0).any()]
     w = rec.workload
     by = "steady iteration (--steady)" if rec.steady else f"whole run of {w.iterations} iteration{'s' if w.iterations != 1 else ''}"
     head = f"{w.label}: {w.describe()}" if w.name else w.describe()

@@ -59,3 +59,49 @@ def test_calibration_and_verification_scenarios_expand():
     (s,) = resolve(["calibration-loop-sizes"])
     cases = s.cases()
     assert cases and all(c.params["iterations"] >= 3 for c in cases)
+
+
+@pytest.mark.parametrize("nbytes,touched,gw", [(8 * 1024**2, 1.0, 1.0), (8 * 1024**2, 0.3, 0.5),
+                                               (3 * 1024**2 + 64 * 1024, 0.0625, 0.25), (64 * 1024, 1.0, 0.0)])
+def test_pipelined_chunks_cover_the_buffer_and_its_pages_once(nbytes, touched, gw):
+    """pinned-pipelined's chunks: consecutive word ranges over the whole buffer; each chunk's slice
+    of the page list holds exactly the touched pages inside it; the written ones are the list's
+    first, as a whole-buffer pass writes them."""
+    from umprof.measure.ops.lifecycle import PAGE_BYTES, touched_pages
+    from umprof.measure.ops.loop import chunk_plan
+    from umprof.measure.strategies import get
+
+    n = nbytes // 4
+    pages = np.flatnonzero(touched_pages(nbytes // PAGE_BYTES, touched)).astype(np.uint32)
+    wp = written_pages(len(pages), gw)
+    chunk, count = get("pinned-pipelined").chunking(nbytes)
+    plan = chunk_plan(pages, n, chunk, wp)
+    assert len(plan) == count and chunk % PAGE_BYTES == 0
+    assert plan[0][0] == 0 and plan[-1][1] == n and all(p[1] == q[0] for p, q in zip(plan, plan[1:]))
+    assert plan[0][2] == 0 and plan[-1][3] == len(pages) and all(p[3] == q[2] for p, q in zip(plan, plan[1:]))
+    for a, b, i0, i1, written in plan:
+        inside = pages[i0:i1].astype(np.int64) * PAGE_WORDS
+        assert ((inside >= a) & (inside < b)).all()
+        assert written == len([i for i in range(i0, i1) if i < wp])
+    assert sum(p[4] for p in plan) == wp
+
+
+def test_pipelined_chunking_is_whole_pages_about_eight_chunks_of_1_to_16_mib():
+    from umprof.measure.strategies import get
+
+    st, MiB = get("pinned-pipelined"), 1024**2
+    assert st.chunking(64 * 1024) == (64 * 1024, 1) and st.chunking(MiB) == (MiB, 1)
+    assert st.chunking(16 * MiB) == (2 * MiB, 8) and st.chunking(256 * MiB) == (16 * MiB, 16)
+    assert st.chunking(1024 * MiB) == (16 * MiB, 64) and st.chunking(3 * MiB + 64 * 1024) == (MiB, 4)
+    assert st.describe_chunking(256 * MiB) == "16 chunks of 16MiB over 4 streams"
+    assert "too small" in st.describe_chunking(64 * 1024)
+
+
+def test_other_ops_refuse_the_pipelined_plan():
+    from umprof.core.errors import CaseSkipped
+    from umprof.measure.ops.base import CaseRun
+
+    with pytest.raises(CaseSkipped, match="plan for the loop op"):
+        CaseRun().use_strategy("pinned-pipelined", None)
+    assert CaseRun().use_strategy("pinned-pipelined", None, pipelines=True).name == "pinned-pipelined"
+    assert CaseRun().use_strategy("pinned", None).name == "pinned"

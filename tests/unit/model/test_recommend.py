@@ -148,3 +148,67 @@ def test_a_staged_plan_is_predicted_from_its_own_copies_and_pageable_s_kernel():
     ranked, excluded = cal.rank(w)
     assert "pageable-staged" in [p.strategy for p in ranked] and "pageable-staged" not in excluded
     assert "not in the calibration" == Calibration(f, rs.devices[0]).applies("pageable-staged", w)
+
+
+def _with_pipelined(measured_steady=None):
+    """The committed calibration plus pinned-pipelined rows made from pinned's loop at its sizes
+    (its setup), the steady wall replaced by ``measured_steady(bytes, composed phases)``."""
+    import pandas as pd
+
+    from tests.unit.data import CAL
+    from umprof.model.predict import Calibration
+
+    rs = ResultSet.load(CAL)
+    f = rs.frame
+    pp = f[(f["axis.strategy"] == "pinned") & (f["scenario"] == "calibration-loop-sizes")].copy()
+    pp["axis.strategy"] = "pinned-pipelined"
+    cal = Calibration(pd.concat([f, pp], ignore_index=True), rs.devices[0])
+    if measured_steady:
+        total = (pp["phase"] == "total")
+        for i in pp.index[total]:
+            b = int(pp.at[i, "axis.bytes"])
+            w = Workload(bytes=b, iterations=3, host_writes=1.0, gpu_writes=1.0, host_reads=1.0)
+            pp.at[i, "wall_steady_s"] = measured_steady(b, cal._pipelined("pinned-pipelined", w, _Pages.Step(False),
+                                                                           share=False))
+        cal = Calibration(pd.concat([f, pp], ignore_index=True), rs.devices[0])
+    return cal
+
+
+def test_a_pipelined_plan_overlaps_its_steps_by_its_busiest_resource():
+    """pinned-pipelined: pinned's steps chunk by chunk; the iteration is their sum over the chunks
+    plus the busiest resource for the rest, never under that resource; one chunk is pinned."""
+    # measured as composed: the calibration's pipelined loop achieved all of the composed overlap
+    cal = _with_pipelined(lambda b, ph: sum(ph.values()))
+    w = Workload(bytes=256 * MiB, reuse=64, host_writes=1.0, gpu_writes=1.0, host_reads=0.0, iterations=10)
+    pin, pip = cal.predict("pinned", w), cal.predict("pinned-pipelined", w)
+    assert pip.steady["overlap"] < 0 and pip.steady_s < 0.9 * pin.steady_s
+    busiest = max(pip.steady["host_write"] + pip.steady["host_read"], pip.steady["h2d"], pip.steady["kernel"])
+    assert pip.steady_s >= busiest
+    assert pip.steady["h2d"] >= pin.steady["h2d"]  # 16 copies of 16 MiB: each pays its latency
+    assert any("16 chunks of 16MiB over 4 streams" in n for n in pip.notes)
+    small = Workload(bytes=1 * MiB, reuse=4, host_writes=1.0, host_reads=1.0, iterations=10)
+    assert cal.predict("pinned-pipelined", small).steady_s == pytest.approx(cal.predict("pinned", small).steady_s)
+    assert cal.predict("pinned-pipelined", small).steady["overlap"] == 0
+
+
+def test_a_pipelined_plan_keeps_the_share_of_overlap_its_calibration_achieved():
+    """Where the calibration's own pipelined loop measured the serial sum (no overlap at all),
+    the prediction keeps none of the composed overlap; half of it, half."""
+    w = Workload(bytes=128 * MiB, reuse=64, host_writes=1.0, gpu_writes=1.0, host_reads=0.0, iterations=10)
+    none = _with_pipelined(lambda b, ph: sum(v for k, v in ph.items() if k != "overlap"))
+    half = _with_pipelined(lambda b, ph: sum(ph.values()) - ph["overlap"] / 2)
+    full = _with_pipelined(lambda b, ph: sum(ph.values()))
+    o = {k: c.predict("pinned-pipelined", w).steady["overlap"] for k, c in (("none", none), ("half", half),
+                                                                            ("full", full))}
+    assert o["none"] == pytest.approx(0, abs=1e-9) and o["full"] < 0
+    assert o["half"] == pytest.approx(o["full"] / 2, rel=1e-6)
+
+
+def test_a_pipelined_plan_is_ranked_except_for_a_random_pass():
+    cal = _with_pipelined()
+    ranked, excluded = cal.rank(Workload(bytes=64 * MiB, host_writes=1.0, iterations=10))
+    assert "pinned-pipelined" in [p.strategy for p in ranked]
+    ranked, excluded = cal.rank(Workload(bytes=64 * MiB, pattern="random", iterations=10))
+    assert "random pass reaches the whole buffer" in excluded["pinned-pipelined"]
+    rec = r.recommend(cal, Workload(bytes=64 * MiB, host_writes=1.0, iterations=10))
+    assert any("8 chunks of 8MiB over 4 streams" in n for n in rec.notes)

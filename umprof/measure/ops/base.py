@@ -44,15 +44,18 @@ class CaseRun:
     def __init__(self):
         self.extra: dict = {}
 
-    def use_strategy(self, name: str, info):
+    def use_strategy(self, name: str, info, pipelines: bool = False):
         """The host-memory strategy ``name``, once the device is known to support it (else the
         case is skipped with the reason). Only a strategy whose pages migrate gives the case the
-        counted UM sample."""
+        counted UM sample. ``pipelines``: the op runs a pipelined plan chunk by chunk (the loop);
+        elsewhere such a plan is skipped rather than run as its plain memory."""
         from umprof.core.errors import CaseSkipped
         from umprof.measure import strategies
 
         st = strategies.get(name)
         why = st.unsupported(info)
+        if not why and st.pipelined and not pipelines:
+            why = f"{name} is a plan for the loop op (chunks over streams); this op has no chunks to pipeline"
         if why:
             raise CaseSkipped(why)
         self.uses_managed_memory = st.pages_migrate

@@ -23,6 +23,13 @@ the host touched since the last kernel and to the host what it is about to read.
 move nothing: zero-copy and mapped memory are read across the link, managed memory migrates
 on the faults of whoever touches it.
 
+pinned-pipelined (a plan, not a memory kind) runs each iteration chunk by chunk over its
+streams: for each chunk in order the host writes its part of the new batch, then the chunk's
+copy in, kernel passes (over the chunk's touched pages, its own 8-byte result) and copy out are
+queued on stream i mod streams; the host then reads each chunk back once its stream is past it.
+Its steady iterations are one phase, ``pipelined`` (the steps overlap, so they have no times of
+their own); its first iteration moves the whole buffer the same way.
+
 The last iteration's result and spots of the final buffer are checked exactly (outside any
 timed phase or wall).
 """
@@ -85,6 +92,18 @@ def masks(n: int, touched: float, pattern: str, stride: int, gpu_writes: float):
     return pages, sel, sel & np.repeat(wr_pages, PAGE_WORDS)
 
 
+def chunk_plan(pages: np.ndarray, n: int, chunk_bytes: int, written: int) -> list[tuple[int, int, int, int, int]]:
+    """A pipelined iteration's chunks over a buffer of n words whose kernel touches the sorted
+    page list ``pages`` and writes its first ``written`` pages: per chunk, (first word, end word,
+    start and end of its slice of the page list, how many of that slice's pages it writes)."""
+    cw, cp = chunk_bytes // 4, chunk_bytes // PAGE_BYTES
+    out = []
+    for c in range(-(-n // cw)):
+        i0, i1 = (int(np.searchsorted(pages, v)) for v in (c * cp, (c + 1) * cp))
+        out.append((c * cw, min(n, (c + 1) * cw), i0, i1, max(0, min(i1, written) - i0)))
+    return out
+
+
 @functools.lru_cache(maxsize=256)  # small answers; a calibration interleaves many workloads
 def reference(n: int, reuse: int, touched: float, pattern: str, stride: int, host_writes: float, gpu_writes: float,
               iterations: int):
@@ -116,7 +135,7 @@ class LoopRun(CaseRun):
         super().__init__()
         p = case.params
         self.session = s = ctx.session
-        self.strategy = st = self.use_strategy(p["strategy"], ctx.info)
+        self.strategy = st = self.use_strategy(p["strategy"], ctx.info, pipelines=True)
         self.nbytes, self.reuse, self.iterations = p["bytes"], p["reuse"], p["iterations"]
         self.touched, self.pattern, self.stride = p["touched"], p["pattern"], p.get("stride") or 1
         self.host_writes, self.gpu_writes, self.host_reads = p["host_writes"], p["gpu_writes"], p["host_reads"]
@@ -127,6 +146,9 @@ class LoopRun(CaseRun):
             raise CaseSkipped(f"loop needs a multiple of {PAGE_BYTES // 1024} KiB, got {self.nbytes} bytes")
         if self.pattern == "strided" and (self.stride & (self.stride - 1) or self.stride > PAGE_WORDS):
             raise CaseSkipped(f"stride must be a power of two up to {PAGE_WORDS} words, got {self.stride}")
+        if st.pipelined and self.pattern == "random":
+            raise CaseSkipped(f"{st.name} runs the kernel chunk by chunk; a random pass reaches the whole buffer, "
+                              "so its work cannot be split into chunks")
         self.n = self.nbytes // 4
         pages, self.expected_result, self.spot_idx, self.spot_expected = reference(
             self.n, self.reuse, self.touched, self.pattern, self.stride, self.host_writes, self.gpu_writes,
@@ -151,6 +173,61 @@ class LoopRun(CaseRun):
                           touched_bytes=4 * per_pass_words, written_pages=wp, host_write_bytes=4 * self.hw_words,
                           host_read_bytes=4 * self.hr_words)
         self._got = None
+        if st.pipelined:
+            self._plan_chunks(ctx, pages, wp)
+
+    def _plan_chunks(self, ctx, pages, wp):
+        """Per chunk: its words, and the kernel's slice of the page list (the pages it touches
+        there, the first of them written as the whole list's first ``wp`` are)."""
+        s, st = self.session, self.strategy
+        chunk_bytes, count = st.chunking(self.nbytes)
+        self.chunks = []
+        for a, b, i0, i1, written in chunk_plan(pages, self.n, chunk_bytes, wp):
+            m = i1 - i0
+            per_pass = m * PAGE_WORDS // (self.stride if self.pattern == "strided" else 1)
+            args = (int(self.pages) + 4 * i0, m, PAGE_WORDS, PATTERN_CODE[self.pattern], self.stride,
+                    random_multiplier(max(m, 1)), written)
+            self.chunks.append((a, b, m, args, grid_for(per_pass, ctx.info.sms)))
+        self.streams = [s.cuda.Stream() for _ in range(min(st.streams, count))]
+        self.done = [s.cuda.Event() for _ in range(count)]
+        self.results = s.cuda.mem_alloc(8 * count)
+        self.results_host = s.cuda.pagelocked_zeros(count, np.uint64)
+        self.extra.update(chunk_bytes=chunk_bytes, chunks=count, streams=len(self.streams))
+
+    def _pipelined_iteration(self, timer, buf, view, it):
+        """One iteration chunk by chunk: the host writes a chunk's new data and queues its copy in,
+        kernel passes and copy out on the chunk's stream, then goes on to the next chunk while the
+        GPU works; it reads each chunk back once that chunk's stream has passed it."""
+        cuda = self.session.cuda
+        first = it == 0
+        back = self.hr_words if self.gpu_writes > 0 else 0  # a read-only input is not copied back
+        with self._phase(timer, "pipelined", not first, gpu=False):
+            for c, (a, b, m, args, grid) in enumerate(self.chunks):
+                stream = self.streams[c % len(self.streams)]
+                w = min(b, self.hw_words)
+                if w > a:
+                    np.add(self.x0[a:w], np.uint32(it + 1), out=view[a:w])
+                up = b if first else w
+                if up > a:
+                    cuda.memcpy_htod_async(buf.device_ptr + 4 * a, buf.host[4 * a:4 * up], stream)
+                slot = int(self.results) + 8 * c
+                cuda.memset_d32_async(slot, 0, 2, stream)
+                if m:
+                    for _ in range(self.reuse):
+                        self.kernel.launch(grid, BLOCK, buf.device_ptr, *args, slot, stream=stream)
+                cuda.memcpy_dtoh_async(self.results_host[c:c + 1], slot, stream)
+                down = min(b, back)
+                if down > a:
+                    cuda.memcpy_dtoh_async(buf.host[4 * a:4 * down], buf.device_ptr + 4 * a, stream)
+                self.done[c].record(stream)
+            total = 0
+            for c, (a, b, *_rest) in enumerate(self.chunks):
+                self.done[c].synchronize()
+                total += int(self.results_host[c])
+                r = min(b, self.hr_words)
+                if r > a:
+                    self._host_sum = int(view[a:r].sum(dtype=np.uint64))
+        return total & MASK64
 
     def _phase(self, timer, name, steady, gpu=True, **kw):
         """A timed phase in the steady iterations; in the first (timed as a whole), the same step
@@ -159,6 +236,8 @@ class LoopRun(CaseRun):
 
     def _iteration(self, timer, buf, view, it):
         s, st = self.session, self.strategy
+        if st.pipelined:
+            return self._pipelined_iteration(timer, buf, view, it)
         steady, first = it > 0, it == 0
         if self.hw_words:
             with self._phase(timer, "host_write", steady, gpu=False):  # a new batch: x0 + iteration number
@@ -234,7 +313,7 @@ class LoopRun(CaseRun):
             raise CaseFailed(f"last iteration's result {result} != expected {self.expected_result}")
 
     def close(self):
-        for name in ("pages", "result"):
+        for name in ("pages", "result", "results"):
             h = getattr(self, name, None)
             if h is not None:
                 h.free()
@@ -290,7 +369,7 @@ OP = register(Op(
     ]),
     default_kernel=KERNEL,
     kernel_signature=SIGNATURE,
-    phases=("alloc", "host_init", "first", "host_write", "h2d", "kernel", "d2h", "host_read", "free"),
+    phases=("alloc", "host_init", "first", "host_write", "h2d", "kernel", "d2h", "host_read", "pipelined", "free"),
     sample_rate=1.5e9,  # per iteration: host writes and reads, copies both ways
     counts_um=False,  # the loop's samples are whole runs: a counted one costs as much again (--um-counters all counts)
     run=LoopRun,
