@@ -2,9 +2,13 @@
 does, without a calibration: `recommend --from CAL --workload FILE --measured OUT` then checks
 any prediction against them offline.
 
-    python3 scripts/measure_workloads.py scenarios/workloads/verify.toml OUT.parquet
+    python3 scripts/measure_workloads.py scenarios/workloads/verify.toml OUT.parquet [STRATEGY,...]
+
+A third argument names the strategies to measure (default: every one); ONLY=name,... in the
+environment measures those workloads alone.
 """
 
+import os
 import sys
 
 from rich.console import Console
@@ -14,7 +18,11 @@ from umprof.measure.strategies import STRATEGIES
 from umprof.model.recommend import verification_scenario
 
 workloads = umprof.workloads(sys.argv[1])
+if os.environ.get("ONLY"):  # ONLY=name,name: those workloads alone (each keeps its scenario name)
+    workloads = [w for w in workloads if w.name in os.environ["ONLY"].split(",")]
 names = [s for s in STRATEGIES if s != "system"]  # the op skips what the device lacks (HMM) anyway
+if len(sys.argv) > 3:
+    names = [s for s in sys.argv[3].split(",") if s in STRATEGIES]
 scenarios = [verification_scenario(w, names, index=i) for i, w in enumerate(workloads)]
 rs = umprof.run(scenarios, output=sys.argv[2], force=True, console=Console(stderr=True), progress=False,
                 argv=["scripts/measure_workloads.py", *sys.argv[1:]])

@@ -201,12 +201,16 @@ class LoopRun(CaseRun):
         cuda = self.session.cuda
         first = it == 0
         back = self.hr_words if self.gpu_writes > 0 else 0  # a read-only input is not copied back
+        clock, spent = time.perf_counter, dict.fromkeys(("host_write_s", "issue_s", "wait_s", "host_read_s"), 0.0)
         with self._phase(timer, "pipelined", not first, gpu=False):
             for c, (a, b, m, args, grid) in enumerate(self.chunks):
                 stream = self.streams[c % len(self.streams)]
                 w = min(b, self.hw_words)
+                t0 = clock()
                 if w > a:
                     np.add(self.x0[a:w], np.uint32(it + 1), out=view[a:w])
+                t1 = clock()
+                spent["host_write_s"] += t1 - t0
                 up = b if first else w
                 if up > a:
                     cuda.memcpy_htod_async(buf.device_ptr + 4 * a, buf.host[4 * a:4 * up], stream)
@@ -220,13 +224,22 @@ class LoopRun(CaseRun):
                 if down > a:
                     cuda.memcpy_dtoh_async(buf.host[4 * a:4 * down], buf.device_ptr + 4 * a, stream)
                 self.done[c].record(stream)
+                spent["issue_s"] += clock() - t1
             total = 0
             for c, (a, b, *_rest) in enumerate(self.chunks):
+                t0 = clock()
                 self.done[c].synchronize()
+                t1 = clock()
                 total += int(self.results_host[c])
                 r = min(b, self.hr_words)
                 if r > a:
                     self._host_sum = int(view[a:r].sum(dtype=np.uint64))
+                spent["wait_s"] += t1 - t0
+                spent["host_read_s"] += clock() - t1
+        if not first:  # where the host's time went, summed over the steady iterations as the phase is
+            acc = timer.sample.extra.setdefault("pipelined", {})
+            for k, v in spent.items():
+                acc[k] = acc.get(k, 0.0) + v
         return total & MASK64
 
     def _phase(self, timer, name, steady, gpu=True, **kw):
