@@ -20,12 +20,13 @@ For managed memory, which bytes pay which rate follows the pages: a simulation o
 64 KiB page is (host, device, or both under READ_MOSTLY) through the first iteration and the
 steady ones, with the workload's host-write, touched and host-read pages.
 
-A pipelined plan (``pinned-pipelined``) runs each iteration in chunks over streams: every step
-is composed from pinned's curves chunk by chunk (so each chunk pays its own launch and copy
-latency), and the iteration takes the steps' sum over the chunks plus, for the other chunks,
-its busiest resource: the host (its writes and reads, one thread), the copy engine each way, or
-the kernel; ``overlap`` is what that hides (negative), times the share of it the calibration's own
-pipelined loop achieved (calibration-loop-sizes).
+A pipelined plan (``pinned-pipelined``) runs each iteration in chunks over streams: its copies
+and kernel are pinned's, composed chunk by chunk (so each chunk pays its own launch and copy
+latency); the host's writes and reads are as its own calibrated loop measured them beside the
+other chunks' copies, and the host also issues every chunk's work (``other``: measured per
+iteration, plus a measured cost per extra pass). The iteration is its busiest resource (the host,
+one thread; the copy engine each way; the kernel) plus a chunk's share of the rest (filling and
+draining the pipeline); ``overlap`` is what that hides (negative).
 
 The steady iteration is the last simulated one; setup is allocation + the first write +
 free + (first iteration − steady), with the first iteration's extra cost beyond its phases
@@ -64,7 +65,9 @@ CACHED_HOST = ("pageable", "pinned", "zero-copy", "mapped")  # ordinary cached h
 # run chunk by chunk (its steps are pinned's, composed per chunk; only its setup is its own).
 BORROWS = {"pageable-staged": "pageable", "pinned-pipelined": "pinned"}
 SETUP_CURVES = ("alloc", "host_init", "free", "first")
-OWN_CURVES = {"pageable-staged": ("h2d", "d2h", "gap") + SETUP_CURVES, "pinned-pipelined": SETUP_CURVES}
+OWN_CURVES = {"pageable-staged": ("h2d", "d2h", "gap") + SETUP_CURVES,
+              "pinned-pipelined": ("pipe_host_write", "pipe_host_read", "pipe_issue") + SETUP_CURVES}
+PIPELINE_HOST = ("host_write_s", "host_read_s", "issue_s", "wait_s")  # the pipelined loop's extras
 SIM_ITERATIONS = 4  # simulated iterations: page locations settle after the second
 GAP_PHASES = 5  # a steady iteration's timed phases, at most: the gap is per iteration
 
@@ -169,7 +172,11 @@ class Calibration:
         for _, r in loop[(loop["status"] == "skipped") & (loop["phase"] == "total")].iterrows():
             self.skipped.setdefault(r["axis.strategy"], r["reason"])
         ok = loop[loop["status"] == "ok"].copy()
-        ok["per_iteration"] = ok["time_median_s"] / (ok["axis.iterations"].astype(int) - 1).clip(lower=1)
+        steady_its = (ok["axis.iterations"].astype(int) - 1).clip(lower=1)
+        ok["per_iteration"] = ok["time_median_s"] / steady_its
+        for col in PIPELINE_HOST:  # the pipelined loop's host time, summed over its steady iterations
+            if col in ok.columns:
+                ok["it_" + col] = ok[col] / steady_its
         self.ok = ok
         self.strategies = sorted(ok["axis.strategy"].unique())
         for s in self.strategies:
@@ -242,6 +249,11 @@ class Calibration:
         if name == "local_read":  # managed pages read where they are (READ_MOSTLY's copies)
             return self._select(strategy, "host-read", "host_read", reuse=1, host_writes=0.0, gpu_writes=0.0,
                                 host_reads=1.0)
+        if name.startswith("pipe_"):  # the pipelined loop's own host time (its row's extras), per iteration
+            column = "it_" + {"pipe_host_write": "host_write_s", "pipe_host_read": "host_read_s",
+                              "pipe_issue": "issue_s"}[name]
+            return self._select(strategy, "sizes", "pipelined", column=column, **whole) \
+                if column in self.ok.columns else {}
         if name in ("alloc", "host_init", "free", "first"):
             # READ_MOSTLY has no whole-buffer loop (its kernel may not write): its read-only host-read loop
             scenario, axes = self._setup_reference(strategy)
@@ -393,11 +405,8 @@ class Calibration:
             return self._pipelined(strategy, w, pages)
         return self._iteration(strategy, w, pages)
 
-    def _pipelined(self, strategy, w: Workload, pages: "_Pages.Step", share: bool = True) -> dict[str, float]:
-        """One iteration chunk by chunk over streams (see the module's docstring): the copies'
-        bytes spread over the chunks they span, each chunk paying the curve at its own size, and the
-        kernel once per chunk; the host's writes and reads at the rate of the whole buffer (what
-        decides it is how much memory the host walks, not how it is cut)."""
+    def _pipelined(self, strategy, w: Workload, pages: "_Pages.Step") -> dict[str, float]:
+        """One iteration chunk by chunk over streams (see the module's docstring)."""
         chunk, k = strategies.get(strategy).chunking(w.bytes)
         B, gw = w.bytes, w.gpu_writes
 
@@ -408,43 +417,40 @@ class Calibration:
             return n * self.curve(strategy, name)(total / n)
 
         ph = dict.fromkeys(STEADY_PHASES, 0.0)
-        ph["host_write"] = self.curve(strategy, "host_write")(w.host_writes * B)
+        ph["host_write"] = self._pipe_host(strategy, "host_write")(w.host_writes * B)
+        ph["host_read"] = self._pipe_host(strategy, "host_read")(w.host_reads * B)
         ph["h2d"] = spread("h2d", B if pages.first else w.host_writes * B)
         if gw > 0:
             ph["d2h"] = spread("d2h", w.host_reads * B)
-        ph["host_read"] = self.curve(strategy, "host_read")(w.host_reads * B)
         per_chunk = dataclasses.replace(w, bytes=max(PAGE_BYTES, B // k))
         ph["kernel"] = k * self._kernel(strategy, per_chunk, _Pages.Step(first=pages.first))
-        ph["other"] = self.curve(strategy, "gap")(B)
-        steps = ph["host_write"] + ph["h2d"] + ph["kernel"] + ph["d2h"] + ph["host_read"]
-        busiest = max(ph["host_write"] + ph["host_read"], ph["h2d"], ph["kernel"], ph["d2h"])
-        ph["overlap"] = (steps / k + (k - 1) / k * busiest - steps) * (self._overlap_share(strategy, B) if share else 1.0)
+        # the host issuing every chunk's copies, passes and result (one thread, between its writes)
+        ph["other"] = self.curve(strategy, "pipe_issue")(B) + k * (w.reuse - 1) * self._launch_cost(strategy)
+        host = ph["host_write"] + ph["host_read"] + ph["other"]
+        steps = host + ph["h2d"] + ph["kernel"] + ph["d2h"]
+        busiest = max(host, ph["h2d"], ph["kernel"], ph["d2h"])
+        ph["overlap"] = busiest + (steps - busiest) / k - steps
         return ph
 
-    def _overlap_share(self, strategy, nbytes) -> float:
-        """The share of the composed overlap the calibration's own pipelined loop achieved (the
-        whole buffer written, updated and read each iteration: measured steady wall against the
-        composition), at the nearest calibrated sizes (log-linear between them, constant past
-        them): what the composition cannot see, such as the host's writes and the copies sharing
-        host memory, pulls it under 1."""
-        key = ("overlap_share", strategy)
+    def _pipe_host(self, strategy, name) -> Curve:
+        """The host's writes or reads as the calibration's pipelined loop measured them, beside the
+        copies of other chunks (slower than alone: they share host memory); else the plain curve."""
+        own = self.curve(strategy, "pipe_" + name)
+        return own if own else self.curve(strategy, name)
+
+    def _launch_cost(self, strategy) -> float:
+        """The host's time to issue one more kernel pass of a chunk (calibration-loop-pipelined:
+        passes 1 and 9 apart), else the pipelined loop's issue at the smallest size per call."""
+        key = ("launch", strategy)
         if key not in self._values:
-            pts = {}
-            d = self.ok[(self.ok["axis.strategy"] == strategy) & (self.ok["phase"] == "total")
-                        & (self.ok["scenario"] == CALIBRATION_PREFIX + "sizes")]
-            for b, g in d.groupby("axis.bytes"):
-                cal = Workload(bytes=int(b), iterations=3, reuse=1, host_writes=1.0, gpu_writes=1.0, host_reads=1.0)
-                ph = self._pipelined(strategy, cal, _Pages.Step(first=False), share=False)
-                if ph["overlap"] < 0 and "wall_steady_s" in g:
-                    measured = float(g["wall_steady_s"].median())
-                    serial = sum(v for name, v in ph.items() if name != "overlap")
-                    pts[float(b)] = min(1.5, max(-1.0, (serial - measured) / -ph["overlap"]))
-            self._values[key] = pts
-        pts = self._values[key]
-        if not pts:
-            return 1.0
-        xs = sorted(pts)
-        return float(np.interp(math.log(nbytes), [math.log(x) for x in xs], [pts[x] for x in xs]))
+            one = self._select(strategy, "pipelined", "pipelined", column="it_issue_s", reuse=1) \
+                if "it_issue_s" in self.ok.columns else {}
+            nine = self._select(strategy, "pipelined", "pipelined", column="it_issue_s", reuse=9) \
+                if "it_issue_s" in self.ok.columns else {}
+            costs = [(nine[b] - one[b]) / 8 / strategies.get(strategy).chunking(int(b))[1]
+                     for b in one if b in nine]
+            self._values[key] = max(float(np.median(costs)), 0.0) if costs else 10e-6
+        return self._values[key]
 
     def _iteration(self, strategy, w: Workload, pages: "_Pages.Step") -> dict[str, float]:
         """Seconds per phase of one iteration, the bytes each rate applies to from the page step."""

@@ -150,58 +150,67 @@ def test_a_staged_plan_is_predicted_from_its_own_copies_and_pageable_s_kernel():
     assert "not in the calibration" == Calibration(f, rs.devices[0]).applies("pageable-staged", w)
 
 
-def _with_pipelined(measured_steady=None):
-    """The committed calibration plus pinned-pipelined rows made from pinned's loop at its sizes
-    (its setup), the steady wall replaced by ``measured_steady(bytes, composed phases)``."""
+def _with_pipelined(host_factor=1.0, issue_per_chunk=50e-6, launch=None):
+    """The committed calibration plus pinned-pipelined's own loop made from pinned's at its sizes:
+    its setup rows, and a ``pipelined`` row whose host writes and reads are pinned's × host_factor
+    and whose issuing costs issue_per_chunk per chunk; with ``launch``, calibration-loop-pipelined
+    rows (1 and 9 passes) whose issuing differs by that per extra pass and chunk."""
     import pandas as pd
 
     from tests.unit.data import CAL
+    from umprof.measure.strategies import get
     from umprof.model.predict import Calibration
 
     rs = ResultSet.load(CAL)
     f = rs.frame
-    pp = f[(f["axis.strategy"] == "pinned") & (f["scenario"] == "calibration-loop-sizes")].copy()
+    pin = f[(f["axis.strategy"] == "pinned") & (f["scenario"] == "calibration-loop-sizes")]
+    setup = pin[pin["phase"].isin(["alloc", "host_init", "first", "free", "total"])].copy()
+    rows = []
+    for b, g in pin.groupby("axis.bytes"):
+        its = int(g["axis.iterations"].iloc[0]) - 1
+        ph = g.set_index("phase")["time_median_s"]
+        k = get("pinned-pipelined").chunking(int(b))[1]
+        row = g[g["phase"] == "total"].iloc[0].to_dict()
+        row.update(phase="pipelined", host_write_s=host_factor * ph["host_write"],
+                   host_read_s=host_factor * ph["host_read"], issue_s=issue_per_chunk * k * its, wait_s=0.0)
+        rows.append(row)
+        if launch is not None and int(b) in (16 * MiB, 256 * MiB):
+            for reuse in (1, 9):
+                rows.append(dict(row, scenario="calibration-loop-pipelined", **{"axis.reuse": reuse},
+                                 issue_s=(issue_per_chunk + (reuse - 1) * launch) * k * its))
+    pp = pd.concat([setup, pd.DataFrame(rows)], ignore_index=True)
     pp["axis.strategy"] = "pinned-pipelined"
-    cal = Calibration(pd.concat([f, pp], ignore_index=True), rs.devices[0])
-    if measured_steady:
-        total = (pp["phase"] == "total")
-        for i in pp.index[total]:
-            b = int(pp.at[i, "axis.bytes"])
-            w = Workload(bytes=b, iterations=3, host_writes=1.0, gpu_writes=1.0, host_reads=1.0)
-            pp.at[i, "wall_steady_s"] = measured_steady(b, cal._pipelined("pinned-pipelined", w, _Pages.Step(False),
-                                                                           share=False))
-        cal = Calibration(pd.concat([f, pp], ignore_index=True), rs.devices[0])
-    return cal
+    return Calibration(pd.concat([f, pp], ignore_index=True), rs.devices[0])
 
 
 def test_a_pipelined_plan_overlaps_its_steps_by_its_busiest_resource():
-    """pinned-pipelined: pinned's steps chunk by chunk; the iteration is their sum over the chunks
-    plus the busiest resource for the rest, never under that resource; one chunk is pinned."""
-    # measured as composed: the calibration's pipelined loop achieved all of the composed overlap
-    cal = _with_pipelined(lambda b, ph: sum(ph.values()))
-    w = Workload(bytes=256 * MiB, reuse=64, host_writes=1.0, gpu_writes=1.0, host_reads=0.0, iterations=10)
+    """pinned-pipelined: pinned's copies and kernel chunk by chunk beside the host's own writes,
+    reads and issuing; the iteration is the busiest resource plus a chunk's share of the rest,
+    never under that resource; one chunk overlaps nothing."""
+    cal = _with_pipelined()
+    w = Workload(bytes=256 * MiB, reuse=1, host_writes=1.0, gpu_writes=1.0, host_reads=1.0, iterations=10)
     pin, pip = cal.predict("pinned", w), cal.predict("pinned-pipelined", w)
-    assert pip.steady["overlap"] < 0 and pip.steady_s < 0.9 * pin.steady_s
-    busiest = max(pip.steady["host_write"] + pip.steady["host_read"], pip.steady["h2d"], pip.steady["kernel"])
-    assert pip.steady_s >= busiest
-    assert pip.steady["h2d"] >= pin.steady["h2d"]  # 16 copies of 16 MiB: each pays its latency
+    st = pip.steady
+    host = st["host_write"] + st["host_read"] + st["other"]
+    assert st["other"] == pytest.approx(16 * 50e-6, rel=0.05)  # 16 chunks' issuing
+    assert st["overlap"] < 0 and pip.steady_s < pin.steady_s
+    assert pip.steady_s == pytest.approx(host + (st["h2d"] + st["kernel"] + st["d2h"]) / 16)  # host-bound
+    assert st["h2d"] >= pin.steady["h2d"]  # 16 copies of 16 MiB: each pays its latency
     assert any("16 chunks of 16MiB over 4 streams" in n for n in pip.notes)
-    small = Workload(bytes=1 * MiB, reuse=4, host_writes=1.0, host_reads=1.0, iterations=10)
-    assert cal.predict("pinned-pipelined", small).steady_s == pytest.approx(cal.predict("pinned", small).steady_s)
-    assert cal.predict("pinned-pipelined", small).steady["overlap"] == 0
+    small = cal.predict("pinned-pipelined", Workload(bytes=1 * MiB, reuse=4, host_writes=1.0, iterations=10))
+    assert small.steady["overlap"] == pytest.approx(0, abs=1e-12)
 
 
-def test_a_pipelined_plan_keeps_the_share_of_overlap_its_calibration_achieved():
-    """Where the calibration's own pipelined loop measured the serial sum (no overlap at all),
-    the prediction keeps none of the composed overlap; half of it, half."""
-    w = Workload(bytes=128 * MiB, reuse=64, host_writes=1.0, gpu_writes=1.0, host_reads=0.0, iterations=10)
-    none = _with_pipelined(lambda b, ph: sum(v for k, v in ph.items() if k != "overlap"))
-    half = _with_pipelined(lambda b, ph: sum(ph.values()) - ph["overlap"] / 2)
-    full = _with_pipelined(lambda b, ph: sum(ph.values()))
-    o = {k: c.predict("pinned-pipelined", w).steady["overlap"] for k, c in (("none", none), ("half", half),
-                                                                            ("full", full))}
-    assert o["none"] == pytest.approx(0, abs=1e-9) and o["full"] < 0
-    assert o["half"] == pytest.approx(o["full"] / 2, rel=1e-6)
+def test_a_pipelined_plan_takes_the_host_s_time_from_its_own_loop():
+    """The host's writes and reads beside other chunks' copies are the pipelined loop's own (here
+    1.5x pinned's); issuing an extra pass of a chunk costs what calibration-loop-pipelined measured."""
+    w = Workload(bytes=64 * MiB, reuse=5, host_writes=1.0, gpu_writes=1.0, host_reads=1.0, iterations=10)
+    plain, slow = _with_pipelined(), _with_pipelined(host_factor=1.5, launch=20e-6)
+    a, b = plain.predict("pinned-pipelined", w).steady, slow.predict("pinned-pipelined", w).steady
+    assert b["host_write"] == pytest.approx(1.5 * a["host_write"], rel=0.02)
+    assert b["host_read"] == pytest.approx(1.5 * a["host_read"], rel=0.02)
+    assert slow._launch_cost("pinned-pipelined") == pytest.approx(20e-6)
+    assert b["other"] - plain.curve("pinned-pipelined", "pipe_issue")(64 * MiB) == pytest.approx(8 * 4 * 20e-6)
 
 
 def test_a_pipelined_plan_is_ranked_except_for_a_random_pass():
