@@ -36,6 +36,9 @@ def test_every_strategy_lifecycle_is_correct(ctx_factory, strategy):
         if strategy == "system" and r["status"] == "skipped":
             assert "PAGEABLE_MEMORY_ACCESS = 0" in r["reason"]
             continue
+        if strategies.get(strategy).pipelined:  # a plan for the loop op: the lifecycle has no chunks
+            assert r["status"] == "skipped" and "plan for the loop op" in r["reason"]
+            continue
         assert r["status"] == "ok", r.get("reason")
         phases = {x["phase"] for x in by(rows, case=r["case"])}
         expected = {"alloc", "host_init", "kernel", "host_read", "free", "total"}

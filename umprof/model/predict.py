@@ -425,12 +425,25 @@ class Calibration:
         per_chunk = dataclasses.replace(w, bytes=max(PAGE_BYTES, B // k))
         ph["kernel"] = k * self._kernel(strategy, per_chunk, _Pages.Step(first=pages.first))
         # the host issuing every chunk's copies, passes and result (one thread, between its writes)
-        ph["other"] = self.curve(strategy, "pipe_issue")(B) + k * (w.reuse - 1) * self._launch_cost(strategy)
+        copied = (B if pages.first else w.host_writes * B) + (w.host_reads * B if gw > 0 else 0.0)
+        ph["other"] = self._issue(strategy, B, k, copied) + k * (w.reuse - 1) * self._launch_cost(strategy)
         host = ph["host_write"] + ph["host_read"] + ph["other"]
         steps = host + ph["h2d"] + ph["kernel"] + ph["d2h"]
         busiest = max(host, ph["h2d"], ph["kernel"], ph["d2h"])
         ph["overlap"] = busiest + (steps - busiest) / k - steps
         return ph
+
+    def _issue(self, strategy, nbytes, k, copied) -> float:
+        """The host's time to issue an iteration's chunks: a fixed part per chunk (the calibration's
+        one-chunk 64 KiB loop) and the rest of the calibrated loop's issuing in proportion to the
+        bytes copied (issuing a large pinned copy takes the host time in proportion to its size)."""
+        curve = self.curve(strategy, "pipe_issue")
+        if not curve:
+            return 0.0
+        base = float(curve.ys[np.argmin(curve.xs)])
+        whole = curve(nbytes)  # the calibration copied the whole buffer both ways
+        per_byte = max(whole - k * base, 0.0) / (2 * nbytes)
+        return k * base + per_byte * copied
 
     def _pipe_host(self, strategy, name) -> Curve:
         """The host's writes or reads as the calibration's pipelined loop measured them, beside the
