@@ -67,7 +67,8 @@ BORROWS = {"pageable-staged": "pageable", "pinned-pipelined": "pinned"}
 SETUP_CURVES = ("alloc", "host_init", "free", "first")
 OWN_CURVES = {"pageable-staged": ("h2d", "d2h", "gap") + SETUP_CURVES,
               "pinned-pipelined": ("pipe_host_write", "pipe_host_read", "pipe_issue") + SETUP_CURVES}
-PIPELINE_HOST = ("host_write_s", "host_read_s", "issue_s", "wait_s")  # the pipelined loop's extras
+PIPELINE_HOST = ("host_write_s", "host_read_s", "issue_s")  # the pipelined loop's extras a prediction uses
+LAUNCH_FALLBACK = 10e-6  # pycuda's host time per kernel launch (H200, H100), where no calibration measured it
 SIM_ITERATIONS = 4  # simulated iterations: page locations settle after the second
 GAP_PHASES = 5  # a steady iteration's timed phases, at most: the gap is per iteration
 
@@ -192,8 +193,11 @@ class Calibration:
     # -- what was measured --------------------------------------------------------------------
 
     def _select(self, strategy, scenario, phase, column="per_iteration", **axes) -> dict[float, float]:
-        """bytes → the median of ``column`` over the cases of one scenario matching ``axes``."""
+        """bytes → the median of ``column`` over the cases of one scenario matching ``axes`` (none
+        where the calibration has no such column: one older than the measurement)."""
         d = self.ok
+        if column not in d.columns:
+            return {}
         m = (d["axis.strategy"] == strategy) & (d["scenario"] == CALIBRATION_PREFIX + scenario) & (d["phase"] == phase)
         for k, v in axes.items():
             col = d[f"axis.{k}"]
@@ -252,8 +256,7 @@ class Calibration:
         if name.startswith("pipe_"):  # the pipelined loop's own host time (its row's extras), per iteration
             column = "it_" + {"pipe_host_write": "host_write_s", "pipe_host_read": "host_read_s",
                               "pipe_issue": "issue_s"}[name]
-            return self._select(strategy, "sizes", "pipelined", column=column, **whole) \
-                if column in self.ok.columns else {}
+            return self._select(strategy, "sizes", "pipelined", column=column, **whole)
         if name in ("alloc", "host_init", "free", "first"):
             # READ_MOSTLY has no whole-buffer loop (its kernel may not write): its read-only host-read loop
             scenario, axes = self._setup_reference(strategy)
@@ -453,16 +456,14 @@ class Calibration:
 
     def _launch_cost(self, strategy) -> float:
         """The host's time to issue one more kernel pass of a chunk (calibration-loop-pipelined:
-        passes 1 and 9 apart), else the pipelined loop's issue at the smallest size per call."""
+        passes 1 and 9 apart), else LAUNCH_FALLBACK."""
         key = ("launch", strategy)
         if key not in self._values:
-            one = self._select(strategy, "pipelined", "pipelined", column="it_issue_s", reuse=1) \
-                if "it_issue_s" in self.ok.columns else {}
-            nine = self._select(strategy, "pipelined", "pipelined", column="it_issue_s", reuse=9) \
-                if "it_issue_s" in self.ok.columns else {}
+            one = self._select(strategy, "pipelined", "pipelined", column="it_issue_s", reuse=1)
+            nine = self._select(strategy, "pipelined", "pipelined", column="it_issue_s", reuse=9)
             costs = [(nine[b] - one[b]) / 8 / strategies.get(strategy).chunking(int(b))[1]
                      for b in one if b in nine]
-            self._values[key] = max(float(np.median(costs)), 0.0) if costs else 10e-6
+            self._values[key] = max(float(np.median(costs)), 0.0) if costs else LAUNCH_FALLBACK
         return self._values[key]
 
     def _iteration(self, strategy, w: Workload, pages: "_Pages.Step") -> dict[str, float]:
