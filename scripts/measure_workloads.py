@@ -4,8 +4,10 @@ any prediction against them offline.
 
     python3 scripts/measure_workloads.py scenarios/workloads/verify.toml OUT.parquet [STRATEGY,...]
 
-A third argument names the strategies to measure (default: every one); ONLY=name,... in the
-environment measures those workloads alone.
+A third argument names the strategies to measure (default: every one). In the environment:
+ONLY=name,... measures those workloads alone (each keeps its scenario name); ROUNDS=N measures
+them in N rounds, as `--verify-rounds` does (default 2); TIMEOUT=S sets each case's sampling
+time (default 2 s, at least 3 samples).
 """
 
 import os
@@ -15,7 +17,7 @@ from rich.console import Console
 
 import umprof
 from umprof.measure.strategies import STRATEGIES
-from umprof.model.recommend import verification_scenario
+from umprof.model.recommend import verification_rounds
 
 workloads = umprof.workloads(sys.argv[1])
 if os.environ.get("ONLY"):  # ONLY=name,name: those workloads alone (each keeps its scenario name)
@@ -23,7 +25,8 @@ if os.environ.get("ONLY"):  # ONLY=name,name: those workloads alone (each keeps 
 names = [s for s in STRATEGIES if s != "system"]  # the op skips what the device lacks (HMM) anyway
 if len(sys.argv) > 3:
     names = [s for s in sys.argv[3].split(",") if s in STRATEGIES]
-scenarios = [verification_scenario(w, names, index=i) for i, w in enumerate(workloads)]
+timing = {"timeout": float(os.environ["TIMEOUT"])} if os.environ.get("TIMEOUT") else None
+scenarios = verification_rounds(workloads, [names] * len(workloads), int(os.environ.get("ROUNDS", "2")), timing)
 rs = umprof.run(scenarios, output=sys.argv[2], force=True, console=Console(stderr=True), progress=False,
                 argv=["scripts/measure_workloads.py", *sys.argv[1:]])
 print(f"{len(rs.frame[rs.frame['phase'] == 'total'])} cases, {rs.failed_cases()} failed: {sys.argv[2]}")

@@ -290,19 +290,26 @@ def recommend(workload, calibration=None, *, steady: bool = False, device: int =
 
 
 def verify(recommendations, *, top: int | None = 3, measured=None, output=None, device: int = 0,
-           force: bool = False, console=None, argv=None) -> tuple[list, str]:
-    """Measure each recommendation's workload under its ``top`` strategies (None: all ranked),
-    or read an earlier verification run (``measured``), and check the predictions:
-    ``(verdicts, where the measurements are)``, a verdict (or None) per recommendation."""
+           force: bool = False, console=None, argv=None, rounds: int = 2) -> tuple[list, str]:
+    """Measure each recommendation's workload under its ``top`` strategies (None: all ranked) in
+    ``rounds`` rounds (each strategy's figure the median over them; even rounds in reverse order),
+    or read earlier verification runs (``measured``: a path, a ResultSet or a list of them), and
+    check the predictions: ``(verdicts, where the measurements are)``, a verdict (or None) per
+    recommendation."""
+    import pandas as pd
+
     from umprof.measure.runner import run_scenarios
     from umprof.model import recommend as rmod
 
     recs = [recommendations] if isinstance(recommendations, rmod.Recommendation) else list(recommendations)
     if measured is not None:
-        rs = measured if isinstance(measured, ResultSet) else ResultSet.load(measured)
-        return rmod.verify_all(recs, rs.frame), str(measured if not isinstance(measured, ResultSet) else "results")
-    scenarios = [rmod.verification_scenario(r.workload, [p.strategy for p in r.ranked[:top]], index=i)
-                 for i, r in enumerate(recs)]
+        items = list(measured) if isinstance(measured, (list, tuple)) else [measured]
+        sets = [m if isinstance(m, ResultSet) else ResultSet.load(m) for m in items]
+        frame = pd.concat([rs.frame for rs in sets], ignore_index=True)
+        where = ", ".join(str(m) if not isinstance(m, ResultSet) else "results" for m in items)
+        return rmod.verify_all(recs, frame), where
+    scenarios = rmod.verification_rounds([r.workload for r in recs], [[p.strategy for p in r.ranked[:top]] for r in recs],
+                                         rounds)
     output = output or default_output("verify")
     rs, _ = run_scenarios(scenarios, output=output, force=force, device=device,
                           argv=argv or ["umprof.verify"], console=console, progress=console is not None)

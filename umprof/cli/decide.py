@@ -50,8 +50,12 @@ def _workloads(files, options: dict):
 @click.option("--fits/--no-fits", default=None, help="Whether the buffer fits in device memory [from the device's memory].")
 @click.option("--verify", is_flag=True, help="Measure the workload under the top strategies and print predicted vs measured.")
 @click.option("--verify-top", default="3", show_default=True, metavar="N|all", help="How many of the top strategies --verify measures.")
-@click.option("--measured", type=click.Path(dir_okay=False), default=None, metavar="RESULTS",
-              help="Verify against an earlier --verify run's results instead of measuring again.")
+@click.option("--verify-rounds", type=click.IntRange(min=1), default=2, show_default=True, metavar="N",
+              help="Rounds --verify measures every strategy in (even ones in reverse order); each figure is the "
+                   "median over them.")
+@click.option("--measured", multiple=True, type=click.Path(dir_okay=False), metavar="RESULTS",
+              help="Verify against earlier --verify runs' results instead of measuring again (repeatable: each "
+                   "strategy's figure is the median over the files and rounds).")
 @click.option("-o", "--output", type=click.Path(dir_okay=False), default=None,
               help="Where --verify saves its measurements. Default: umprof-results/verify-<time>.parquet")
 @click.option("--save-calibration", type=click.Path(dir_okay=False), default=None,
@@ -61,7 +65,7 @@ def _workloads(files, options: dict):
               help="GPUs to answer for: an index, a list (0,1) or all; each gets its own calibration and ranking "
                    "(with --from: the calibration rows measured on that GPU). Default: 0.")
 def recommend(sources, workload_files, size, reuse, touched, pattern, stride, iterations, host_writes, gpu_writes,
-              host_reads, pingpong, steady, as_json, fits, verify, verify_top, measured, output, save_calibration, force,
+              host_reads, pingpong, steady, as_json, fits, verify, verify_top, verify_rounds, measured, output, save_calibration, force,
               device_index):
     """Rank the host-memory strategies for a workload, with predicted time per phase and the reason.
 
@@ -94,9 +98,10 @@ def recommend(sources, workload_files, size, reuse, touched, pattern, stride, it
             err.print(f"predicted from {cal.source or 'a calibration'} ({cal.device.get('name', 'unknown GPU')})")
         verdicts, source = [None] * len(recs), ""
         if verify or measured:
-            verdicts, source = api.verify(recs, top=None if verify_top == "all" else int(verify_top), measured=measured,
-                                          output=_per_gpu(output, gpu, gpus), device=gpu, force=force, console=err,
-                                          argv=common.argv())
+            verdicts, source = api.verify(recs, top=None if verify_top == "all" else int(verify_top),
+                                          measured=list(measured) or None, output=_per_gpu(output, gpu, gpus),
+                                          device=gpu, force=force, console=err, argv=common.argv(),
+                                          rounds=verify_rounds)
             if not measured:
                 err.print(f"verification results: {source}")
         if as_json:

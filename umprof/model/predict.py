@@ -58,7 +58,11 @@ PHASES = SETUP_PHASES + STEADY_PHASES
 PATTERN_BYTES = 16 * 1024**2  # where calibration-loop-patterns measures
 TOUCHED_REF = 0.0625  # calibration-loop-touched's fraction
 REF_STRIDE = 8  # the calibration's strided pattern: one word per 32-byte sector
-CACHED_HOST = ("pageable", "pinned", "zero-copy", "mapped")  # ordinary cached host memory: one host rate
+# ordinary cached host memory that only the host and the GPU's own accesses touch: one host rate. Pageable
+# memory is not among them: the driver copies into and out of it through its staging buffers (with
+# non-temporal stores, which leave nothing in the host's caches), and its host reads and writes
+# measured 35-45% slower than pinned memory's at 1-16 MiB on the H200 and the H100.
+CACHED_HOST = ("pinned", "zero-copy", "mapped")
 # Strategies calibrated on calibration-loop-sizes alone, whose kernel, host accesses and their
 # ratios are another's: pageable-staged keeps pageable memory and a cudaMalloc'd buffer and
 # differs only in how the copies go (its copies are its own); pinned-pipelined is pinned memory
@@ -70,7 +74,9 @@ OWN_CURVES = {"pageable-staged": ("h2d", "d2h", "gap") + SETUP_CURVES,
 PIPELINE_HOST = ("host_write_s", "host_read_s", "issue_s")  # the pipelined loop's extras a prediction uses
 LAUNCH_FALLBACK = 10e-6  # pycuda's host time per kernel launch (H200, H100), where no calibration measured it
 SIM_ITERATIONS = 4  # simulated iterations: page locations settle after the second
-GAP_PHASES = 5  # a steady iteration's timed phases, at most: the gap is per iteration
+GPU_STEPS, HOST_STEPS = ("h2d", "kernel", "d2h"), ("host_write", "host_read")  # an iteration's timed steps
+GAP_FIT_BYTES = 1024**2  # the per-step costs are fitted where the steps are short
+GAP_FALLBACK = 5e-6  # per timed step, where the calibration cannot separate them
 
 
 def kind(name: str) -> str:
@@ -185,6 +191,7 @@ class Calibration:
         self.max_bytes = int(ok["axis.bytes"].max())
         self._curves: dict[tuple, Curve] = {}
         self._values: dict[tuple, float] = {}
+        self._gap_table: pd.DataFrame | None = None
 
     @classmethod
     def from_results(cls, rs, source: str = "") -> "Calibration":
@@ -271,21 +278,60 @@ class Calibration:
             return "host-read", dict(reuse=1, host_writes=0.0, gpu_writes=0.0, host_reads=1.0)
         return "sizes", dict(reuse=1, host_writes=1.0, gpu_writes=1.0, host_reads=1.0)
 
+    def _gap_rows(self) -> pd.DataFrame:
+        """Per calibrated loop (steady iterations timed): its strategy, bytes, timed GPU and host
+        phases per iteration, and its gap (the wall clock of a steady iteration less its phases)."""
+        if self._gap_table is None:
+            d = self.ok
+            steady = d[d["phase"].isin(STEADY_PHASES)]
+            per_case = steady.groupby(["scenario", "case"])
+            sums = per_case["per_iteration"].sum()
+            n_gpu = per_case["phase"].agg(lambda p: int(p.isin(GPU_STEPS).sum()))
+            n_host = per_case["phase"].agg(lambda p: int(p.isin(HOST_STEPS).sum()))
+            rows = []
+            if "wall_steady_s" in d.columns:
+                for _, r in d[d["phase"] == "total"].iterrows():
+                    key = (r["scenario"], r["case"])
+                    if key in sums.index and not math.isnan(r["wall_steady_s"]):
+                        rows.append({"strategy": r["axis.strategy"], "bytes": float(r["axis.bytes"]),
+                                     "n_gpu": n_gpu[key], "n_host": n_host[key],
+                                     "gap": r["wall_steady_s"] - sums[key]})
+            self._gap_table = pd.DataFrame(rows, columns=["strategy", "bytes", "n_gpu", "n_host", "gap"])
+        return self._gap_table
+
+    def phase_costs(self) -> tuple[float, float]:
+        """The host's time per timed step beside the steps themselves (an event recorded and waited
+        for, the range, the clock): (each GPU step beyond the first, each host step), fitted over
+        the calibrated loops of unmanaged memory up to GAP_FIT_BYTES, with an intercept per strategy
+        and size (where the steps are short and the gap is not lost in their noise; managed memory's
+        gaps also hold the faults the host takes between steps)."""
+        key = ("phase_costs",)
+        if key not in self._values:
+            d = self._gap_rows()
+            d = d[(d["bytes"] <= GAP_FIT_BYTES) & ~d["strategy"].map(lambda s: strategies.get(s).managed)]
+            costs = (GAP_FALLBACK, GAP_FALLBACK)
+            if len(d) and d["n_gpu"].nunique() + d["n_host"].nunique() > 2:
+                groups = pd.get_dummies(d["strategy"] + "@" + d["bytes"].astype(str)).to_numpy(float)
+                x = np.column_stack([d["n_gpu"] - 1, d["n_host"], groups])
+                fit = np.linalg.lstsq(x, d["gap"].to_numpy(float), rcond=None)[0]
+                costs = (max(float(fit[0]), 0.0), max(float(fit[1]), 0.0))
+            self._values[key] = costs
+        return self._values[key]
+
     def _gaps(self, strategy) -> dict:
-        """The host's time per steady iteration outside the timed phases (wall clock less phases)."""
-        d = self.ok[(self.ok["axis.strategy"] == strategy) & (self.ok["phase"] == "total")
-                    & (self.ok["scenario"].isin([CALIBRATION_PREFIX + s for s in ("sizes", "resident")]))]
-        out = {}
-        for b, g in d.groupby("axis.bytes"):
-            gaps = []
-            for _, r in g.iterrows():
-                rows = self.ok[(self.ok["scenario"] == r["scenario"]) & (self.ok["case"] == r["case"])
-                               & self.ok["phase"].isin(STEADY_PHASES)]
-                if "wall_steady_s" in r and not math.isnan(r["wall_steady_s"]):
-                    gaps.append(r["wall_steady_s"] - rows["per_iteration"].sum())
-            if gaps:
-                out[b] = max(float(np.median(gaps)), 1e-7)
-        return out
+        """The gap of a steady iteration of one GPU step and no host step, per size: the median
+        over the strategy's calibrated loops of their gaps less their steps' costs."""
+        d = self._gap_rows()
+        d = d[d["strategy"] == strategy]
+        per_gpu, per_host = self.phase_costs()
+        base = d["gap"] - per_gpu * (d["n_gpu"] - 1) - per_host * d["n_host"]
+        return {b: max(float(v), 1e-7) for b, v in base.groupby(d["bytes"]).median().items()}
+
+    def gap(self, strategy, nbytes: float, n_gpu: int, n_host: int) -> float:
+        """The host's time per steady iteration outside its timed steps, for an iteration of
+        ``n_gpu`` GPU steps and ``n_host`` host steps."""
+        per_gpu, per_host = self.phase_costs()
+        return self.curve(strategy, "gap")(nbytes) + per_gpu * max(n_gpu - 1, 0) + per_host * n_host
 
     def _ratio(self, strategy, key, num: dict, den: Curve, at: float) -> float:
         """A measured variant's time over the plain curve at the same size (1 where unmeasured)."""
@@ -472,11 +518,19 @@ class Calibration:
         B, k = w.bytes, kind(strategy)
         bw, br = w.host_writes * B, w.host_reads * B
         ph = dict.fromkeys(STEADY_PHASES, 0.0)
+        span = max(bw, br)  # both are prefixes of the buffer
+
+        def local(curve: Curve, nbytes: float) -> float:
+            # at the rate of the whole span the host writes and reads each iteration, not of this
+            # part alone: the calibration's loops write and read all of a buffer, and whether a
+            # write or read finds its lines in the host's caches depends on all the host touches
+            return nbytes * curve(span) / span if span > nbytes > 0 else curve(nbytes)
+
         # the host's write: local, or faulting pages back from the GPU
         if bw:
             remote = min(pages.write_remote_bytes, bw)
             fault = "fault_write" if k in ("on-demand", "prefetch", "read-mostly") else None
-            ph["host_write"] = c("host_write", bw - remote) + (c(fault, remote) if fault else 0.0)
+            ph["host_write"] = local(self.curve(strategy, "host_write"), bw - remote) + (c(fault, remote) if fault else 0.0)
         # copies and prefetches
         if k == "copy":
             ph["h2d"] = c("h2d", B if pages.first else bw)
@@ -490,12 +544,12 @@ class Calibration:
         if br:
             remote = min(pages.read_remote_bytes, br)
             if k in ("on-demand", "prefetch"):
-                ph["host_read"] = self._managed_local_read(strategy)(br - remote) + c("fault_read", remote)
+                ph["host_read"] = local(self._managed_local_read(strategy), br - remote) + c("fault_read", remote)
             elif k == "read-mostly":
-                ph["host_read"] = c("local_read", br)
+                ph["host_read"] = local(self.curve(strategy, "local_read"), br)
             else:
-                ph["host_read"] = c("host_read", br)
-        ph["other"] = c("gap", B)
+                ph["host_read"] = local(self.curve(strategy, "host_read"), br)
+        ph["other"] = self.gap(strategy, B, sum(ph[p] > 0 for p in GPU_STEPS), sum(ph[p] > 0 for p in HOST_STEPS))
         return ph
 
     def _kernel(self, strategy, w: Workload, pages: "_Pages.Step") -> float:

@@ -8,8 +8,10 @@ import math
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
+from umprof.core.errors import UsageError
 from umprof.core.results import slug
 from umprof.core.units import format_time
 from umprof.model.predict import PHASES, VERIFY_PREFIX, Calibration, Prediction, kind
@@ -171,17 +173,24 @@ def recommend_all(cal: Calibration, workloads: list[Workload], steady: bool = Fa
 
 # -- verification ---------------------------------------------------------------------------
 
-def verification_name(w: Workload, index: int) -> str:
-    """The scenario name ``--verify`` measures the index-th workload under (its results' key)."""
-    return f"{VERIFY_PREFIX}{slug(w.name) or index + 1}"
+def verification_name(w: Workload, index: int, round: int = 1) -> str:
+    """The scenario name ``--verify`` measures the index-th workload under (its results' key); a
+    later round of the same measurement is ``NAME.rK``."""
+    name = f"{VERIFY_PREFIX}{slug(w.name) or index + 1}"
+    return name if round == 1 else f"{name}{ROUND_MARK}{round}"
+
+
+ROUND_MARK = ".r"  # verification_name's suffix of a later round
 
 
 VERIFY_ITERATIONS = 3  # a verification runs at least this many iterations: the steady ones are measured apart
 
 
-def verification_scenario(w: Workload, strategy_names: list[str], timing: dict | None = None, index: int = 0):
+def verification_scenario(w: Workload, strategy_names: list[str], timing: dict | None = None, index: int = 0,
+                          round: int = 1):
     """A ``loop`` scenario that measures the workload under the given strategies (at least
-    VERIFY_ITERATIONS iterations, so that setup and the steady iteration are both measured)."""
+    VERIFY_ITERATIONS iterations, so that setup and the steady iteration are both measured), as
+    round ``round`` of :func:`verification_rounds`."""
     from umprof.measure.ops import get_op
     from umprof.measure.scenario import Scenario
 
@@ -189,25 +198,47 @@ def verification_scenario(w: Workload, strategy_names: list[str], timing: dict |
     axes = {spec.name: list(spec.default) for spec in op.axes.specs}
     axes.update(w.loop_axes(max(w.iterations, VERIFY_ITERATIONS)))
     axes["strategy"] = list(strategy_names)
-    name = verification_name(w, index)
+    name = verification_name(w, index, round)
     # at least three samples of every strategy, even of cases that take a second each
     timing = dict({"min_samples": 3, "timeout": 2.0}, **(timing or {}))
     return Scenario(name=name, about=f"recommend --verify: {w.describe()}", op=op, path=Path("<recommend>"),
                     axes=axes, kernel=op.default_kernel, timing=timing)
 
 
+def verification_rounds(workloads: list[Workload], strategies: list[list[str]], rounds: int = 1,
+                        timing: dict | None = None) -> list:
+    """The scenarios that measure each workload under its strategies in ``rounds`` rounds: every
+    workload in each round, the strategies in the given order in odd rounds and reversed in even
+    ones, so that a drift of the machine over the run (the host's memory varies by 10-25% from one
+    minute to the next on the lent H200s) weighs on every strategy alike."""
+    if rounds < 1:
+        raise UsageError(f"verification rounds: expected a positive integer, got {rounds}")
+    return [verification_scenario(w, names if k % 2 else names[::-1], timing, index=i, round=k)
+            for k in range(1, rounds + 1) for i, (w, names) in enumerate(zip(workloads, strategies))]
+
+
 def measured(frame: pd.DataFrame, scenario: str, w: Workload) -> dict[str, tuple[float, float]]:
-    """Strategy → (whole run, steady iteration) measured by wall clock in a verification scenario:
-    the run's own wall where it ran the workload's iterations; where it ran more (so that the
-    steady state is seen), its measured setup + iterations × its measured steady iteration."""
-    rows = frame[(frame["scenario"] == scenario) & (frame["phase"] == "total") & (frame["status"] == "ok")]
-    out = {}
+    """Strategy → (whole run, steady iteration) measured by wall clock in a verification scenario
+    (the median over its rounds, ``scenario.rK``, where it ran more than once): the run's own wall
+    where it ran the workload's iterations; where it ran more (so that the steady state is seen),
+    its measured setup + iterations × its measured steady iteration."""
+    names = frame["scenario"].astype(str)
+    mine = (names == scenario) | (names.str.startswith(scenario + ROUND_MARK)
+                                  & names.str[len(scenario) + len(ROUND_MARK):].str.isdigit())
+    rows = frame[mine & (frame["phase"] == "total") & (frame["status"] == "ok")]
+    per_round: dict[str, list[tuple[float, float]]] = {}
     for _, r in rows.iterrows():
         steady = float(r["wall_steady_s"])
         whole = float(r["wall_s"]) if int(r["axis.iterations"]) == w.iterations \
             else float(r["wall_setup_s"]) + w.iterations * steady
-        out[r["axis.strategy"]] = (whole, steady)
-    return out
+        per_round.setdefault(r["axis.strategy"], []).append((whole, steady))
+    return {s: (_median([v[0] for v in vs]), _median([v[1] for v in vs])) for s, vs in per_round.items()}
+
+
+def _median(values: list[float]) -> float:
+    """The median of the values that are numbers (NaN where none is)."""
+    values = [v for v in values if not math.isnan(v)]
+    return float(np.median(values)) if values else math.nan
 
 
 def verdict(rec: Recommendation, measured_s: dict[str, tuple[float, float]]) -> dict:

@@ -47,6 +47,25 @@ def test_recommend_cli_from_saved_results():
         assert int(summary.split(":")[1].split(" of ")[0]) >= held, summary
 
 
+def test_recommend_verifies_against_several_runs_by_their_median(tmp_path):
+    """--measured twice: each strategy's figure is the median over the files (here a run and the
+    same run 1.5× slower: the median of two is their mean, so the errors change, the picks not)."""
+    import json
+
+    slow = tmp_path / "slow.parquet"
+    rs = ResultSet.load(VERIFY)
+    for col in ("wall_s", "wall_steady_s", "wall_setup_s"):
+        rs.frame[col] = rs.frame[col] * 1.5
+    rs.save(slow)
+    args = ["recommend", "--from", str(CAL), "--workload", str(WORKLOADS / "verify.toml"), "--json", "--measured",
+            str(VERIFY)]
+    one, two = (json.loads(CliRunner().invoke(cli, a).stdout) for a in (args, [*args, "--measured", str(slow)]))
+    for a, b in zip(one["recommendations"], two["recommendations"]):
+        va, vb = a["verification"], b["verification"]
+        assert va["held"] == vb["held"] and va["fastest"] == vb["fastest"]
+        assert vb["strategies"][0]["measured_s"] == pytest.approx(1.25 * va["strategies"][0]["measured_s"])
+
+
 def test_recommend_json_is_one_document_a_script_reads():
     import json
 
@@ -82,6 +101,7 @@ def test_format_json_on_show_compare_and_crossovers(command):
     (["--reuse", "4"], "no workload: give --bytes"),
     (["--bytes", "1MiB", "--workload", "x.toml"], "not both"),
     (["--bytes", "1MiB", "--verify-top", "zero"], "--verify-top"),
+    (["--bytes", "1MiB", "--verify-rounds", "0"], "'--verify-rounds'"),
     (["--bytes", "1MiB", "--host-writes", "1.5"], "key 'host_writes': expected a fraction from 0 to 1"),
     (["--bytes", "1MiB", "--gpu-writes", "-1"], "key 'gpu_writes'"),
     (["--bytes", "1MiB", "--steady", "--iterations", "10"], "'--steady' and '--iterations'"),
