@@ -11,7 +11,8 @@ sizes, in proportion past the largest), each per iteration:
 * ``h2d``, ``d2h``: the copies (or prefetches) each way;
 * the kernel: a fixed part (launch, the 8-byte result the host reads back) and each pass,
   read-only and in place (calibration-loop-resident, one and three passes apart), scaled by the
-  measured ratio of the workload's pattern (calibration-loop-patterns) and of sparse pages
+  measured ratio of the workload's pattern (calibration-loop-patterns at 16 MiB and, for memory
+  the kernel reads on the device, calibration-loop-patterns-large at 256 MiB) and of sparse pages
   (calibration-loop-touched); for managed memory, the migration of pages on the kernel's
   faults (what the whole-buffer loop's kernel costs beyond its passes);
 * ``other``: the host's time between the phases of an iteration (wall clock less the phases).
@@ -26,7 +27,8 @@ latency); the host's writes and reads are as its own calibrated loop measured th
 other chunks' copies, and the host also issues every chunk's work (``other``: measured per
 iteration, plus a measured cost per extra pass). The iteration is its busiest resource (the host,
 one thread; the copy engine each way; the kernel) plus a chunk's share of the rest (filling and
-draining the pipeline); ``overlap`` is what that hides (negative).
+draining the pipeline: the host's write and read, and the longer of its issuing and the GPU's
+steps, which run while it issues); ``overlap`` is what that hides (negative).
 
 The steady iteration is the last simulated one; setup is allocation + the first write +
 free + (first iteration − steady), with the first iteration's extra cost beyond its phases
@@ -56,6 +58,7 @@ SETUP_PHASES = ("alloc", "host_init", "first_extra", "free")
 STEADY_PHASES = ("host_write", "h2d", "kernel", "d2h", "host_read", "other", "overlap")
 PHASES = SETUP_PHASES + STEADY_PHASES
 PATTERN_BYTES = 16 * 1024**2  # where calibration-loop-patterns measures
+PATTERN_LARGE_BYTES = 256 * 1024**2  # where calibration-loop-patterns-large measures (past the L2)
 TOUCHED_REF = 0.0625  # calibration-loop-touched's fraction
 REF_STRIDE = 8  # the calibration's strided pattern: one word per 32-byte sector
 # ordinary cached host memory that only the host and the GPU's own accesses touch: one host rate. Pageable
@@ -341,14 +344,24 @@ class Calibration:
             self._values[key] = v / base if v and base > 0 else 1.0
         return self._values[key]
 
-    def pass_ratio(self, strategy, pattern: str, gw: float) -> float:
-        """A pass in ``pattern`` over one in streaming order (resident data), at 16 MiB."""
+    def pass_ratio(self, strategy, pattern: str, gw: float, nbytes: float = PATTERN_BYTES) -> float:
+        """A pass in ``pattern`` over one in streaming order (resident data) over ``nbytes``: as
+        measured at 16 MiB (calibration-loop-patterns) and, where the calibration has it, at 256 MiB
+        (calibration-loop-patterns-large: past the GPU's L2, where a random word costs a sector of
+        DRAM), log-linearly between the two sizes and constant past them."""
         strategy = BORROWS.get(strategy, strategy)  # the kernel's side is the borrowed strategy's
         if pattern == "streaming":
             return 1.0
         name = "pass_rw" if gw > 0 else "pass_ro"
         each = self._passes(strategy, 1.0 if gw > 0 else 0.0, "patterns", pattern=pattern)[1]
-        return self._ratio(strategy, (strategy, "pass", pattern, name), each, self.curve(strategy, name), PATTERN_BYTES)
+        small = self._ratio(strategy, (strategy, "pass", pattern, name), each, self.curve(strategy, name), PATTERN_BYTES)
+        each = self._passes(strategy, 1.0 if gw > 0 else 0.0, "patterns-large", pattern=pattern)[1]
+        if PATTERN_LARGE_BYTES not in each or nbytes <= PATTERN_BYTES:
+            return small
+        large = self._ratio(strategy, (strategy, "pass-large", pattern, name), each, self.curve(strategy, name),
+                            PATTERN_LARGE_BYTES)
+        at = min(math.log(nbytes / PATTERN_BYTES) / math.log(PATTERN_LARGE_BYTES / PATTERN_BYTES), 1.0)
+        return float(math.exp((1 - at) * math.log(small) + at * math.log(large)))
 
     def migrate_ratio(self, strategy, pattern: str) -> float:
         """The first pass's migration in ``pattern`` over streaming's, at 16 MiB."""
@@ -477,9 +490,12 @@ class Calibration:
         copied = (B if pages.first else w.host_writes * B) + (w.host_reads * B if gw > 0 else 0.0)
         ph["other"] = self._issue(strategy, B, k, copied) + k * (w.reuse - 1) * self._launch_cost(strategy)
         host = ph["host_write"] + ph["host_read"] + ph["other"]
-        steps = host + ph["h2d"] + ph["kernel"] + ph["d2h"]
+        gpu = ph["h2d"] + ph["kernel"] + ph["d2h"]
         busiest = max(host, ph["h2d"], ph["kernel"], ph["d2h"])
-        ph["overlap"] = busiest + (steps - busiest) / k - steps
+        # one chunk's steps in a row: the host writes it, issues its work while the GPU runs what
+        # was issued already (a launch is queued in ~10 µs, a pass may take longer), reads it back
+        in_a_row = ph["host_write"] + ph["host_read"] + max(ph["other"], gpu)
+        ph["overlap"] = busiest + max(in_a_row - busiest, 0.0) / k - (host + gpu)
         return ph
 
     def _issue(self, strategy, nbytes, k, copied) -> float:
@@ -559,7 +575,7 @@ class Calibration:
         touched_bytes = w.touched * B
         gw = w.gpu_writes
         each = c("pass_ro", touched_bytes) + gw * (c("pass_rw", touched_bytes) - c("pass_ro", touched_bytes))
-        each *= self.pass_ratio(strategy, w.pattern, gw) * self.touched_ratio(strategy, "pass", w.touched)
+        each *= self.pass_ratio(strategy, w.pattern, gw, touched_bytes) * self.touched_ratio(strategy, "pass", w.touched)
         if w.pattern == "strided" and w.stride > REF_STRIDE:
             # past one word per 32-byte sector, a sparser stride fetches fewer sectors in proportion
             # (device memory and PCIe alike: measured on the H200, stride 16 costs half of stride 8)

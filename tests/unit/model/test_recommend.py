@@ -88,6 +88,28 @@ def test_a_partial_host_write_runs_at_the_rate_of_all_the_host_touches(cal):
     assert alone.steady["host_write"] < part.steady["host_write"]  # 6.4 MiB stays in the host's caches
 
 
+def test_a_pattern_past_the_l2_costs_what_the_large_calibration_measured(cal):
+    """calibration-loop-patterns-large (256 MiB) gives the pattern's ratio past the GPU's L2; the
+    ratio goes log-linearly from the 16 MiB one to it, and is the 16 MiB one without it."""
+    import pandas as pd
+
+    from umprof.model.predict import Calibration
+
+    big = 256 * MiB
+    fixed, each = cal.curve("pinned", "fixed")(big), cal.curve("pinned", "pass_ro")(big)
+    rows = [{"op": "loop", "scenario": "calibration-loop-patterns-large", "status": "ok", "phase": "kernel",
+             "axis.strategy": "pinned", "axis.bytes": big, "axis.reuse": k, "axis.gpu_writes": 0.0,
+             "axis.pattern": "random", "axis.iterations": 3, "time_median_s": 2 * (fixed + k * 10 * each)}
+            for k in (1, 3)]
+    with_large = Calibration(pd.concat([pd.read_parquet(data.CAL), pd.DataFrame(rows)], ignore_index=True))
+    small = cal.pass_ratio("pinned", "random", 0.0)
+    assert cal.pass_ratio("pinned", "random", 0.0, big) == pytest.approx(small)  # not measured: the 16 MiB ratio
+    assert with_large.pass_ratio("pinned", "random", 0.0, 16 * MiB) == pytest.approx(small)
+    assert with_large.pass_ratio("pinned", "random", 0.0, big) == pytest.approx(10, rel=1e-3)
+    assert with_large.pass_ratio("pinned", "random", 0.0, 1024 * MiB) == pytest.approx(10, rel=1e-3)
+    assert with_large.pass_ratio("pinned", "random", 0.0, 64 * MiB) == pytest.approx((small * 10) ** 0.5, rel=1e-3)
+
+
 def test_pageable_memory_has_host_rates_of_its_own(cal):
     """The driver's staged copies leave pageable memory out of the host's caches: its host reads
     measured 44% slower than pinned memory's at 16 MiB on the H200."""
@@ -248,20 +270,23 @@ def _with_pipelined(host_factor=1.0, issue_per_chunk=50e-6, launch=None):
 
 def test_a_pipelined_plan_overlaps_its_steps_by_its_busiest_resource():
     """pinned-pipelined: pinned's copies and kernel chunk by chunk beside the host's own writes,
-    reads and issuing; the iteration is the busiest resource plus a chunk's share of the rest,
-    never under that resource; one chunk overlaps nothing."""
+    reads and issuing; the iteration is the busiest resource plus a chunk's share of one chunk's
+    steps in a row (its write, its read, and its issuing or the GPU's steps it overlaps, whichever
+    is longer), never under that resource; one chunk overlaps only its issuing."""
     cal = _with_pipelined()
     w = Workload(bytes=256 * MiB, reuse=1, host_writes=1.0, gpu_writes=1.0, host_reads=1.0, iterations=10)
     pin, pip = cal.predict("pinned", w), cal.predict("pinned-pipelined", w)
     st = pip.steady
-    host = st["host_write"] + st["host_read"] + st["other"]
+    host, gpu = st["host_write"] + st["host_read"] + st["other"], st["h2d"] + st["kernel"] + st["d2h"]
     assert st["other"] == pytest.approx(16 * 50e-6, rel=0.05)  # 16 chunks' issuing
     assert st["overlap"] < 0 and pip.steady_s < pin.steady_s
-    assert pip.steady_s == pytest.approx(host + (st["h2d"] + st["kernel"] + st["d2h"]) / 16)  # host-bound
+    in_a_row = st["host_write"] + st["host_read"] + max(st["other"], gpu)
+    assert pip.steady_s == pytest.approx(host + (in_a_row - host) / 16)  # host-bound
     assert st["h2d"] >= pin.steady["h2d"]  # 16 copies of 16 MiB: each pays its latency
     assert any("16 chunks of 16MiB over 4 streams" in n for n in pip.notes)
-    small = cal.predict("pinned-pipelined", Workload(bytes=1 * MiB, reuse=4, host_writes=1.0, iterations=10))
-    assert small.steady["overlap"] == pytest.approx(0, abs=1e-12)
+    small = cal.predict("pinned-pipelined", Workload(bytes=1 * MiB, reuse=4, host_writes=1.0, iterations=10)).steady
+    gpu = small["h2d"] + small["kernel"] + small["d2h"]
+    assert small["overlap"] == pytest.approx(-min(small["other"], gpu))
 
 
 def test_a_pipelined_plan_takes_the_host_s_time_from_its_own_loop():
