@@ -2,6 +2,8 @@
 # Issue 13's GPU work (the application loop), in steps that each fit one device call:
 #   source .device/bootstrap.sh && STEP=measure bash scripts/device-decide.sh
 #       the loop's GPU tests; `umprof run calibration`; the verification set under every strategy
+#   source .device/bootstrap.sh && STEP=holdout bash scripts/device-decide.sh
+#       the held-out set (scenarios/workloads/holdout.toml) under every strategy, in two rounds
 #   source .device/bootstrap.sh && STEP=verify CAL=results/<gpu>-loop-calibration.parquet bash scripts/device-decide.sh
 #       `recommend --verify --verify-top all` on scenarios/workloads/verify.toml (the whole run), then the same
 #       measurements judged per steady iteration (--steady --measured: one measurement serves both modes)
@@ -18,9 +20,15 @@ case "${STEP:-measure}" in
       --force --um-counters off -q 2>&1 | tail -5
     echo "calibration took $(( $(date +%s) - start )) s" | tee "$OUT/calibration-run.txt"
     start=$(date +%s)
-    timeout -s INT "${VERIFY_LIMIT:-220}" python3 scripts/measure_workloads.py scenarios/workloads/verify.toml \
-      "$OUT/$gpu-loop-verify.parquet" 2>&1 | tail -5
+    ROUNDS=2 TIMEOUT=0.5 timeout -s INT "${VERIFY_LIMIT:-540}" python3 scripts/measure_workloads.py \
+      scenarios/workloads/verify.toml "$OUT/$gpu-loop-verify.parquet" 2>&1 | tail -5
     echo "verification measured in $(( $(date +%s) - start )) s" | tee -a "$OUT/calibration-run.txt"
+    ;;
+  holdout)
+    start=$(date +%s)
+    ROUNDS=2 TIMEOUT=0.5 timeout -s INT "${VERIFY_LIMIT:-540}" python3 scripts/measure_workloads.py \
+      scenarios/workloads/holdout.toml "$OUT/$gpu-loop-holdout.parquet" 2>&1 | tail -5
+    echo "held-out set measured in $(( $(date +%s) - start )) s" | tee -a "$OUT/calibration-run.txt"
     ;;
   verify)
     start=$(date +%s)

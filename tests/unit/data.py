@@ -8,5 +8,9 @@ WORKLOADS = ROOT / "scenarios" / "workloads"
 CAL = RESULTS / "nvidia-h200-loop-calibration.parquet"  # the loop calibration (recommend predicts from it)
 LIFECYCLE_CAL = RESULTS / "nvidia-h200-calibration.parquet"  # the one-shot lifecycle calibration of issue 6
 VERIFY = RESULTS / "nvidia-h200-loop-verify.parquet"  # the verification set measured under every strategy
+# the same-day calibrations and two-round measurements of the verification and held-out sets (README's table)
+CAL2 = {gpu: RESULTS / f"nvidia-{gpu}-loop-calibration-2.parquet" for gpu in ("h200", "h100")}
+VERIFY2_H200 = RESULTS / "nvidia-h200-loop-verify-2.parquet"
+HOLDOUT = {gpu: RESULTS / f"nvidia-{gpu}-loop-holdout.parquet" for gpu in ("h200", "h100")}
 CROSS = RESULTS / "nvidia-h200-crossovers.parquet"
 MiB = 1024**2
