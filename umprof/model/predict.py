@@ -64,7 +64,7 @@ REF_STRIDE = 8  # the calibration's strided pattern: one word per 32-byte sector
 # ordinary cached host memory that only the host and the GPU's own accesses touch: one host rate. Pageable
 # memory is not among them: the driver copies into and out of it through its staging buffers (with
 # non-temporal stores, which leave nothing in the host's caches), and its host reads and writes
-# measured 35-45% slower than pinned memory's at 1-16 MiB on the H200 and the H100.
+# measured 16-45% slower than pinned memory's at 1-16 MiB on the H200 and the H100.
 CACHED_HOST = ("pinned", "zero-copy", "mapped")
 # Strategies calibrated on calibration-loop-sizes alone, whose kernel, host accesses and their
 # ratios are another's: pageable-staged keeps pageable memory and a cudaMalloc'd buffer and

@@ -209,8 +209,9 @@ def verification_rounds(workloads: list[Workload], strategies: list[list[str]], 
                         timing: dict | None = None) -> list:
     """The scenarios that measure each workload under its strategies in ``rounds`` rounds: every
     workload in each round, the strategies in the given order in odd rounds and reversed in even
-    ones, so that a drift of the machine over the run (the host's memory varies by 10-25% from one
-    minute to the next on the lent H200s) weighs on every strategy alike."""
+    ones, so that a drift of the machine over the run weighs on every strategy alike (on the lent
+    H200s and H100s the same case measured again in one run differed by a median of 4-6%, and by
+    20-27% for a tenth of the cases)."""
     if rounds < 1:
         raise UsageError(f"verification rounds: expected a positive integer, got {rounds}")
     return [verification_scenario(w, names if k % 2 else names[::-1], timing, index=i, round=k)
