@@ -336,30 +336,31 @@ class Calibration:
         per_gpu, per_host = self.phase_costs()
         return self.curve(strategy, "gap")(nbytes) + per_gpu * max(n_gpu - 1, 0) + per_host * n_host
 
-    def _ratio(self, strategy, key, num: dict, den: Curve, at: float) -> float:
-        """A measured variant's time over the plain curve at the same size (1 where unmeasured)."""
+    def _pattern_ratio(self, strategy, pattern: str, gw: float, scenario: str, at: float) -> float | None:
+        """A pass in ``pattern`` over one in streaming order at ``at`` bytes, as ``scenario``
+        measured it (cached; None where it did not)."""
+        name = "pass_rw" if gw > 0 else "pass_ro"
+        key = (strategy, scenario, pattern, name)
         if key not in self._values:
-            v = num.get(at)
-            base = den(at)
-            self._values[key] = v / base if v and base > 0 else 1.0
+            each = self._passes(strategy, 1.0 if gw > 0 else 0.0, scenario, pattern=pattern)[1].get(at)
+            base = self.curve(strategy, name)(at)
+            self._values[key] = each / base if each and base > 0 else None
         return self._values[key]
 
     def pass_ratio(self, strategy, pattern: str, gw: float, nbytes: float = PATTERN_BYTES) -> float:
         """A pass in ``pattern`` over one in streaming order (resident data) over ``nbytes``: as
-        measured at 16 MiB (calibration-loop-patterns) and, where the calibration has it, at 256 MiB
-        (calibration-loop-patterns-large: past the GPU's L2, where a random word costs a sector of
-        DRAM), log-linearly between the two sizes and constant past them."""
+        measured at 16 MiB (calibration-loop-patterns; 1 where unmeasured) and, where the calibration
+        has it, at 256 MiB (calibration-loop-patterns-large: past the GPU's L2, where a random word
+        costs a sector of DRAM), log-linearly between the two sizes and constant past them."""
         strategy = BORROWS.get(strategy, strategy)  # the kernel's side is the borrowed strategy's
         if pattern == "streaming":
             return 1.0
-        name = "pass_rw" if gw > 0 else "pass_ro"
-        each = self._passes(strategy, 1.0 if gw > 0 else 0.0, "patterns", pattern=pattern)[1]
-        small = self._ratio(strategy, (strategy, "pass", pattern, name), each, self.curve(strategy, name), PATTERN_BYTES)
-        each = self._passes(strategy, 1.0 if gw > 0 else 0.0, "patterns-large", pattern=pattern)[1]
-        if PATTERN_LARGE_BYTES not in each or nbytes <= PATTERN_BYTES:
+        small = self._pattern_ratio(strategy, pattern, gw, "patterns", PATTERN_BYTES) or 1.0
+        if nbytes <= PATTERN_BYTES:
             return small
-        large = self._ratio(strategy, (strategy, "pass-large", pattern, name), each, self.curve(strategy, name),
-                            PATTERN_LARGE_BYTES)
+        large = self._pattern_ratio(strategy, pattern, gw, "patterns-large", PATTERN_LARGE_BYTES)
+        if large is None:
+            return small
         at = min(math.log(nbytes / PATTERN_BYTES) / math.log(PATTERN_LARGE_BYTES / PATTERN_BYTES), 1.0)
         return float(math.exp((1 - at) * math.log(small) + at * math.log(large)))
 

@@ -173,14 +173,14 @@ def recommend_all(cal: Calibration, workloads: list[Workload], steady: bool = Fa
 
 # -- verification ---------------------------------------------------------------------------
 
+ROUND_MARK = ".r"  # verification_name's suffix of a later round
+
+
 def verification_name(w: Workload, index: int, round: int = 1) -> str:
     """The scenario name ``--verify`` measures the index-th workload under (its results' key); a
     later round of the same measurement is ``NAME.rK``."""
     name = f"{VERIFY_PREFIX}{slug(w.name) or index + 1}"
     return name if round == 1 else f"{name}{ROUND_MARK}{round}"
-
-
-ROUND_MARK = ".r"  # verification_name's suffix of a later round
 
 
 VERIFY_ITERATIONS = 3  # a verification runs at least this many iterations: the steady ones are measured apart
