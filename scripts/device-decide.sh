@@ -2,8 +2,10 @@
 # Issue 13's GPU work (the application loop), in steps that each fit one device call:
 #   source .device/bootstrap.sh && STEP=measure bash scripts/device-decide.sh
 #       the loop's GPU tests; `umprof run calibration`; the verification set under every strategy
-#   source .device/bootstrap.sh && STEP=holdout bash scripts/device-decide.sh
-#       the held-out set (scenarios/workloads/holdout.toml) under every strategy, in two rounds
+#   source .device/bootstrap.sh && STEP=calibrate [SCENARIOS="calibration-loop-sizes ..."] bash scripts/device-decide.sh
+#       `umprof run calibration` alone (or the scenarios named), for a calibration split over calls
+#   source .device/bootstrap.sh && STEP=set SET=holdout-2 bash scripts/device-decide.sh
+#       a workload set (scenarios/workloads/$SET.toml) under every strategy, in two rounds
 #   source .device/bootstrap.sh && STEP=verify CAL=results/<gpu>-loop-calibration.parquet bash scripts/device-decide.sh
 #       `recommend --verify --verify-top all` on scenarios/workloads/verify.toml (the whole run), then the same
 #       measurements judged per steady iteration (--steady --measured: one measurement serves both modes)
@@ -24,11 +26,19 @@ case "${STEP:-measure}" in
       scenarios/workloads/verify.toml "$OUT/$gpu-loop-verify.parquet" 2>&1 | tail -5
     echo "verification measured in $(( $(date +%s) - start )) s" | tee -a "$OUT/calibration-run.txt"
     ;;
-  holdout)
+  calibrate)
     start=$(date +%s)
-    ROUNDS=2 TIMEOUT=0.5 timeout -s INT "${VERIFY_LIMIT:-540}" python3 scripts/measure_workloads.py \
-      scenarios/workloads/holdout.toml "$OUT/$gpu-loop-holdout.parquet" 2>&1 | tail -5
-    echo "held-out set measured in $(( $(date +%s) - start )) s" | tee -a "$OUT/calibration-run.txt"
+    # shellcheck disable=SC2086  # SCENARIOS is a list of names
+    timeout -s INT "${CAL_LIMIT:-540}" python3 -m umprof run ${SCENARIOS:-calibration} \
+      -o "$OUT/$gpu-loop-calibration${PART:+-$PART}.parquet" --force --um-counters off -q 2>&1 | tail -5
+    echo "calibration${PART:+ ($PART)} took $(( $(date +%s) - start )) s" | tee -a "$OUT/calibration-run.txt"
+    ;;
+  set|holdout)
+    set_name="${SET:-holdout}"
+    start=$(date +%s)
+    ROUNDS="${ROUNDS:-2}" TIMEOUT="${TIMEOUT:-0.5}" timeout -s INT "${VERIFY_LIMIT:-540}" python3 scripts/measure_workloads.py \
+      "scenarios/workloads/$set_name.toml" "$OUT/$gpu-loop-$set_name.parquet" 2>&1 | tail -5
+    echo "$set_name measured in $(( $(date +%s) - start )) s" | tee -a "$OUT/calibration-run.txt"
     ;;
   verify)
     start=$(date +%s)
