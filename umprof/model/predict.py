@@ -23,9 +23,9 @@ steady ones, with the workload's host-write, touched and host-read pages.
 
 A pipelined plan (``pinned-pipelined``) runs each iteration in chunks over streams: its copies
 and kernel are pinned's, composed chunk by chunk (so each chunk pays its own launch and copy
-latency); the host's writes and reads are as its own calibrated loop measured them beside the
-other chunks' copies, and the host also issues every chunk's work (``other``: measured per
-iteration, plus a measured cost per extra pass). The iteration is its busiest resource (the host,
+latency); the host's writes and reads are pinned memory's (the other chunks' copies beside them
+slowed them by a median 2-7% in the workloads measured), and the host also issues every chunk's
+work (``other``: measured per iteration by its own loop, plus a measured cost per extra pass). The iteration is its busiest resource (the host,
 one thread; the copy engine each way; the kernel) plus a chunk's share of the rest (filling and
 draining the pipeline: the host's write and read, and the longer of its issuing and the GPU's
 steps, which run while it issues); ``overlap`` is what that hides (negative).
@@ -73,8 +73,8 @@ CACHED_HOST = ("pinned", "zero-copy", "mapped")
 BORROWS = {"pageable-staged": "pageable", "pinned-pipelined": "pinned"}
 SETUP_CURVES = ("alloc", "host_init", "free", "first")
 OWN_CURVES = {"pageable-staged": ("h2d", "d2h", "gap") + SETUP_CURVES,
-              "pinned-pipelined": ("pipe_host_write", "pipe_host_read", "pipe_issue") + SETUP_CURVES}
-PIPELINE_HOST = ("host_write_s", "host_read_s", "issue_s")  # the pipelined loop's extras a prediction uses
+              "pinned-pipelined": ("pipe_issue",) + SETUP_CURVES}
+PIPELINE_HOST = ("issue_s",)  # the pipelined loop's extras a prediction uses
 LAUNCH_FALLBACK = 10e-6  # pycuda's host time per kernel launch (H200, H100), where no calibration measured it
 SIM_ITERATIONS = 4  # simulated iterations: page locations settle after the second
 GPU_STEPS, HOST_STEPS = ("h2d", "kernel", "d2h"), ("host_write", "host_read")  # an iteration's timed steps
@@ -129,6 +129,13 @@ class Prediction:
     def cost(self, steady: bool) -> float:
         """What a ranking orders by: the steady iteration, or the whole run."""
         return self.steady_s if steady else self.whole_s
+
+
+def _at_span(curve: "Curve", nbytes: float, span: float) -> float:
+    """The host's write or read of ``nbytes`` at the rate of the whole ``span`` it touches each
+    iteration, not of this part alone: the calibration's loops write and read all of a buffer, and
+    whether a write or read finds its lines in the host's caches depends on all the host touches."""
+    return nbytes * curve(span) / span if span > nbytes > 0 else curve(nbytes)
 
 
 def _loglog(xs: np.ndarray, ys: np.ndarray, x: float) -> float:
@@ -264,8 +271,7 @@ class Calibration:
             return self._select(strategy, "host-read", "host_read", reuse=1, host_writes=0.0, gpu_writes=0.0,
                                 host_reads=1.0)
         if name.startswith("pipe_"):  # the pipelined loop's own host time (its row's extras), per iteration
-            column = "it_" + {"pipe_host_write": "host_write_s", "pipe_host_read": "host_read_s",
-                              "pipe_issue": "issue_s"}[name]
+            column = "it_" + {"pipe_issue": "issue_s"}[name]
             return self._select(strategy, "sizes", "pipelined", column=column, **whole)
         if name in ("alloc", "host_init", "free", "first"):
             # READ_MOSTLY has no whole-buffer loop (its kernel may not write): its read-only host-read loop
@@ -480,8 +486,13 @@ class Calibration:
             return n * self.curve(strategy, name)(total / n)
 
         ph = dict.fromkeys(STEADY_PHASES, 0.0)
-        ph["host_write"] = self._pipe_host(strategy, "host_write")(w.host_writes * B)
-        ph["host_read"] = self._pipe_host(strategy, "host_read")(w.host_reads * B)
+        # the host's writes and reads: pinned memory's, at the rate of the span it touches. Beside
+        # the other chunks' copies they measured a median 1.02-1.07x of pinned memory's own in the
+        # same runs (H200: 26 writes, 25 reads; H100: 6 and 8, quartiles 0.95-1.15), where the
+        # calibration's three-iteration pipelined loop gave 0.9-1.3x one day and 1.2-3.0x another.
+        bw, br = w.host_writes * B, w.host_reads * B
+        ph["host_write"] = _at_span(self.curve(strategy, "host_write"), bw, max(bw, br))
+        ph["host_read"] = _at_span(self.curve(strategy, "host_read"), br, max(bw, br))
         ph["h2d"] = spread("h2d", B if pages.first else w.host_writes * B)
         if gw > 0:
             ph["d2h"] = spread("d2h", w.host_reads * B)
@@ -511,12 +522,6 @@ class Calibration:
         per_byte = max(whole - k * base, 0.0) / (2 * nbytes)
         return k * base + per_byte * copied
 
-    def _pipe_host(self, strategy, name) -> Curve:
-        """The host's writes or reads as the calibration's pipelined loop measured them, beside the
-        copies of other chunks (slower than alone: they share host memory); else the plain curve."""
-        own = self.curve(strategy, "pipe_" + name)
-        return own if own else self.curve(strategy, name)
-
     def _launch_cost(self, strategy) -> float:
         """The host's time to issue one more kernel pass of a chunk (calibration-loop-pipelined:
         passes 1 and 9 apart), else LAUNCH_FALLBACK."""
@@ -538,10 +543,7 @@ class Calibration:
         span = max(bw, br)  # both are prefixes of the buffer
 
         def local(curve: Curve, nbytes: float) -> float:
-            # at the rate of the whole span the host writes and reads each iteration, not of this
-            # part alone: the calibration's loops write and read all of a buffer, and whether a
-            # write or read finds its lines in the host's caches depends on all the host touches
-            return nbytes * curve(span) / span if span > nbytes > 0 else curve(nbytes)
+            return _at_span(curve, nbytes, span)
 
         # the host's write: local, or faulting pages back from the GPU
         if bw:

@@ -306,16 +306,21 @@ def test_a_pipelined_plan_overlaps_its_steps_by_its_busiest_resource():
     assert small["overlap"] == pytest.approx(-min(small["other"], gpu))
 
 
-def test_a_pipelined_plan_takes_the_host_s_time_from_its_own_loop():
-    """The host's writes and reads beside other chunks' copies are the pipelined loop's own (here
-    1.5x pinned's); issuing an extra pass of a chunk costs what calibration-loop-pipelined measured."""
-    w = Workload(bytes=64 * MiB, reuse=5, host_writes=1.0, gpu_writes=1.0, host_reads=1.0, iterations=10)
+def test_a_pipelined_plan_s_host_runs_at_pinned_memory_s_rates():
+    """The host's writes and reads of a pipelined plan are pinned memory's, at the rate of the span
+    it touches (its calibrated loop's own host figures, here 1.5x pinned's, are not used: they
+    ranged 0.9-2.5x from day to day where the workloads measured 1.0-1.07x); issuing an extra pass
+    of a chunk costs what calibration-loop-pipelined measured."""
+    w = Workload(bytes=64 * MiB, reuse=5, host_writes=0.25, gpu_writes=1.0, host_reads=1.0, iterations=10)
     plain, slow = _with_pipelined(), _with_pipelined(host_factor=1.5, launch=20e-6)
     a, b = plain.predict("pinned-pipelined", w).steady, slow.predict("pinned-pipelined", w).steady
-    assert b["host_write"] == pytest.approx(1.5 * a["host_write"], rel=0.02)
-    assert b["host_read"] == pytest.approx(1.5 * a["host_read"], rel=0.02)
+    pin = plain.predict("pinned", w).steady
+    for s in (a, b):
+        assert s["host_write"] == pytest.approx(pin["host_write"]) and s["host_read"] == pytest.approx(pin["host_read"])
+    assert pin["host_write"] == pytest.approx(0.25 * plain.curve("pinned", "host_write")(64 * MiB))  # the span's rate
     assert slow._launch_cost("pinned-pipelined") == pytest.approx(20e-6)
-    assert b["other"] - plain.curve("pinned-pipelined", "pipe_issue")(64 * MiB) == pytest.approx(8 * 4 * 20e-6)
+    assert b["other"] - slow._issue("pinned-pipelined", 64 * MiB, 8, 0.25 * 64 * MiB + 64 * MiB) \
+        == pytest.approx(8 * 4 * 20e-6)
 
 
 def test_a_pipelined_plan_is_ranked_except_for_a_random_pass():
