@@ -12,5 +12,7 @@ VERIFY = RESULTS / "nvidia-h200-loop-verify.parquet"  # the verification set mea
 CAL2 = {gpu: RESULTS / f"nvidia-{gpu}-loop-calibration-2.parquet" for gpu in ("h200", "h100")}
 VERIFY2_H200 = RESULTS / "nvidia-h200-loop-verify-2.parquet"
 HOLDOUT = {gpu: RESULTS / f"nvidia-{gpu}-loop-holdout.parquet" for gpu in ("h200", "h100")}
+CAL3 = {gpu: RESULTS / f"nvidia-{gpu}-loop-calibration-3.parquet" for gpu in ("h200", "h100")}  # seven sizes
+HOLDOUT2 = {gpu: RESULTS / f"nvidia-{gpu}-loop-holdout-2.parquet" for gpu in ("h200", "h100")}
 CROSS = RESULTS / "nvidia-h200-crossovers.parquet"
 MiB = 1024**2

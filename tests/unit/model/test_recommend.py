@@ -208,17 +208,19 @@ def test_verification_table_of_the_readme_on_the_h200(cal):
     assert not math.isnan(whole_err) and whole_err < 0.2 and steady_err < 0.2
 
 
-@pytest.mark.parametrize("gpu, measured, workloads, whole_held, steady_held, whole_err, steady_err", [
-    ("h200", data.VERIFY2_H200, "verify.toml", 14, 12, 0.06, 0.07),
-    ("h200", data.HOLDOUT["h200"], "holdout.toml", 12, 11, 0.08, 0.12),
-    ("h100", data.HOLDOUT["h100"], "holdout.toml", 12, 11, 0.06, 0.08),
+@pytest.mark.parametrize("calibration, measured, workloads, whole_held, steady_held, whole_err, steady_err", [
+    (data.CAL2["h200"], data.VERIFY2_H200, "verify.toml", 14, 11, 0.06, 0.06),
+    (data.CAL2["h200"], data.HOLDOUT["h200"], "holdout.toml", 12, 12, 0.08, 0.11),
+    (data.CAL2["h100"], data.HOLDOUT["h100"], "holdout.toml", 11, 9, 0.07, 0.08),
+    (data.CAL3["h200"], data.HOLDOUT2["h200"], "holdout-2.toml", 10, 12, 0.11, 0.11),
+    (data.CAL3["h100"], data.HOLDOUT2["h100"], "holdout-2.toml", 10, 10, 0.21, 0.21),  # another machine
 ])
-def test_verification_table_of_the_readme_same_day_in_two_rounds(gpu, measured, workloads, whole_held, steady_held,
-                                                                   whole_err, steady_err):
+def test_verification_table_of_the_readme_same_day_in_two_rounds(calibration, measured, workloads, whole_held,
+                                                                   steady_held, whole_err, steady_err):
     """The README's table: each set measured in two rounds the day of its calibration."""
     from umprof.model.predict import Calibration
 
-    cal = Calibration.from_results(ResultSet.load(data.CAL2[gpu]))
+    cal = Calibration.from_results(ResultSet.load(calibration))
     (whole, w_err), (steady, s_err) = (_held(cal, m, measured, workloads) for m in (False, True))
     assert sum(whole.values()) >= whole_held and sum(steady.values()) >= steady_held, (whole, steady)
     assert w_err < whole_err and s_err < steady_err
