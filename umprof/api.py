@@ -231,7 +231,8 @@ def load_calibration(sources, device: int | None = None):
 
 
 def calibrate(output=None, *, device: int = 0, force: bool = False, console=None, argv=None):
-    """Measure the calibration group on this GPU now (about ten minutes: 542 s on the H200), save it, and return its Calibration."""
+    """Measure the calibration group on this GPU now (about ten minutes: 542 s on the H200), save
+    it, and return its Calibration."""
     from umprof.measure.gpu import load_pycuda
     from umprof.model.predict import Calibration
 

@@ -25,8 +25,9 @@ A pipelined plan (``pinned-pipelined``) runs each iteration in chunks over strea
 and kernel are pinned's, composed chunk by chunk (so each chunk pays its own launch and copy
 latency); the host's writes and reads are pinned memory's (the other chunks' copies beside them
 slowed them by a median 2-7% in the workloads measured), and the host also issues every chunk's
-work (``other``: measured per iteration by its own loop, plus a measured cost per extra pass). The iteration is its busiest resource (the host,
-one thread; the copy engine each way; the kernel) plus a chunk's share of the rest (filling and
+work (``other``: measured per iteration by its own loop, plus a measured cost per extra pass).
+The iteration is its busiest resource (the host, one thread; the copy engine each way; the
+kernel) plus a chunk's share of the rest (filling and
 draining the pipeline: the host's write and read, and the longer of its issuing and the GPU's
 steps, which run while it issues); ``overlap`` is what that hides (negative).
 
@@ -489,7 +490,8 @@ class Calibration:
         # the host's writes and reads: pinned memory's, at the rate of the span it touches. Beside
         # the other chunks' copies they measured a median 1.02-1.07x of pinned memory's own in the
         # same runs (H200: 26 writes, 25 reads; H100: 6 and 8, quartiles 0.95-1.15), where the
-        # calibration's three-iteration pipelined loop gave 0.9-1.3x one day and 1.2-3.0x another.
+        # calibration's pipelined loop gave 0.7-3.0x from one run to the next (the host's rate
+        # belongs to the allocation: the same loops a minute apart moved by up to 46%).
         bw, br = w.host_writes * B, w.host_reads * B
         ph["host_write"] = _at_span(self.curve(strategy, "host_write"), bw, max(bw, br))
         ph["host_read"] = _at_span(self.curve(strategy, "host_read"), br, max(bw, br))

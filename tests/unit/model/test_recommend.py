@@ -311,7 +311,7 @@ def test_a_pipelined_plan_overlaps_its_steps_by_its_busiest_resource():
 def test_a_pipelined_plan_s_host_runs_at_pinned_memory_s_rates():
     """The host's writes and reads of a pipelined plan are pinned memory's, at the rate of the span
     it touches (its calibrated loop's own host figures, here 1.5x pinned's, are not used: they
-    ranged 0.9-2.5x from day to day where the workloads measured 1.0-1.07x); issuing an extra pass
+    ranged 0.7-3.0x from run to run where the workloads measured a median 1.02-1.07x); issuing an extra pass
     of a chunk costs what calibration-loop-pipelined measured."""
     w = Workload(bytes=64 * MiB, reuse=5, host_writes=0.25, gpu_writes=1.0, host_reads=1.0, iterations=10)
     plain, slow = _with_pipelined(), _with_pipelined(host_factor=1.5, launch=20e-6)
