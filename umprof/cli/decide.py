@@ -65,8 +65,8 @@ def _workloads(files, options: dict):
               help="GPUs to answer for: an index, a list (0,1) or all; each gets its own calibration and ranking "
                    "(with --from: the calibration rows measured on that GPU). Default: 0.")
 def recommend(sources, workload_files, size, reuse, touched, pattern, stride, iterations, host_writes, gpu_writes,
-              host_reads, pingpong, steady, as_json, fits, verify, verify_top, verify_rounds, measured, output, save_calibration, force,
-              device_index):
+              host_reads, pingpong, steady, as_json, fits, verify, verify_top, verify_rounds, measured, output,
+              save_calibration, force, device_index):
     """Rank the host-memory strategies for a workload, with predicted time per phase and the reason.
 
     Each answer has two figures: setup (allocation, registration, first touch, free) and the

@@ -27,9 +27,9 @@ latency); the host's writes and reads are pinned memory's (the other chunks' cop
 slowed them by a median 2-7% in the workloads measured), and the host also issues every chunk's
 work (``other``: measured per iteration by its own loop, plus a measured cost per extra pass).
 The iteration is its busiest resource (the host, one thread; the copy engine each way; the
-kernel) plus a chunk's share of the rest (filling and
-draining the pipeline: the host's write and read, and the longer of its issuing and the GPU's
-steps, which run while it issues); ``overlap`` is what that hides (negative).
+kernel) plus a chunk's share of the rest (filling and draining the pipeline: the host's write
+and read, and the longer of its issuing and the GPU's steps, which run while it issues);
+``overlap`` is what that hides (negative).
 
 The steady iteration is the last simulated one; setup is allocation + the first write +
 free + (first iteration − steady), with the first iteration's extra cost beyond its phases
@@ -75,7 +75,7 @@ BORROWS = {"pageable-staged": "pageable", "pinned-pipelined": "pinned"}
 SETUP_CURVES = ("alloc", "host_init", "free", "first")
 OWN_CURVES = {"pageable-staged": ("h2d", "d2h", "gap") + SETUP_CURVES,
               "pinned-pipelined": ("pipe_issue",) + SETUP_CURVES}
-PIPELINE_HOST = ("issue_s",)  # the pipelined loop's extras a prediction uses
+PIPELINE_EXTRAS = ("issue_s",)  # the pipelined loop's extras a prediction uses
 LAUNCH_FALLBACK = 10e-6  # pycuda's host time per kernel launch (H200, H100), where no calibration measured it
 SIM_ITERATIONS = 4  # simulated iterations: page locations settle after the second
 GPU_STEPS, HOST_STEPS = ("h2d", "kernel", "d2h"), ("host_write", "host_read")  # an iteration's timed steps
@@ -192,7 +192,7 @@ class Calibration:
         ok = loop[loop["status"] == "ok"].copy()
         steady_its = (ok["axis.iterations"].astype(int) - 1).clip(lower=1)
         ok["per_iteration"] = ok["time_median_s"] / steady_its
-        for col in PIPELINE_HOST:  # the pipelined loop's host time, summed over its steady iterations
+        for col in PIPELINE_EXTRAS:  # the pipelined loop's host time, summed over its steady iterations
             if col in ok.columns:
                 ok["it_" + col] = ok[col] / steady_its
         self.ok = ok
@@ -271,9 +271,8 @@ class Calibration:
         if name == "local_read":  # managed pages read where they are (READ_MOSTLY's copies)
             return self._select(strategy, "host-read", "host_read", reuse=1, host_writes=0.0, gpu_writes=0.0,
                                 host_reads=1.0)
-        if name.startswith("pipe_"):  # the pipelined loop's own host time (its row's extras), per iteration
-            column = "it_" + {"pipe_issue": "issue_s"}[name]
-            return self._select(strategy, "sizes", "pipelined", column=column, **whole)
+        if name == "pipe_issue":  # the pipelined loop's own issuing (its row's extras), per iteration
+            return self._select(strategy, "sizes", "pipelined", column="it_issue_s", **whole)
         if name in ("alloc", "host_init", "free", "first"):
             # READ_MOSTLY has no whole-buffer loop (its kernel may not write): its read-only host-read loop
             scenario, axes = self._setup_reference(strategy)
@@ -495,13 +494,13 @@ class Calibration:
         bw, br = w.host_writes * B, w.host_reads * B
         ph["host_write"] = _at_span(self.curve(strategy, "host_write"), bw, max(bw, br))
         ph["host_read"] = _at_span(self.curve(strategy, "host_read"), br, max(bw, br))
-        ph["h2d"] = spread("h2d", B if pages.first else w.host_writes * B)
+        ph["h2d"] = spread("h2d", B if pages.first else bw)
         if gw > 0:
-            ph["d2h"] = spread("d2h", w.host_reads * B)
+            ph["d2h"] = spread("d2h", br)
         per_chunk = dataclasses.replace(w, bytes=max(PAGE_BYTES, B // k))
         ph["kernel"] = k * self._kernel(strategy, per_chunk, _Pages.Step(first=pages.first))
         # the host issuing every chunk's copies, passes and result (one thread, between its writes)
-        copied = (B if pages.first else w.host_writes * B) + (w.host_reads * B if gw > 0 else 0.0)
+        copied = (B if pages.first else bw) + (br if gw > 0 else 0.0)
         ph["other"] = self._issue(strategy, B, k, copied) + k * (w.reuse - 1) * self._launch_cost(strategy)
         host = ph["host_write"] + ph["host_read"] + ph["other"]
         gpu = ph["h2d"] + ph["kernel"] + ph["d2h"]
