@@ -3,7 +3,8 @@
 A :class:`Calibration` holds the ``loop`` op's measured phases on one device (the
 ``calibration`` group: ``umprof run calibration``, measured here or on another machine). From
 them it builds, per strategy, curves of seconds against bytes (log-log between the measured
-sizes, in proportion past the largest), each per iteration:
+sizes, in proportion past the largest; allocation and free, which are fixed for some strategies,
+there follow the slope of the largest sizes), each per iteration:
 
 * ``host_write``, ``host_read``: the host's local write and read (calibration-loop-sizes);
   for managed memory also the host's faults back when the pages sit on the GPU, on a write
@@ -81,6 +82,11 @@ SIM_ITERATIONS = 4  # simulated iterations: page locations settle after the seco
 GPU_STEPS, HOST_STEPS = ("h2d", "kernel", "d2h"), ("host_write", "host_read")  # an iteration's timed steps
 GAP_FIT_BYTES = 1024**2  # the per-step costs are fitted where the steps are short
 GAP_FALLBACK = 5e-6  # per timed step, where the calibration cannot separate them
+# Setup costs that are fixed for one strategy and in proportion to the bytes for another (a staging
+# ring's buffers, pinning every page): past the largest calibrated size they follow the slope of the
+# largest TAIL_POINTS sizes. The per-iteration steps move bytes at a rate, so they scale in proportion.
+FIXED_OR_PROPORTIONAL = ("alloc", "free")
+TAIL_POINTS = 3
 
 
 def kind(name: str) -> str:
@@ -139,9 +145,10 @@ def _at_span(curve: "Curve", nbytes: float, span: float) -> float:
     return nbytes * curve(span) / span if span > nbytes > 0 else curve(nbytes)
 
 
-def _loglog(xs: np.ndarray, ys: np.ndarray, x: float) -> float:
-    """Piecewise log-log interpolation; past the largest x, in proportion to x; under the smallest,
-    the first segment's slope (never below a tenth of the smallest measured value)."""
+def _loglog(xs: np.ndarray, ys: np.ndarray, x: float, tail: float = 1.0) -> float:
+    """Piecewise log-log interpolation; past the largest x, as x to the power ``tail`` (1: in
+    proportion); under the smallest, the first segment's slope (never below a tenth of the
+    smallest measured value)."""
     if x <= 0:
         return 0.0
     order = np.argsort(xs)
@@ -149,7 +156,7 @@ def _loglog(xs: np.ndarray, ys: np.ndarray, x: float) -> float:
     if len(xs) == 1:
         return float(ys[0] * x / xs[0]) if x > xs[0] else float(ys[0])
     if x >= xs[-1]:
-        return float(ys[-1] * x / xs[-1])
+        return float(ys[-1] * (x / xs[-1]) ** tail)
     lx, ly = np.log(xs), np.log(ys)
     if x <= xs[0]:
         slope = (ly[1] - ly[0]) / (lx[1] - lx[0])
@@ -158,11 +165,18 @@ def _loglog(xs: np.ndarray, ys: np.ndarray, x: float) -> float:
 
 
 class Curve:
-    """Seconds against bytes, from measured points (bytes → seconds)."""
+    """Seconds against bytes, from measured points (bytes → seconds). Past the largest, in
+    proportion to the bytes; or, with ``fitted_tail``, as the largest sizes' log-log slope says
+    (between 0, a fixed cost, and 1, in proportion)."""
 
-    def __init__(self, points: dict[float, float]):
+    def __init__(self, points: dict[float, float], fitted_tail: bool = False):
         pts = {float(b): max(float(t), 1e-9) for b, t in points.items() if t is not None and not math.isnan(t)}
         self.xs, self.ys = np.array(list(pts)), np.array(list(pts.values()))
+        self.tail = 1.0
+        if fitted_tail and len(self.xs) > 1:
+            largest = np.argsort(self.xs)[-TAIL_POINTS:]
+            fit = np.polyfit(np.log(self.xs[largest]), np.log(self.ys[largest]), 1)[0]
+            self.tail = float(np.clip(fit, 0.0, 1.0))
 
     def __bool__(self):
         return len(self.xs) > 0
@@ -170,7 +184,7 @@ class Curve:
     def __call__(self, nbytes: float) -> float:
         if nbytes <= 0 or not len(self.xs):
             return 0.0
-        return _loglog(self.xs, self.ys, nbytes)
+        return _loglog(self.xs, self.ys, nbytes, self.tail)
 
 
 class Calibration:
@@ -229,7 +243,7 @@ class Calibration:
             strategy = BORROWS.get(strategy, strategy)
         key = (strategy, name)
         if key not in self._curves:
-            self._curves[key] = Curve(self._build(strategy, name))
+            self._curves[key] = Curve(self._build(strategy, name), fitted_tail=name in FIXED_OR_PROPORTIONAL)
         return self._curves[key]
 
     def _passes(self, strategy, gw: float, scenario="resident", **axes) -> tuple[dict, dict]:
@@ -497,8 +511,10 @@ class Calibration:
         ph["h2d"] = spread("h2d", B if pages.first else bw)
         if gw > 0:
             ph["d2h"] = spread("d2h", br)
-        per_chunk = dataclasses.replace(w, bytes=max(PAGE_BYTES, B // k))
-        ph["kernel"] = k * self._kernel(strategy, per_chunk, _Pages.Step(first=pages.first))
+        # k - 1 whole chunks and the rest (the loop's chunks: whole 64 KiB pages, the last one shorter)
+        last = B - (k - 1) * chunk
+        ph["kernel"] = sum(n * self._kernel(strategy, dataclasses.replace(w, bytes=size), _Pages.Step(first=pages.first))
+                           for n, size in ((k - 1, chunk), (1, last)) if n and size > 0)
         # the host issuing every chunk's copies, passes and result (one thread, between its writes)
         copied = (B if pages.first else bw) + (br if gw > 0 else 0.0)
         ph["other"] = self._issue(strategy, B, k, copied) + k * (w.reuse - 1) * self._launch_cost(strategy)

@@ -24,6 +24,25 @@ def test_loglog_interpolation():
     assert _loglog(xs, ys, 0.5) == pytest.approx(0.25)  # below: the first segment's slope
 
 
+def test_a_fixed_setup_cost_stays_fixed_past_the_largest_calibrated_size():
+    """A staging ring's buffers cost the same at any size; pinning costs in proportion: past the
+    largest size, alloc and free follow the slope of the largest three (clipped to 0..1)."""
+    from umprof.model.predict import Calibration, Curve
+
+    fixed = Curve({16 * MiB: 30e-3, 64 * MiB: 31e-3, 256 * MiB: 29e-3}, fitted_tail=True)
+    assert fixed(1024 * MiB) == pytest.approx(29e-3)  # a falling tail is clipped to flat
+    pinning = Curve({16 * MiB: 4e-3, 64 * MiB: 16e-3, 256 * MiB: 64e-3}, fitted_tail=True)
+    assert pinning(1024 * MiB) == pytest.approx(256e-3)
+    steep = Curve({16 * MiB: 1e-3, 64 * MiB: 8e-3, 256 * MiB: 64e-3}, fitted_tail=True)
+    assert steep(512 * MiB) == pytest.approx(128e-3)  # never faster than in proportion
+    assert Curve({16 * MiB: 1e-3, 256 * MiB: 1e-3})(512 * MiB) == pytest.approx(2e-3)  # a rate's curve: in proportion
+    cal = Calibration.from_results(ResultSet.load(data.CAL3["h200"]))
+    for name in ("alloc", "free"):  # the ring measured ~30 ms and ~10 ms at every size up to 256 MiB
+        ring = cal.curve("pageable-staged", name)
+        assert ring(768 * MiB) < 1.2 * ring(256 * MiB)
+        assert cal.curve("pinned", name)(768 * MiB) > 2.5 * cal.curve("pinned", name)(256 * MiB)
+
+
 def test_whole_run_is_setup_plus_iterations_times_steady(cal):
     for s in ("pinned", "zero-copy", "managed", "managed-prefetch"):
         p = cal.predict(s, Workload(bytes=64 * MiB, reuse=4, iterations=37, host_writes=0.1, host_reads=0.2))
@@ -190,6 +209,15 @@ def test_rounds_measure_every_strategy_again_in_reverse_and_verify_by_their_medi
     assert r.measured(frame, "recommend-loop", w) == {"pinned": (4.5, 1.5)}  # another workload's rows are not its
 
 
+def test_verification_rounds_sample_briefly_and_share_the_sampling_time():
+    w = Workload(name="loop", bytes=MiB, iterations=3)
+    scenarios = r.verification_rounds([w], [["pinned"]])
+    assert len(scenarios) == r.VERIFY_ROUNDS == 5
+    assert scenarios[0].timing == {"min_samples": 1, "warmup": 0, "timeout": pytest.approx(0.4)}
+    (two,) = r.verification_rounds([w], [["pinned"]], 1, {"timeout": 0.1, "min_samples": 3})
+    assert two.timing == {"min_samples": 3, "warmup": 0, "timeout": 0.1}
+
+
 def _held(cal, steady, measured=VERIFY, workloads="verify.toml"):
     frame = ResultSet.load(measured).frame
     recs = r.recommend_all(cal, load_workloads(WORKLOADS / workloads), steady)
@@ -323,6 +351,20 @@ def test_a_pipelined_plan_s_host_runs_at_pinned_memory_s_rates():
     assert slow._launch_cost("pinned-pipelined") == pytest.approx(20e-6)
     assert b["other"] - slow._issue("pinned-pipelined", 64 * MiB, 8, 0.25 * 64 * MiB + 64 * MiB) \
         == pytest.approx(8 * 4 * 20e-6)
+
+
+def test_a_pipelined_plan_s_last_chunk_is_the_rest_of_the_buffer():
+    """200 MiB runs as 12 chunks of 16 MiB and one of 8 MiB (the loop's plan): the kernel is
+    predicted for those chunks (a buffer that is not a whole number of chunks once failed)."""
+    from umprof.measure import strategies
+
+    cal = _with_pipelined()
+    w = Workload(bytes=200 * MiB, reuse=6, host_writes=0.0, gpu_writes=1.0, host_reads=0.02, iterations=15)
+    assert strategies.get("pinned-pipelined").chunking(w.bytes) == (16 * MiB, 13)
+    got = cal.predict("pinned-pipelined", w).steady["kernel"]
+    step = _Pages.Step(first=False)
+    chunk = lambda b: cal._kernel("pinned-pipelined", Workload(bytes=b, reuse=6, host_reads=0.02), step)  # noqa: E731
+    assert got == pytest.approx(12 * chunk(16 * MiB) + chunk(8 * MiB))
 
 
 def test_a_pipelined_plan_is_ranked_except_for_a_random_pass():
