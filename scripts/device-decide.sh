@@ -5,7 +5,7 @@
 #   source .device/bootstrap.sh && STEP=calibrate [SCENARIOS="calibration-loop-sizes ..."] bash scripts/device-decide.sh
 #       `umprof run calibration` alone (or the scenarios named), for a calibration split over calls
 #   source .device/bootstrap.sh && STEP=set SET=holdout-2 bash scripts/device-decide.sh
-#       a workload set (scenarios/workloads/$SET.toml) under every strategy, in two rounds
+#       a workload set (scenarios/workloads/$SET.toml) under every strategy, in ROUNDS rounds (default 5)
 #   source .device/bootstrap.sh && STEP=verify CAL=results/<gpu>-loop-calibration.parquet bash scripts/device-decide.sh
 #       `recommend --verify --verify-top all` on scenarios/workloads/verify.toml (the whole run), then the same
 #       measurements judged per steady iteration (--steady --measured: one measurement serves both modes)
@@ -22,7 +22,7 @@ case "${STEP:-measure}" in
       --force --um-counters off -q 2>&1 | tail -5
     echo "calibration took $(( $(date +%s) - start )) s" | tee "$OUT/calibration-run.txt"
     start=$(date +%s)
-    ROUNDS=2 TIMEOUT=0.5 timeout -s INT "${VERIFY_LIMIT:-540}" python3 scripts/measure_workloads.py \
+    timeout -s INT "${VERIFY_LIMIT:-540}" python3 scripts/measure_workloads.py \
       scenarios/workloads/verify.toml "$OUT/$gpu-loop-verify.parquet" 2>&1 | tail -5
     echo "verification measured in $(( $(date +%s) - start )) s" | tee -a "$OUT/calibration-run.txt"
     ;;
@@ -36,7 +36,7 @@ case "${STEP:-measure}" in
   set|holdout)
     set_name="${SET:-holdout}"
     start=$(date +%s)
-    ROUNDS="${ROUNDS:-2}" TIMEOUT="${TIMEOUT:-0.5}" timeout -s INT "${VERIFY_LIMIT:-540}" python3 scripts/measure_workloads.py \
+    timeout -s INT "${VERIFY_LIMIT:-540}" python3 scripts/measure_workloads.py \
       "scenarios/workloads/$set_name.toml" "$OUT/$gpu-loop-$set_name.parquet" 2>&1 | tail -5
     echo "$set_name measured in $(( $(date +%s) - start )) s" | tee -a "$OUT/calibration-run.txt"
     ;;

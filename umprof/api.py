@@ -291,7 +291,7 @@ def recommend(workload, calibration=None, *, steady: bool = False, device: int =
 
 
 def verify(recommendations, *, top: int | None = 3, measured=None, output=None, device: int = 0,
-           force: bool = False, console=None, argv=None, rounds: int = 2) -> tuple[list, str]:
+           force: bool = False, console=None, argv=None, rounds: int = 5) -> tuple[list, str]:
     """Measure each recommendation's workload under its ``top`` strategies (None: all ranked) in
     ``rounds`` rounds (each strategy's figure the median over them; even rounds in reverse order),
     or read earlier verification runs (``measured``: a path, a ResultSet or a list of them), and

@@ -50,9 +50,9 @@ def _workloads(files, options: dict):
 @click.option("--fits/--no-fits", default=None, help="Whether the buffer fits in device memory [from the device's memory].")
 @click.option("--verify", is_flag=True, help="Measure the workload under the top strategies and print predicted vs measured.")
 @click.option("--verify-top", default="3", show_default=True, metavar="N|all", help="How many of the top strategies --verify measures.")
-@click.option("--verify-rounds", type=click.IntRange(min=1), default=2, show_default=True, metavar="N",
-              help="Rounds --verify measures every strategy in (even ones in reverse order); each figure is the "
-                   "median over them.")
+@click.option("--verify-rounds", type=click.IntRange(min=1), default=5, show_default=True, metavar="N",
+              help="Rounds --verify measures every strategy in (even ones in reverse order, each case sampled "
+                   "briefly); each figure is the median over them.")
 @click.option("--measured", multiple=True, type=click.Path(dir_okay=False), metavar="RESULTS",
               help="Verify against earlier --verify runs' results instead of measuring again (repeatable: each "
                    "strategy's figure is the median over the files and rounds).")

@@ -184,13 +184,23 @@ def verification_name(w: Workload, index: int, round: int = 1) -> str:
 
 
 VERIFY_ITERATIONS = 3  # a verification runs at least this many iterations: the steady ones are measured apart
+VERIFY_ROUNDS = 5  # --verify-rounds' default: an odd count, so that each figure is one round's
+VERIFY_SAMPLING_S = 2.0  # a strategy's sampling time, shared out over the rounds
+
+
+def verification_timing(rounds: int = 1, timing: dict | None = None) -> dict:
+    """How a verification case samples in one of ``rounds`` rounds: no warm-up and at least one
+    sample (a sample is a whole run, allocation to free, and after the first round the process
+    is warm), for a share of VERIFY_SAMPLING_S; ``timing`` overrides."""
+    return dict({"min_samples": 1, "warmup": 0, "timeout": VERIFY_SAMPLING_S / max(rounds, 1)}, **(timing or {}))
 
 
 def verification_scenario(w: Workload, strategy_names: list[str], timing: dict | None = None, index: int = 0,
                           round: int = 1):
     """A ``loop`` scenario that measures the workload under the given strategies (at least
     VERIFY_ITERATIONS iterations, so that setup and the steady iteration are both measured), as
-    round ``round`` of :func:`verification_rounds`."""
+    round ``round`` of :func:`verification_rounds` (``timing``: its sampling, by default
+    :func:`verification_timing` of one round)."""
     from umprof.measure.ops import get_op
     from umprof.measure.scenario import Scenario
 
@@ -199,22 +209,25 @@ def verification_scenario(w: Workload, strategy_names: list[str], timing: dict |
     axes.update(w.loop_axes(max(w.iterations, VERIFY_ITERATIONS)))
     axes["strategy"] = list(strategy_names)
     name = verification_name(w, index, round)
-    # at least three samples of every strategy, even of cases that take a second each
-    timing = dict({"min_samples": 3, "timeout": 2.0}, **(timing or {}))
+    timing = timing if timing is not None else verification_timing()
     return Scenario(name=name, about=f"recommend --verify: {w.describe()}", op=op, path=Path("<recommend>"),
                     axes=axes, kernel=op.default_kernel, timing=timing)
 
 
-def verification_rounds(workloads: list[Workload], strategies: list[list[str]], rounds: int = 1,
+def verification_rounds(workloads: list[Workload], strategies: list[list[str]], rounds: int = VERIFY_ROUNDS,
                         timing: dict | None = None) -> list:
     """The scenarios that measure each workload under its strategies in ``rounds`` rounds: every
     workload in each round, the strategies in the given order in odd rounds and reversed in even
-    ones, so that a drift of the machine over the run weighs on every strategy alike (on the lent
-    H200s and H100s the same case measured again in one run differed by a median of 4-6%, and by
-    20-27% for a tenth of the cases)."""
+    ones, each case sampled briefly (:func:`verification_timing`), so that a slow spell of the
+    machine weighs on one round of a strategy, which the median over the rounds then outvotes.
+    On the lent H200s and H100s the same case measured again in one run differed by a median of
+    4-9%, and by 20-30% for a tenth of the cases; within a case the samples agreed to 1-5%: the
+    machine's state moves over seconds (one strategy's three samples all 1.6x slower in their host
+    reads, the next strategy's first sample too, and none after it)."""
     if rounds < 1:
         raise UsageError(f"verification rounds: expected a positive integer, got {rounds}")
-    return [verification_scenario(w, names if k % 2 else names[::-1], timing, index=i, round=k)
+    sampling = verification_timing(rounds, timing)
+    return [verification_scenario(w, names if k % 2 else names[::-1], sampling, index=i, round=k)
             for k in range(1, rounds + 1) for i, (w, names) in enumerate(zip(workloads, strategies))]
 
 
