@@ -408,7 +408,8 @@ class Calibration:
 
     def touched_ratio(self, strategy, what: str, t: float) -> float:
         """Sparse pages' cost over the plain curve at the same bytes, measured at 1/16 of 64 MiB and
-        taken log-linearly between 1 (the whole buffer) and there, constant below."""
+        taken log-linearly between 1 (the whole buffer) and there, constant below; 1 where the
+        calibration did not resolve the passes (three measured no longer than one)."""
         strategy = BORROWS.get(strategy, strategy)  # the kernel's side is the borrowed strategy's
         if t >= 1.0:
             return 1.0
@@ -417,6 +418,8 @@ class Calibration:
             B, T = 64 * 1024**2, 64 * 1024**2 * TOUCHED_REF
             if what == "pass":
                 each = self._passes(strategy, 1.0, "touched", touched=TOUCHED_REF)[1].get(B)
+                if each is not None and each <= 1e-7:
+                    each = None  # three passes measured no longer than one: lost in the kernel phase's noise
                 base = self.curve(strategy, "pass_rw")(T)
             else:
                 gw, each_name, base_name = self._moving(strategy)
