@@ -611,7 +611,6 @@ class Calibration:
         each = c("pass_ro", touched_bytes) + gw * (c("pass_rw", touched_bytes) - c("pass_ro", touched_bytes))
         # a pass is its launch (the host's, ~5-15 µs, whatever the pattern) and its memory work; the
         # pattern scales the work alone (on the H100, 32 random passes over 64 KiB took 11 µs each,
-        # launch-bound, where the 16 MiB pattern ratio of the whole pass had predicted 42 µs)
         # launch-bound, where the 16 MiB pattern ratio of the whole pass had predicted 42 µs). Under
         # 16 MiB the work is at most in proportion to the bytes from there: what a 64 KiB pass measures
         # above the floor is the launch's noise, which no pattern multiplies.
