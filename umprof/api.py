@@ -291,9 +291,9 @@ def recommend(workload, calibration=None, *, steady: bool = False, device: int =
 
 
 def verify(recommendations, *, top: int | None = 3, measured=None, output=None, device: int = 0,
-           force: bool = False, console=None, argv=None, rounds: int = 5) -> tuple[list, str]:
+           force: bool = False, console=None, argv=None, rounds: int | None = None) -> tuple[list, str]:
     """Measure each recommendation's workload under its ``top`` strategies (None: all ranked) in
-    ``rounds`` rounds (each strategy's figure the median over them; even rounds in reverse order),
+    ``rounds`` rounds (default VERIFY_ROUNDS; each strategy's figure the median over them; even rounds in reverse order),
     or read earlier verification runs (``measured``: a path, a ResultSet or a list of them), and
     check the predictions: ``(verdicts, where the measurements are)``, a verdict (or None) per
     recommendation."""
@@ -310,7 +310,7 @@ def verify(recommendations, *, top: int | None = 3, measured=None, output=None, 
         where = ", ".join(str(m) if not isinstance(m, ResultSet) else "results" for m in items)
         return rmod.verify_all(recs, frame), where
     scenarios = rmod.verification_rounds([r.workload for r in recs], [[p.strategy for p in r.ranked[:top]] for r in recs],
-                                         rounds)
+                                         rmod.VERIFY_ROUNDS if rounds is None else rounds)
     output = output or default_output("verify")
     rs, _ = run_scenarios(scenarios, output=output, force=force, device=device,
                           argv=argv or ["umprof.verify"], console=console, progress=console is not None)

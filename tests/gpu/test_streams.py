@@ -62,14 +62,12 @@ def test_a_staging_ring_beats_cudamemcpy_from_pageable(ctx_factory):
     round in reverse order): the ring's D2H ends in host threads copying into pageable memory, whose
     rate moves from one allocation and one second to the next on the lent machines (a single
     round measured 0.96x once in twelve runs; 1.20-1.83x in the others)."""
-    rows = run_cases(ctx_factory, "staging", method="pageable,pageable-staged,pinned,host-copy", direction="h2d,d2h",
-                     slots="4", chunk="32MiB", threads="8")
-    _ok(rows)
-    rounds = [rows]
-    for order in ("pageable-staged,pageable", "pageable,pageable-staged"):
-        more = run_cases(ctx_factory, "staging", method=order, direction="h2d,d2h", slots="4", chunk="32MiB", threads="8")
-        _ok(more)
-        rounds.append(more)
+    ring = dict(direction="h2d,d2h", slots="4", chunk="32MiB", threads="8")
+    rounds = []
+    for methods in ("pageable,pageable-staged,pinned,host-copy", "pageable-staged,pageable", "pageable,pageable-staged"):
+        rows = run_cases(ctx_factory, "staging", method=methods, **ring)
+        _ok(rows)
+        rounds.append(rows)
     for d in ("h2d", "d2h"):
         plain = statistics.median(_one(r, d, method="pageable")["time_median_s"] for r in rounds)
         staged = statistics.median(_one(r, d, method="pageable-staged")["time_median_s"] for r in rounds)

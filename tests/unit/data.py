@@ -16,6 +16,6 @@ CAL3 = {gpu: RESULTS / f"nvidia-{gpu}-loop-calibration-3.parquet" for gpu in ("h
 HOLDOUT2 = {gpu: RESULTS / f"nvidia-{gpu}-loop-holdout-2.parquet" for gpu in ("h200", "h100")}
 CAL4 = {gpu: RESULTS / f"nvidia-{gpu}-loop-calibration-4.parquet" for gpu in ("h200", "h100")}  # 2026-11-23
 HOLDOUT3 = {gpu: RESULTS / f"nvidia-{gpu}-loop-holdout-3.parquet" for gpu in ("h200", "h100")}  # five rounds
-HOLDOUT2_ROUNDS5 = {gpu: RESULTS / f"nvidia-{gpu}-loop-holdout-2-rounds5.parquet" for gpu in ("h200", "h100")}
+HOLDOUT2_ROUNDS5_H200 = RESULTS / "nvidia-h200-loop-holdout-2-rounds5.parquet"  # holdout-2 again, five rounds
 CROSS = RESULTS / "nvidia-h200-crossovers.parquet"
 MiB = 1024**2

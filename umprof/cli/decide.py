@@ -7,6 +7,7 @@ import click
 from umprof import api
 from umprof.cli import common
 from umprof.core.errors import UsageError
+from umprof.model.recommend import VERIFY_ROUNDS
 from umprof.model.workload import PATTERNS
 
 
@@ -50,7 +51,7 @@ def _workloads(files, options: dict):
 @click.option("--fits/--no-fits", default=None, help="Whether the buffer fits in device memory [from the device's memory].")
 @click.option("--verify", is_flag=True, help="Measure the workload under the top strategies and print predicted vs measured.")
 @click.option("--verify-top", default="3", show_default=True, metavar="N|all", help="How many of the top strategies --verify measures.")
-@click.option("--verify-rounds", type=click.IntRange(min=1), default=5, show_default=True, metavar="N",
+@click.option("--verify-rounds", type=click.IntRange(min=1), default=VERIFY_ROUNDS, show_default=True, metavar="N",
               help="Rounds --verify measures every strategy in (even ones in reverse order, each case sampled "
                    "briefly); each figure is the median over them.")
 @click.option("--measured", multiple=True, type=click.Path(dir_okay=False), metavar="RESULTS",

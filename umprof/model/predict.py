@@ -359,14 +359,20 @@ class Calibration:
     def _pattern_ratio(self, strategy, pattern: str, gw: float, scenario: str, at: float) -> float | None:
         """A pass in ``pattern`` over one in streaming order at ``at`` bytes, as ``scenario``
         measured it (cached; None where it did not)."""
-        name = "pass_rw" if gw > 0 else "pass_ro"
+        name, moving = ("pass_rw", 1.0) if gw > 0 else ("pass_ro", 0.0)
         key = (strategy, scenario, pattern, name)
         if key not in self._values:
-            each = self._passes(strategy, 1.0 if gw > 0 else 0.0, scenario, pattern=pattern)[1].get(at)
-            floor = self.pass_floor(strategy, 1.0 if gw > 0 else 0.0)
+            each = self._passes(strategy, moving, scenario, pattern=pattern)[1].get(at)
+            floor = self.pass_floor(strategy, moving)
             base = self.curve(strategy, name)(at) - floor
             self._values[key] = max(each - floor, 1e-9) / base if each and base > 0 else None
         return self._values[key]
+
+    def pass_time(self, strategy, gw: float, nbytes: float) -> float:
+        """One pass in streaming order over ``nbytes`` of resident data, read-only and in place
+        weighted by ``gw`` (the fraction of what it touches that it writes)."""
+        ro = self.curve(strategy, "pass_ro")(nbytes)
+        return ro + gw * (self.curve(strategy, "pass_rw")(nbytes) - ro)
 
     def pass_floor(self, strategy, gw: float) -> float:
         """What a pass costs whatever its bytes: its launch (the pass curve's least value, at the
@@ -608,7 +614,7 @@ class Calibration:
         B, k = w.bytes, kind(strategy)
         touched_bytes = w.touched * B
         gw = w.gpu_writes
-        each = c("pass_ro", touched_bytes) + gw * (c("pass_rw", touched_bytes) - c("pass_ro", touched_bytes))
+        each = self.pass_time(strategy, gw, touched_bytes)
         # a pass is its launch (the host's, ~5-15 µs, whatever the pattern) and its memory work; the
         # pattern scales the work alone (on the H100, 32 random passes over 64 KiB took 11 µs each,
         # launch-bound, where the 16 MiB pattern ratio of the whole pass had predicted 42 µs). Under
@@ -617,7 +623,7 @@ class Calibration:
         floor = self.pass_floor(strategy, gw)
         work = max(each - floor, 0.0)
         if touched_bytes < PATTERN_BYTES:
-            at_ref = c("pass_ro", PATTERN_BYTES) + gw * (c("pass_rw", PATTERN_BYTES) - c("pass_ro", PATTERN_BYTES))
+            at_ref = self.pass_time(strategy, gw, PATTERN_BYTES)
             work = min(work, max(at_ref - floor, 0.0) * touched_bytes / PATTERN_BYTES)
         scale = self.pass_ratio(strategy, w.pattern, gw, touched_bytes)
         if w.pattern == "strided" and w.stride > REF_STRIDE:

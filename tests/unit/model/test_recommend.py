@@ -281,7 +281,7 @@ def test_verification_table_of_the_readme_on_the_h200(cal):
     (data.CAL3["h100"], data.HOLDOUT2["h100"], "holdout-2.toml", 10, 10, 0.18, 0.20),  # another machine
     # five short rounds (2026-11-23), each set in its calibration's lease
     (data.CAL4["h200"], data.HOLDOUT3["h200"], "holdout-3.toml", 12, 14, 0.10, 0.09),
-    (data.CAL4["h200"], data.HOLDOUT2_ROUNDS5["h200"], "holdout-2.toml", 11, 13, 0.08, 0.08),
+    (data.CAL4["h200"], data.HOLDOUT2_ROUNDS5_H200, "holdout-2.toml", 11, 13, 0.08, 0.08),
     (data.CAL4["h100"], data.HOLDOUT3["h100"], "holdout-3.toml", 9, 7, 0.11, 0.10),
 ])
 def test_verification_table_of_the_readme_same_day_in_two_rounds(calibration, measured, workloads, whole_held,
