@@ -85,11 +85,47 @@ def test_the_gap_between_steps_is_fitted_per_timed_step():
             for n_gpu, n_host in ((1, 0), (3, 2), (1, 2), (2, 1)):
                 base = 15e-6 + 2e-6 * i + (b == MiB) * 3e-6
                 rows.append({"strategy": s, "bytes": float(b), "n_gpu": n_gpu, "n_host": n_host,
-                             "gap": base + 7e-6 * (n_gpu - 1) + 12e-6 * n_host})
+                             "gap": base + 7e-6 * (n_gpu - 1) + 12e-6 * n_host, "long": False})
     c = copy.copy(Calibration(pd.read_parquet(data.CAL)))
     c._values, c._curves, c._gap_table = {}, {}, pd.DataFrame(rows)
     assert np.allclose(c.phase_costs(), (7e-6, 12e-6))
     assert c.gap("zero-copy", 64 * 1024, 3, 2) == pytest.approx(17e-6 + 14e-6 + 24e-6)
+    # long loops (calibration-loop-steady), where they were measured, stand for the short ones: the
+    # fit takes them alone, and a strategy's gap at a size takes them where it has them
+    long = [dict(r, gap=r["gap"] / 2, long=True) for r in rows if r["bytes"] == 64 * 1024 and r["strategy"] != "mapped"]
+    c._values, c._curves, c._gap_table = {}, {}, pd.DataFrame(rows + long)
+    assert np.allclose(c.phase_costs(), (3.5e-6, 6e-6))
+    assert c.gap("zero-copy", 64 * 1024, 3, 2) == pytest.approx((17e-6 + 14e-6 + 24e-6) / 2)
+    # no long loop of its own there: its short loops less the long loops' costs per step
+    for s, b, base in (("mapped", 64 * 1024, 19e-6), ("zero-copy", MiB, 20e-6)):
+        short = [base + 7e-6 * (g - 1) + 12e-6 * h - 3.5e-6 * (g - 1) - 6e-6 * h for g, h in ((1, 0), (3, 2), (1, 2), (2, 1))]
+        assert c.gap(s, b, 1, 0) == pytest.approx(np.median(short))
+
+
+def test_long_loops_stand_for_the_short_ones_at_their_sizes():
+    """calibration-loop-steady and -resident-steady measure the whole-buffer loop and the resident
+    passes again at small sizes over many iterations; where they have a size, the curves take their
+    figures, elsewhere the 3-iteration loops'."""
+    import pandas as pd
+
+    from umprof.core.results import ResultSet
+    from umprof.model.predict import CALIBRATION_PREFIX, Calibration
+
+    rs = ResultSet.load(data.CAL)
+    f = rs.frame
+    long = []
+    for short, name in (("sizes", "steady"), ("resident", "resident-steady")):
+        rows = f[(f["scenario"] == CALIBRATION_PREFIX + short) & (f["axis.bytes"] == 64 * 1024)].copy()
+        its = 25
+        rows["time_median_s"] = rows["time_median_s"] * (its - 1) / (rows["axis.iterations"].astype(int) - 1) / 2
+        rows["axis.iterations"] = its
+        rows["scenario"] = CALIBRATION_PREFIX + name
+        long.append(rows)
+    plain = Calibration(f, rs.devices[0])
+    both = Calibration(pd.concat([f, *long], ignore_index=True), rs.devices[0])
+    for name in ("h2d", "host_read", "fixed", "pass_rw"):
+        assert both.curve("pinned", name)(64 * 1024) == pytest.approx(plain.curve("pinned", name)(64 * 1024) / 2)
+        assert both.curve("pinned", name)(MiB) == pytest.approx(plain.curve("pinned", name)(MiB))
 
 
 def test_the_fitted_gap_explains_the_calibration_s_loops_of_one_step_and_of_five(cal):
