@@ -92,8 +92,9 @@ GAP_FALLBACK = 5e-6  # per timed step, where the calibration cannot separate the
 FIXED_OR_PROPORTIONAL = ("alloc", "free")
 TAIL_POINTS = 3
 # calibration-loop-steady and -resident-steady: the whole-buffer loop (sizes) and the resident passes
-# (resident: the host touching nothing) again at the small sizes, in long loops. A 3-iteration loop's steady iterations
-# follow its allocation and first iteration, and at 64 KiB-1 MiB they cost more than a long loop's:
+# (resident: the host touching nothing) again at 64 KiB-4 MiB, in long loops. A 3-iteration loop's
+# steady iterations follow its allocation and first iteration, and there they cost more than a long
+# loop's:
 # on the H100 pinned memory's 64 KiB copy in took 12 µs per iteration there against 5.7 µs over 50
 # iterations, its pass 30 µs against 14 µs, and the host's time between the steps of a five-step
 # iteration 92 µs against 55 µs (H200: 57 against 40 µs); in calibration-5 the long loops' steady
@@ -240,8 +241,8 @@ class Calibration:
 
     def _select(self, strategy, scenario, phase, column="per_iteration", **axes) -> dict[float, float]:
         """bytes → the median of ``column`` over the cases of one scenario matching ``axes`` (none
-        where the calibration has no such column: one older than the measurement); for the loops
-        that calibration-loop-steady measures again in long loops, its figures at its sizes."""
+        where the calibration has no such column: one older than the measurement); for a loop
+        measured again in a long loop (LONG_LOOPS), the long loop's figures at its sizes."""
         out = self._select_one(strategy, scenario, phase, column, **axes)
         if scenario in LONG_LOOPS:
             out.update(self._select_one(strategy, LONG_LOOPS[scenario], phase, column, **axes))
