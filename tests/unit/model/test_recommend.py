@@ -98,7 +98,7 @@ def test_the_gap_between_steps_is_fitted_per_timed_step():
     assert c.gap("zero-copy", 64 * 1024, 3, 2) == pytest.approx((17e-6 + 14e-6 + 24e-6) / 2)
     # no long loop of its own there: its short loops less the long loops' costs per step
     for s, b, base in (("mapped", 64 * 1024, 19e-6), ("zero-copy", MiB, 20e-6)):
-        short = [base + 7e-6 * (g - 1) + 12e-6 * h - 3.5e-6 * (g - 1) - 6e-6 * h for g, h in ((1, 0), (3, 2), (1, 2), (2, 1))]
+        short = [base + (7e-6 - 3.5e-6) * (g - 1) + (12e-6 - 6e-6) * h for g, h in ((1, 0), (3, 2), (1, 2), (2, 1))]
         assert c.gap(s, b, 1, 0) == pytest.approx(np.median(short))
 
 
