@@ -293,8 +293,8 @@ def recommend(workload, calibration=None, *, steady: bool = False, device: int =
 def verify(recommendations, *, top: int | None = 3, measured=None, output=None, device: int = 0,
            force: bool = False, console=None, argv=None, rounds: int | None = None) -> tuple[list, str]:
     """Measure each recommendation's workload under its ``top`` strategies (None: all ranked) in
-    ``rounds`` rounds (default VERIFY_ROUNDS; each strategy's figure the median over them; even rounds in reverse order),
-    or read earlier verification runs (``measured``: a path, a ResultSet or a list of them), and
+    ``rounds`` rounds (None: VERIFY_ROUNDS; each strategy's figure the median over them; even
+    rounds in reverse order), or read earlier verification runs (``measured``: a path, a ResultSet or a list of them), and
     check the predictions: ``(verdicts, where the measurements are)``, a verdict (or None) per
     recommendation."""
     import pandas as pd

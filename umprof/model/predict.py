@@ -94,12 +94,11 @@ TAIL_POINTS = 3
 # calibration-loop-steady and -resident-steady: the whole-buffer loop (sizes) and the resident passes
 # (resident: the host touching nothing) again at 64 KiB-4 MiB, in long loops. A 3-iteration loop's
 # steady iterations follow its allocation and first iteration, and there they cost more than a long
-# loop's:
-# on the H100 pinned memory's 64 KiB copy in took 12 µs per iteration there against 5.7 µs over 50
-# iterations, its pass 30 µs against 14 µs, and the host's time between the steps of a five-step
-# iteration 92 µs against 55 µs (H200: 57 against 40 µs); in calibration-5 the long loops' steady
-# iteration at 64 KiB and 1 MiB was a median 0.87x (H200) and 0.89x (H100) the short loops'. Where
-# a long loop measured a size, its figures stand for the short loop's.
+# loop's: on the H100 pinned memory's 64 KiB copy in took 12 µs per iteration there against 5.7 µs
+# over 50 iterations, its pass 30 µs against 14 µs, and the host's time between the steps of a
+# five-step iteration 92 µs against 55 µs (H200: 57 against 40 µs); in calibration-5 the long loops'
+# steady iteration at 64 KiB and 1 MiB was a median 0.87x (H200) and 0.89x (H100) the short loops'.
+# Where a long loop measured a size, its figures stand for the short loop's.
 LONG_LOOPS = {"sizes": "steady", "resident": "resident-steady"}
 LONG_SCENARIOS = tuple(CALIBRATION_PREFIX + name for name in LONG_LOOPS.values())
 

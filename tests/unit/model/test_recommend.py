@@ -108,7 +108,6 @@ def test_long_loops_stand_for_the_short_ones_at_their_sizes():
     figures, elsewhere the 3-iteration loops'."""
     import pandas as pd
 
-    from umprof.core.results import ResultSet
     from umprof.model.predict import CALIBRATION_PREFIX, Calibration
 
     rs = ResultSet.load(data.CAL)
