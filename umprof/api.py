@@ -39,7 +39,7 @@ def axis_overrides(axes) -> list[str]:
 
 def select(scenario=(), axes=None) -> list:
     """Scenarios resolved (names, groups or TOML paths; empty: the default suite) with the axis
-    overrides applied. Every mistake is a UsageError, before the GPU is touched."""
+    overrides applied, one measured in rounds as its rounds (Scenario.in_rounds). Every mistake is a UsageError, before the GPU is touched."""
     from umprof.measure.scenario import Scenario, apply_overrides, resolve
 
     items = [scenario] if isinstance(scenario, (str, Path, Scenario)) else list(scenario)
@@ -49,7 +49,7 @@ def select(scenario=(), axes=None) -> list:
     if not chosen:
         raise UsageError("no scenario selected: the default suite is empty; name a scenario (see `umprof list`)")
     apply_overrides(chosen, axis_overrides(axes))
-    return chosen
+    return [r for s in chosen for r in s.in_rounds()]  # a scenario measured in rounds: each round its own
 
 
 def run(scenario=(), axes=None, output=None, *, device=None, force: bool = False, timing: dict | None = None,

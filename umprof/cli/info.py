@@ -17,7 +17,8 @@ from umprof.core.units import format_rate, format_size
 @click.option("--cases", "cases_of", metavar="SCENARIO", help="List every case of one scenario.")
 @click.option("-a", "--axis", "axes", multiple=True, metavar="NAME=VALUES", help="Override an axis (with --cases).")
 def list_cmd(cases_of, axes):
-    """Shipped scenarios: their op, axes and number of cases (* = in the default suite), and their groups."""
+    """Shipped scenarios: their op, axes and number of cases (× its rounds where it is measured in
+    rounds; * = in the default suite), and their groups."""
     from umprof.measure.scenario import load_scenario, shipped_scenarios
 
     console = out()
@@ -34,7 +35,8 @@ def list_cmd(cases_of, axes):
         if s.group:
             groups.setdefault(s.group, []).append(name)
         axes_txt = "; ".join(f"{k}: {_values(s.op.axes.by_name[k], v)}" for k, v in s.axes.items())
-        table.add_row(("* " if s.default else "  ") + name, s.op.name, str(len(s.cases())), axes_txt, s.about)
+        count = str(len(s.cases())) + (f" × {s.rounds} rounds" if s.rounds > 1 else "")
+        table.add_row(("* " if s.default else "  ") + name, s.op.name, count, axes_txt, s.about)
     console.print(table)
     console.print("* = run by a plain `umprof run`; override axes with -a NAME=VALUES")
     for group, names in groups.items():

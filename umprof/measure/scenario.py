@@ -7,8 +7,9 @@ this runs before the GPU is touched.
 from __future__ import annotations
 
 import itertools
+import re
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -21,9 +22,27 @@ from umprof.core.axes import parse_override
 from umprof.core.errors import UsageError
 from umprof.core.resources import scenarios_dir
 
-_SCENARIO_KEYS = {"name", "about", "op", "kernel", "default", "compile_options", "group"}
+_SCENARIO_KEYS = {"name", "about", "op", "kernel", "default", "compile_options", "group", "rounds", "outer"}
 _TOP_KEYS = {"scenario", "axes", "timing"}
 TIMING_KEYS = {"min_samples", "min_time", "max_noise", "timeout", "warmup"}
+ROUND_MARK = ".r"  # a later round's results are the scenario's name + ROUND_MARK + its number
+
+
+def round_name(name: str, round: int) -> str:
+    """The name round ``round`` of a scenario measured in rounds is saved under: its own for the
+    first, ``NAME.rK`` for a later one."""
+    return name if round == 1 else f"{name}{ROUND_MARK}{round}"
+
+
+def round_base(names):
+    """Scenario names (a pandas Series) with any later round's mark taken off: ``NAME.rK`` → ``NAME``."""
+    return names.str.replace(rf"{re.escape(ROUND_MARK)}\d+$", "", regex=True)
+
+
+def is_round_of(names, name: str):
+    """Which of ``names`` (a pandas Series of scenario names) are ``name`` or one of its later
+    rounds (``NAME.rK``)."""
+    return round_base(names) == name
 
 
 @dataclass(frozen=True)
@@ -50,6 +69,8 @@ class Scenario:
     timing: dict = field(default_factory=dict)
     compile_options: list[str] = field(default_factory=list)
     group: str = ""  # `umprof run GROUP` runs every shipped scenario of the group
+    rounds: int = 1  # every case measured once per round (see in_rounds)
+    outer: str | None = None  # the axis the cases go through slowest (default: the op's first)
 
     def override(self, name: str, values: str) -> None:
         """Replace an axis' values from the command line (``-a name=values``)."""
@@ -63,17 +84,37 @@ class Scenario:
         """The scenario's tables as :func:`scenario_from_data` reads them, axes as they are now
         (overrides applied): how a run hands its scenarios to a fresh process."""
         head = {"name": self.name, "about": self.about, "op": self.op.name, "default": self.default,
-                "compile_options": list(self.compile_options), "group": self.group}
+                "compile_options": list(self.compile_options), "group": self.group, "rounds": self.rounds}
+        if self.outer is not None:
+            head["outer"] = self.outer
         if self.kernel is not None:
             head["kernel"] = self.kernel
         return {"scenario": head, "axes": {k: list(v) for k, v in self.axes.items()}, "timing": dict(self.timing)}
 
+    def in_rounds(self) -> list[Scenario]:
+        """The scenario as its rounds: round K runs every case once more, saved under
+        :func:`round_name`, in reverse order in even rounds (so that a slow spell of the machine
+        weighs on one round of a case, which the median over the rounds outvotes, and no case
+        always follows the same one); itself where it has one round."""
+        if self.rounds <= 1:
+            return [self]
+        out = []
+        for k in range(1, self.rounds + 1):
+            # every axis reversed reverses the axes' product: the cases in reverse order
+            axes = {n: list(v) if k % 2 else list(v)[::-1] for n, v in self.axes.items()}
+            out.append(replace(self, name=round_name(self.name, k), axes=axes, timing=dict(self.timing), rounds=1,
+                               compile_options=list(self.compile_options)))
+        return out
+
     def cases(self) -> list[Case]:
-        """The axes' product, in file order, with cases the op calls equivalent merged."""
+        """The axes' product, in file order (``outer`` first where set), with cases the op calls
+        equivalent merged."""
         names = self.op.axes.names()
+        order = [self.outer, *(n for n in names if n != self.outer)] if self.outer else names
         out, seen = [], set()
-        for combo in itertools.product(*(self.axes[n] for n in names)):
-            params = self.op.canonical(dict(zip(names, combo)))
+        for combo in itertools.product(*(self.axes[n] for n in order)):
+            given = dict(zip(order, combo))
+            params = self.op.canonical({n: given[n] for n in names})
             if params is None:
                 continue
             case = Case(self.name, params, self.op.label(params))
@@ -129,6 +170,13 @@ def scenario_from_data(data: dict, path: Path) -> Scenario:
     group = head.get("group", "")
     if not isinstance(group, str):
         raise UsageError(f"{path}: [scenario] group: expected a string, got {group!r}")
+    rounds = head.get("rounds", 1)
+    if isinstance(rounds, bool) or not isinstance(rounds, int) or rounds < 1:
+        raise UsageError(f"{path}: [scenario] rounds: expected a positive integer, got {rounds!r}")
+    outer = head.get("outer")
+    if outer is not None and outer not in op.axes.by_name:
+        raise UsageError(f"{path}: [scenario] outer: expected one of op '{op.name}''s axes "
+                         f"({', '.join(op.axes.names())}), got {outer!r}")
 
     axes_raw = data.get("axes", {})
     if not isinstance(axes_raw, dict):
@@ -151,7 +199,8 @@ def scenario_from_data(data: dict, path: Path) -> Scenario:
             raise UsageError(f"{path}: [timing] {k}: expected a non-negative number, got {v!r}")
 
     return Scenario(name=head["name"], about=head.get("about", ""), op=op, path=path, axes=axes,
-                    kernel=kernel, default=default, timing=timing, compile_options=options, group=group)
+                    kernel=kernel, default=default, timing=timing, compile_options=options, group=group,
+                    rounds=rounds, outer=outer)
 
 
 def _check_kernel_ref(ref, where):

@@ -173,14 +173,12 @@ def recommend_all(cal: Calibration, workloads: list[Workload], steady: bool = Fa
 
 # -- verification ---------------------------------------------------------------------------
 
-ROUND_MARK = ".r"  # verification_name's suffix of a later round
-
-
 def verification_name(w: Workload, index: int, round: int = 1) -> str:
     """The scenario name ``--verify`` measures the index-th workload under (its results' key); a
-    later round of the same measurement is ``NAME.rK``."""
-    name = f"{VERIFY_PREFIX}{slug(w.name) or index + 1}"
-    return name if round == 1 else f"{name}{ROUND_MARK}{round}"
+    later round of the same measurement is ``NAME.rK`` (:func:`~umprof.measure.scenario.round_name`)."""
+    from umprof.measure.scenario import round_name
+
+    return round_name(f"{VERIFY_PREFIX}{slug(w.name) or index + 1}", round)
 
 
 VERIFY_ITERATIONS = 3  # a verification runs at least this many iterations: the steady ones are measured apart
@@ -236,9 +234,9 @@ def measured(frame: pd.DataFrame, scenario: str, w: Workload) -> dict[str, tuple
     (the median over its rounds, ``scenario.rK``, where it ran more than once): the run's own wall
     where it ran the workload's iterations; where it ran more (so that the steady state is seen),
     its measured setup + iterations × its measured steady iteration."""
-    names = frame["scenario"].astype(str)
-    mine = (names == scenario) | (names.str.startswith(scenario + ROUND_MARK)
-                                  & names.str[len(scenario) + len(ROUND_MARK):].str.isdigit())
+    from umprof.measure.scenario import is_round_of
+
+    mine = is_round_of(frame["scenario"].astype(str), scenario)
     rows = frame[mine & (frame["phase"] == "total") & (frame["status"] == "ok")]
     per_round: dict[str, list[tuple[float, float]]] = {}
     for _, r in rows.iterrows():

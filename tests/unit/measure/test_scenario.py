@@ -88,6 +88,10 @@ def test_defaults_fill_missing_axes(tmp_path):
     ('[scenario\nname = "t"', "not valid TOML"),
     ('[axes]\nbytes = [1]\n', r"expected a \[scenario\] table"),
     ('[scenario]\nname = "t"\nop = "transfer"\n[extra]\n', "unknown table"),
+    ('[scenario]\nname = "t"\nop = "transfer"\nrounds = 0\n', r"\[scenario\] rounds: expected a positive integer, got 0"),
+    ('[scenario]\nname = "t"\nop = "transfer"\nrounds = "3"\n', r"\[scenario\] rounds: expected a positive integer, got '3'"),
+    ('[scenario]\nname = "t"\nop = "transfer"\nouter = "stride"\n',
+     r"\[scenario\] outer: expected one of op 'transfer''s axes \(.*bytes.*\), got 'stride'"),
 ])
 def test_bad_files_name_the_file_and_key(tmp_path, text, match):
     p = write(tmp_path, text)
@@ -99,3 +103,25 @@ def test_bad_files_name_the_file_and_key(tmp_path, text, match):
 def test_missing_file():
     with pytest.raises(UsageError, match="no such scenario file"):
         load_scenario("does/not/exist.toml")
+
+
+def test_rounds_run_every_case_again_in_reverse_order_under_their_own_names(tmp_path):
+    """A scenario measured in rounds is its rounds once selected: NAME, NAME.r2, ... each with
+    every case, the even ones in reverse order; ``outer`` makes an axis the slowest; the rounds
+    travel to a fresh process (to_data) as plain scenarios."""
+    from umprof.api import select
+    from umprof.measure.scenario import scenario_from_data
+
+    p = write(tmp_path, '[scenario]\nname = "t"\nop = "transfer"\nrounds = 3\nouter = "bytes"\n'
+                        '[axes]\nbytes = ["1MiB", "2MiB"]\ndirection = ["h2d", "d2h"]\n')
+    rounds = select(str(p))
+    assert [r.name for r in rounds] == ["t", "t.r2", "t.r3"]
+    first = [(c.params["bytes"], c.params["direction"]) for c in rounds[0].cases()]
+    assert first[:2] == [(2**20, "h2d"), (2**20, "d2h")]  # one size's cases one after another
+    assert [(c.params["bytes"], c.params["direction"]) for c in rounds[1].cases()] == first[::-1]
+    assert [(c.params["bytes"], c.params["direction"]) for c in rounds[2].cases()] == first
+    assert {c.scenario for c in rounds[1].cases()} == {"t.r2"}
+    assert rounds[0].cases()[0].label == load_scenario(p).cases()[0].label  # labels keep the op's axis order
+    back = scenario_from_data(rounds[1].to_data(), p)
+    assert back.rounds == 1 and back.name == "t.r2" and back.cases() == rounds[1].cases()
+    assert [s.name for s in select(str(write(tmp_path, '[scenario]\nname = "u"\nop = "transfer"\n', "u.toml")))] == ["u"]
