@@ -39,7 +39,8 @@ and read, and the longer of its issuing and the GPU's steps, which run while it 
 The steady iteration is the last simulated one; setup is allocation + the first write +
 free + (first iteration − steady), with the first iteration's extra cost beyond its phases
 (first touch, mappings) taken from the calibration's measured first iterations; whole run =
-setup + iterations × steady.
+setup + iterations × steady. Allocation, the first write and free come from a loop measured as
+an application pays them, where the calibration has it (calibration-loop-setup: SETUP_LOOP).
 """
 
 from __future__ import annotations
@@ -54,6 +55,7 @@ import pandas as pd
 from umprof.core.errors import UsageError
 from umprof.core.units import format_size
 from umprof.measure import strategies
+from umprof.measure.scenario import round_base
 from umprof.measure.ops.lifecycle import PAGE_BYTES, touched_pages
 from umprof.measure.ops.loop import written_pages
 from umprof.model.workload import Workload
@@ -101,6 +103,17 @@ TAIL_POINTS = 3
 # Where a long loop measured a size, its figures stand for the short loop's.
 LONG_LOOPS = {"sizes": "steady", "resident": "resident-steady"}
 LONG_SCENARIOS = tuple(CALIBRATION_PREFIX + name for name in LONG_LOOPS.values())
+# calibration-loop-setup: every strategy's loop at 64 KiB-1 GiB measured as `recommend --verify` measures
+# an application (rounds, each case sampled briefly and without warm-up, the strategies of one size
+# one after another). Allocation, the host's first write and free cost what the process's state makes
+# them (a freshly mapped buffer's first touch, pages pinned, memory cached by the allocators), and the
+# whole-buffer loop's repeated samples of one case measured them otherwise: over the verification runs
+# of 2026-11 (27 workloads of 20 MiB-1 GiB per set) pageable memory's first write took a median 0.82x
+# of calibration-loop-sizes' figure on the H200 and its allocation 0.64x, pinned memory's allocation
+# 1.07x (1.2-1.4x at 20-56 MiB), with every set and both GPUs alike. Where it measured a strategy,
+# its allocation, first write and free stand for the whole-buffer loop's.
+SETUP_LOOP = "setup"
+SETUP_FROM_SETUP_LOOP = ("alloc", "host_init", "free")
 
 
 def kind(name: str) -> str:
@@ -223,6 +236,12 @@ class Calibration:
         for col in PIPELINE_EXTRAS:  # the pipelined loop's host time, summed over its steady iterations
             if col in ok.columns:
                 ok["it_" + col] = ok[col] / steady_its
+        # the scenario each row belongs to, its rounds as one (a loop measured in rounds: SETUP_LOOP)
+        ok["base_scenario"] = round_base(ok["scenario"].astype(str))
+        setup_loop = ok["base_scenario"] == CALIBRATION_PREFIX + SETUP_LOOP
+        # the setup loop answers for allocation, first write and free alone (see SETUP_LOOP): the curves
+        # of the steady iteration, their gaps and the largest calibrated size are the other loops'
+        self.setup_rows, ok = ok[setup_loop], ok[~setup_loop]
         self.ok = ok
         self.strategies = sorted(ok["axis.strategy"].unique())
         for s in self.strategies:
@@ -248,10 +267,11 @@ class Calibration:
         return out
 
     def _select_one(self, strategy, scenario, phase, column, **axes) -> dict[float, float]:
-        d = self.ok
+        d = self.setup_rows if scenario == SETUP_LOOP else self.ok
         if column not in d.columns:
             return {}
-        m = (d["axis.strategy"] == strategy) & (d["scenario"] == CALIBRATION_PREFIX + scenario) & (d["phase"] == phase)
+        # all of the scenario's rounds, where it was measured in rounds
+        m = (d["axis.strategy"] == strategy) & (d["base_scenario"] == CALIBRATION_PREFIX + scenario) & (d["phase"] == phase)
         for k, v in axes.items():
             col = d[f"axis.{k}"]
             m &= (col.astype(float) - v).abs() < 1e-9 if isinstance(v, float) else col == v
@@ -309,6 +329,10 @@ class Calibration:
         if name == "pipe_issue":  # the pipelined loop's own issuing (its row's extras), per iteration
             return self._select(strategy, "sizes", "pipelined", column="it_issue_s", **whole)
         if name in ("alloc", "host_init", "free", "first"):
+            if name in SETUP_FROM_SETUP_LOOP:  # as an application pays them, where measured so (SETUP_LOOP)
+                measured = self._select(strategy, SETUP_LOOP, name, column="time_median_s")
+                if measured:
+                    return measured
             # READ_MOSTLY has no whole-buffer loop (its kernel may not write): its read-only host-read loop
             scenario, axes = self._setup_reference(strategy)
             return self._select(strategy, scenario, name, column="time_median_s", **axes)

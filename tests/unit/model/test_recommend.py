@@ -127,6 +127,58 @@ def test_long_loops_stand_for_the_short_ones_at_their_sizes():
         assert both.curve("pinned", name)(MiB) == pytest.approx(plain.curve("pinned", name)(MiB))
 
 
+def test_the_setup_loop_stands_for_allocation_first_write_and_free_alone():
+    """calibration-loop-setup, measured in rounds as an application pays its setup, gives the
+    allocation, first write and free curves (the median over its rounds); the first iteration,
+    the steady curves, their gaps and the largest calibrated size stay the other loops'."""
+    import pandas as pd
+
+    from umprof.model.predict import CALIBRATION_PREFIX, Calibration
+
+    rs = ResultSet.load(data.CAL)
+    f = rs.frame
+    base = f[(f["scenario"] == CALIBRATION_PREFIX + "sizes") & (f["axis.bytes"].isin([MiB, 64 * MiB]))]
+    rounds = []
+    for k, factor in ((1, 0.5), (2, 0.7), (3, 0.9)):  # three rounds: the median is the second's
+        rows = base.copy()
+        rows["scenario"] = CALIBRATION_PREFIX + "setup" + ("" if k == 1 else f".r{k}")
+        rows["time_median_s"] = rows["time_median_s"] * factor
+        rounds.append(rows)
+    big = base[base["axis.bytes"] == 64 * MiB].copy()  # a size past every other loop's
+    big["axis.bytes"] = 4096 * MiB
+    big["scenario"] = CALIBRATION_PREFIX + "setup"
+    plain = Calibration(f, rs.devices[0])
+    both = Calibration(pd.concat([f, *rounds, big], ignore_index=True), rs.devices[0])
+    for name in ("alloc", "host_init", "free"):
+        for b in (MiB, 64 * MiB):
+            assert both.curve("pageable", name)(b) == pytest.approx(0.7 * plain.curve("pageable", name)(b))
+    for name in ("first", "h2d", "host_write", "gap"):
+        assert both.curve("pageable", name)(64 * MiB) == pytest.approx(plain.curve("pageable", name)(64 * MiB))
+    assert both.max_bytes == plain.max_bytes
+    assert len(both._gap_rows()) == len(plain._gap_rows())
+    w = Workload(bytes=64 * MiB, iterations=10)
+    assert both.predict("pageable", w).steady == pytest.approx(plain.predict("pageable", w).steady)
+    assert both.predict("pageable", w).setup_s < plain.predict("pageable", w).setup_s
+
+
+def test_the_committed_calibration_group_measures_setup_in_rounds():
+    """The shipped calibration-loop-setup runs every strategy of the whole-buffer loop, one size's
+    strategies one after another, in rounds sampled as `recommend --verify` samples."""
+    from umprof.api import select
+    from umprof.model.recommend import verification_timing
+
+    setup = select("calibration-loop-setup")
+    sizes = select("calibration-loop-sizes")[0]
+    assert [s.name for s in setup] == ["calibration-loop-setup", "calibration-loop-setup.r2", "calibration-loop-setup.r3"]
+    assert setup[0].axes["strategy"] == sizes.axes["strategy"]
+    assert min(setup[0].axes["bytes"]) == min(sizes.axes["bytes"]) and max(setup[0].axes["bytes"]) >= 1024 * MiB
+    first = setup[0].cases()
+    assert [c.params["bytes"] for c in first[:len(sizes.axes["strategy"])]] == [64 * 1024] * len(sizes.axes["strategy"])
+    assert setup[1].cases() == [c.__class__(setup[1].name, c.params, c.label) for c in first[::-1]]
+    assert setup[0].timing["warmup"] == 0 and setup[0].timing["min_samples"] == 1
+    assert setup[0].timing["timeout"] <= verification_timing(5)["timeout"]
+
+
 def test_the_fitted_gap_explains_the_calibration_s_loops_of_one_step_and_of_five(cal):
     d = cal._gap_rows()
     for n_gpu, n_host in ((1, 0), (3, 2)):
