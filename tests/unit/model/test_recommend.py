@@ -161,6 +161,50 @@ def test_the_setup_loop_stands_for_allocation_first_write_and_free_alone():
     assert both.predict("pageable", w).setup_s < plain.predict("pageable", w).setup_s
 
 
+def _with_walk(walk_s):
+    """The committed H200 calibration with calibration-loop-walk rows whose passes take ``walk_s``
+    (strategy → seconds per pass, launch included) over the fixed part."""
+    import pandas as pd
+
+    from umprof.model.predict import CALIBRATION_PREFIX, Calibration
+
+    rs = ResultSet.load(data.CAL)
+    f = rs.frame
+    plain = Calibration(f, rs.devices[0])
+    rows = f[(f["scenario"] == CALIBRATION_PREFIX + "patterns") & (f["axis.pattern"] == "warp-pages")].copy()
+    rows["scenario"], rows["axis.touched"] = CALIBRATION_PREFIX + "walk", 0.0625
+    kernel = rows["phase"] == "kernel"
+    per_it = [plain.curve(s, "fixed")(16 * MiB) + int(r) * walk_s.get(s, 30e-6)
+              for s, r in zip(rows["axis.strategy"], rows["axis.reuse"])]
+    its = rows["axis.iterations"].astype(int) - 1
+    rows.loc[kernel, "time_median_s"] = (pd.Series(per_it, index=rows.index) * its)[kernel]
+    return plain, Calibration(pd.concat([f, rows], ignore_index=True), rs.devices[0])
+
+
+def test_a_warp_pages_pass_never_takes_less_than_one_warp_s_walk_of_a_page():
+    """One warp per touched page: over few pages a pass is one walk, not a share of the 16 MiB
+    pass in proportion to the bytes; over many it is what a dense pass over as many pages costs
+    (sparse or not); other patterns and calibrations without the walk predict as before."""
+    from dataclasses import replace
+
+    from umprof.model.predict import _Pages
+
+    plain, cal = _with_walk({"mapped": 170e-6, "pinned": 34e-6})
+    assert cal.walk("mapped", 0.0) == pytest.approx(170e-6) and plain.walk("mapped", 0.0) is None
+    assert cal.walk("pinned-pipelined", 1.0) == pytest.approx(34e-6)  # the kernel's side is pinned's
+    few = Workload(bytes=2 * MiB, pattern="warp-pages", touched=0.5, reuse=3, gpu_writes=0.0, iterations=10)
+    step = _Pages.Step(first=False)
+    fixed = cal.curve("mapped", "fixed")(few.bytes)
+    assert cal._kernel("mapped", few, step) == pytest.approx(fixed + 3 * 170e-6)
+    assert plain._kernel("mapped", few, step) < fixed + 3 * 60e-6  # in proportion to 16 pages' bytes
+    many = Workload(bytes=256 * MiB, pattern="warp-pages", reuse=1, gpu_writes=0.0, iterations=10)
+    assert cal._pass("mapped", many) > 10 * 170e-6  # 4096 pages across PCIe: the link, not the walk
+    sparse = replace(many, bytes=1024 * MiB, touched=0.25)  # as many pages, spread
+    assert cal._pass("mapped", sparse) == pytest.approx(cal._pass("mapped", many), rel=0.02)
+    for w in (replace(few, pattern="streaming"), replace(few, pattern="random")):
+        assert cal._kernel("mapped", w, step) == pytest.approx(plain._kernel("mapped", w, step))
+
+
 def test_the_committed_calibration_group_measures_setup_in_rounds():
     """The shipped calibration-loop-setup runs every strategy of the whole-buffer loop, one size's
     strategies one after another, in rounds sampled as `recommend --verify` samples."""
