@@ -19,5 +19,10 @@ HOLDOUT3 = {gpu: RESULTS / f"nvidia-{gpu}-loop-holdout-3.parquet" for gpu in ("h
 CAL5 = {gpu: RESULTS / f"nvidia-{gpu}-loop-calibration-5.parquet" for gpu in ("h200", "h100")}  # with long loops
 HOLDOUT4 = {gpu: RESULTS / f"nvidia-{gpu}-loop-holdout-4.parquet" for gpu in ("h200", "h100")}
 HOLDOUT2_ROUNDS5_H200 = RESULTS / "nvidia-h200-loop-holdout-2-rounds5.parquet"  # holdout-2 again, five rounds
+# 2026-11-23, third session: calibration-5 + calibration-loop-setup (6), + calibration-loop-walk (7)
+CAL6 = {gpu: RESULTS / f"nvidia-{gpu}-loop-calibration-6.parquet" for gpu in ("h200", "h100")}
+CAL7 = {gpu: RESULTS / f"nvidia-{gpu}-loop-calibration-7.parquet" for gpu in ("h200", "h100")}
+HOLDOUT5 = {gpu: RESULTS / f"nvidia-{gpu}-loop-holdout-5.parquet" for gpu in ("h200", "h100")}
+HOLDOUT6 = {gpu: RESULTS / f"nvidia-{gpu}-loop-holdout-6.parquet" for gpu in ("h200", "h100")}  # H100: three rounds
 CROSS = RESULTS / "nvidia-h200-crossovers.parquet"
 MiB = 1024**2

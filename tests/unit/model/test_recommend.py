@@ -417,6 +417,15 @@ def test_verification_table_of_the_readme_on_the_h200(cal):
     # the calibration with long loops at the small sizes (second session of 2026-11-23)
     (data.CAL5["h200"], data.HOLDOUT4["h200"], "holdout-4.toml", 11, 13, 0.09, 0.07),
     (data.CAL5["h100"], data.HOLDOUT4["h100"], "holdout-4.toml", 7, 10, 0.07, 0.07),
+    # setup in rounds (6), then the warp's walk (7): each set measured after the model change it is judged by
+    (data.CAL6["h200"], data.HOLDOUT5["h200"], "holdout-5.toml", 11, 12, 0.06, 0.11),
+    (data.CAL6["h100"], data.HOLDOUT5["h100"], "holdout-5.toml", 10, 8, 0.11, 0.12),
+    (data.CAL7["h200"], data.HOLDOUT6["h200"], "holdout-6.toml", 11, 13, 0.08, 0.08),
+    (data.CAL7["h100"], data.HOLDOUT6["h100"], "holdout-6.toml", 11, 6, 0.11, 0.11),
+    # calibration-7 on sets measured before it (the README's paragraph after the list of sets)
+    (data.CAL7["h200"], data.HOLDOUT2_ROUNDS5_H200, "holdout-2.toml", 12, 13, 0.06, 0.07),
+    (data.CAL7["h200"], data.HOLDOUT4["h200"], "holdout-4.toml", 12, 13, 0.08, 0.07),
+    (data.CAL7["h100"], data.HOLDOUT4["h100"], "holdout-4.toml", 9, 10, 0.09, 0.07),
 ])
 def test_verification_table_of_the_readme_same_day_in_two_rounds(calibration, measured, workloads, whole_held,
                                                                    steady_held, whole_err, steady_err):
@@ -571,3 +580,20 @@ def test_a_pipelined_plan_is_ranked_except_for_a_random_pass():
     assert "random pass reaches the whole buffer" in excluded["pinned-pipelined"]
     rec = r.recommend(cal, Workload(bytes=64 * MiB, host_writes=1.0, iterations=10))
     assert any("8 chunks of 8MiB over 4 streams" in n for n in rec.notes)
+
+
+@pytest.mark.parametrize("gpu", ["h200", "h100"])
+def test_the_committed_setup_and_walk_loops_measure_what_the_model_takes_from_them(gpu):
+    """calibration-7: the setup loop in three rounds at 64 KiB-1 GiB, where pageable memory's first
+    write of 16-64 MiB took under 0.9x of the whole-buffer loop's figure (the verification runs'
+    0.82x); a warp's walk of a page across PCIe (mapped memory) over 4x device memory's."""
+    from umprof.model.predict import Calibration
+
+    c7, c5 = (Calibration.from_results(ResultSet.load(f[gpu])) for f in (data.CAL7, data.CAL5))
+    assert set(c7.setup_rows["scenario"]) == {"calibration-loop-setup", "calibration-loop-setup.r2",
+                                              "calibration-loop-setup.r3"}
+    assert c7.setup_rows["axis.bytes"].max() == 1024 * MiB and c7.max_bytes == c5.max_bytes
+    for b in (16 * MiB, 64 * MiB):
+        assert c7.curve("pageable", "host_init")(b) < 0.9 * c5.curve("pageable", "host_init")(b)
+    for gw in (0.0, 1.0):
+        assert c7.walk("mapped", gw) > 4 * c7.walk("pinned", gw) and c5.walk("mapped", gw) is None
