@@ -39,7 +39,8 @@ def axis_overrides(axes) -> list[str]:
 
 def select(scenario=(), axes=None) -> list:
     """Scenarios resolved (names, groups or TOML paths; empty: the default suite) with the axis
-    overrides applied, one measured in rounds as its rounds (Scenario.in_rounds). Every mistake is a UsageError, before the GPU is touched."""
+    overrides applied, one measured in rounds as its rounds (Scenario.in_rounds). Every mistake
+    is a UsageError, before the GPU is touched."""
     from umprof.measure.scenario import Scenario, apply_overrides, resolve
 
     items = [scenario] if isinstance(scenario, (str, Path, Scenario)) else list(scenario)

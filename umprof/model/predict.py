@@ -55,9 +55,9 @@ import pandas as pd
 from umprof.core.errors import UsageError
 from umprof.core.units import format_size
 from umprof.measure import strategies
-from umprof.measure.scenario import round_base
 from umprof.measure.ops.lifecycle import PAGE_BYTES, touched_pages
 from umprof.measure.ops.loop import written_pages
+from umprof.measure.scenario import round_base
 from umprof.model.workload import Workload
 
 CALIBRATION_PREFIX = "calibration-loop-"  # the shipped calibration group's scenarios
@@ -115,7 +115,7 @@ LONG_SCENARIOS = tuple(CALIBRATION_PREFIX + name for name in LONG_LOOPS.values()
 SETUP_LOOP = "setup"
 SETUP_FROM_SETUP_LOOP = ("alloc", "host_init", "free")
 # calibration-loop-walk: a warp-pages pass over 16 pages (a sixteenth of 16 MiB), one warp each: one
-# warp's walk of a page, which bounds every warp-pages pass from below (see warp_pages_pass).
+# warp's walk of a page, which bounds every warp-pages pass from below (see Calibration._pass).
 WALK_LOOP = "walk"
 WALK_TOUCHED = 0.0625
 
@@ -275,7 +275,8 @@ class Calibration:
         if column not in d.columns:
             return {}
         # all of the scenario's rounds, where it was measured in rounds
-        m = (d["axis.strategy"] == strategy) & (d["base_scenario"] == CALIBRATION_PREFIX + scenario) & (d["phase"] == phase)
+        m = (d["axis.strategy"] == strategy) & (d["phase"] == phase)
+        m &= d["base_scenario"] == CALIBRATION_PREFIX + scenario
         for k, v in axes.items():
             col = d[f"axis.{k}"]
             m &= (col.astype(float) - v).abs() < 1e-9 if isinstance(v, float) else col == v
@@ -675,8 +676,8 @@ class Calibration:
         strategy = BORROWS.get(strategy, strategy)  # the kernel's side is the borrowed strategy's
         key = (strategy, "walk")
         if key not in self._values:
-            ro, rw = (self._passes(strategy, g, WALK_LOOP, pattern="warp-pages", touched=WALK_TOUCHED)[1].get(PATTERN_BYTES)
-                      for g in (0.0, 1.0))
+            ro, rw = (self._passes(strategy, g, WALK_LOOP, pattern="warp-pages",
+                                   touched=WALK_TOUCHED)[1].get(PATTERN_BYTES) for g in (0.0, 1.0))
             self._values[key] = (ro, rw) if ro and rw else None
         both = self._values[key]
         return None if both is None else both[0] + gw * (both[1] - both[0])

@@ -213,7 +213,7 @@ def test_the_committed_calibration_group_measures_setup_in_rounds():
 
     setup = select("calibration-loop-setup")
     sizes = select("calibration-loop-sizes")[0]
-    assert [s.name for s in setup] == ["calibration-loop-setup", "calibration-loop-setup.r2", "calibration-loop-setup.r3"]
+    assert [s.name for s in setup] == [f"calibration-loop-setup{k}" for k in ("", ".r2", ".r3")]
     assert setup[0].axes["strategy"] == sizes.axes["strategy"]
     assert min(setup[0].axes["bytes"]) == min(sizes.axes["bytes"]) and max(setup[0].axes["bytes"]) >= 1024 * MiB
     first = setup[0].cases()
