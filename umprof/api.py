@@ -232,7 +232,7 @@ def load_calibration(sources, device: int | None = None):
 
 
 def calibrate(output=None, *, device: int = 0, force: bool = False, console=None, argv=None):
-    """Measure the calibration group on this GPU now (about ten minutes: 542 s on the H200), save
+    """Measure the calibration group on this GPU now (about 13 minutes: 784 s on the H200, 800 s on the H100), save
     it, and return its Calibration."""
     from umprof.measure.gpu import load_pycuda
     from umprof.model.predict import Calibration
@@ -240,7 +240,7 @@ def calibrate(output=None, *, device: int = 0, force: bool = False, console=None
     load_pycuda()  # no GPU: say so before promising a calibration
     output = output or default_output("calibration")
     if console is not None:
-        console.print(f"calibrating on GPU {device} (`umprof run calibration`, about ten minutes); saving to {output}")
+        console.print(f"calibrating on GPU {device} (`umprof run calibration`, about 13 minutes); saving to {output}")
     rs = run("calibration", output=output, device=device, force=force, console=console,
              argv=argv or ["umprof.calibrate"], progress=console is not None)
     return Calibration.from_results(rs, output)
