@@ -704,15 +704,14 @@ class Calibration:
         measured memory read across PCIe at 156-211 µs a pass over 20-80 pages (H200), where the
         pass in proportion to its bytes predicted 13-53 µs, and device memory at 32-42 µs over
         20-320 pages, as over 256."""
+        dense = self._dense_pass(strategy, w)
         walk = self.walk(strategy, w.gpu_writes) if w.pattern == "warp-pages" else None
-        if walk is None:
-            return self._dense_pass(strategy, w, w.touched * w.bytes) * self.touched_ratio(strategy, "pass", w.touched)
-        return max(self._dense_pass(strategy, w, w.touched * w.bytes), walk)
+        return dense * self.touched_ratio(strategy, "pass", w.touched) if walk is None else max(dense, walk)
 
-    def _dense_pass(self, strategy, w: Workload, touched_bytes: float) -> float:
-        """One pass in the workload's pattern over ``touched_bytes`` of resident data, as if they
+    def _dense_pass(self, strategy, w: Workload) -> float:
+        """One pass in the workload's pattern over its touched bytes of resident data, as if they
         were the whole buffer (sparse pages' own cost is the caller's)."""
-        gw = w.gpu_writes
+        gw, touched_bytes = w.gpu_writes, w.touched * w.bytes
         each = self.pass_time(strategy, gw, touched_bytes)
         # a pass is its launch (the host's, ~5-15 µs, whatever the pattern) and its memory work; the
         # pattern scales the work alone (on the H100, 32 random passes over 64 KiB took 11 µs each,
