@@ -74,6 +74,13 @@ REF_STRIDE = 8  # the calibration's strided pattern: one word per 32-byte sector
 # non-temporal stores, which leave nothing in the host's caches), and its host reads and writes
 # measured 16-45% slower than pinned memory's at 1-16 MiB on the H200 and the H100.
 CACHED_HOST = ("pinned", "zero-copy", "mapped")
+# ... until no copy writes into it: pageable memory that the driver only copies out of (the GPU never
+# writes it back, or the host reads none of it) stays in the host's caches as pinned memory does. Over
+# the verification runs of 2026-11 (25 such workloads a GPU) pageable memory's host writes took a
+# median 0.84x (H200) and 0.88x (H100) of its own calibrated rate and 1.19x and 1.02x of pinned
+# memory's, where pinned memory's own took 1.16x and 1.00x of it. A staging ring's threads read the
+# buffer from other cores and leave it slower (pageable-staged: 1.09x and 1.14x of pageable's rate).
+CACHED_UNLESS_COPIED_INTO = ("pageable",)
 # Strategies calibrated on calibration-loop-sizes alone, whose kernel, host accesses and their
 # ratios are another's: pageable-staged keeps pageable memory and a cudaMalloc'd buffer and
 # differs only in how the copies go (its copies are its own); pinned-pipelined is pinned memory
@@ -91,7 +98,7 @@ GAP_FALLBACK = 5e-6  # per timed step, where the calibration cannot separate the
 # Setup costs that are fixed for one strategy and in proportion to the bytes for another (a staging
 # ring's buffers, pinning every page): past the largest calibrated size they follow the slope of the
 # largest TAIL_POINTS sizes. The per-iteration steps move bytes at a rate, so they scale in proportion.
-FIXED_OR_PROPORTIONAL = ("alloc", "free")
+FIXED_OR_PROPORTIONAL = ("alloc", "free", "gap")
 TAIL_POINTS = 3
 # calibration-loop-steady and -resident-steady: the whole-buffer loop (sizes) and the resident passes
 # (resident: the host touching nothing) again at 64 KiB-4 MiB, in long loops. A 3-iteration loop's
@@ -275,13 +282,23 @@ class Calibration:
         if column not in d.columns:
             return {}
         # all of the scenario's rounds, where it was measured in rounds
-        m = (d["axis.strategy"] == strategy) & (d["phase"] == phase)
+        m = d["axis.strategy"].isin(self._kernel_peers(strategy) if phase == "kernel" else (strategy,))
+        m &= d["phase"] == phase
         m &= d["base_scenario"] == CALIBRATION_PREFIX + scenario
         for k, v in axes.items():
             col = d[f"axis.{k}"]
             m &= (col.astype(float) - v).abs() < 1e-9 if isinstance(v, float) else col == v
         sub = d[m]
         return sub.groupby("axis.bytes")[column].median().to_dict() if not sub.empty else {}
+
+    def _kernel_peers(self, strategy) -> tuple[str, ...]:
+        """The strategies whose kernel phase stands for the strategy's: for explicit copies, every
+        strategy that copies whole iterations into a cudaMalloc'd buffer (DEVICE_BUFFER_POOL); else
+        the strategy alone."""
+        st = strategies.get(strategy)
+        if st.copies and not st.pipelined:
+            return tuple(s for s in strategies.EXPLICIT if not strategies.get(s).pipelined)
+        return (strategy,)
 
     def curve(self, strategy, name) -> Curve:
         """One of the strategy's per-iteration curves (see the module's docstring), cached."""
@@ -459,6 +476,14 @@ class Calibration:
         large = self._pattern_ratio(strategy, pattern, gw, "patterns-large", PATTERN_LARGE_BYTES)
         if large is None:
             return small
+        l2 = float(self.device.get("l2_bytes") or 0)
+        if PATTERN_BYTES < l2 < PATTERN_LARGE_BYTES:
+            # the share of the pass's words that miss the L2 (whatever of the data it cannot hold), as a
+            # share of the misses at PATTERN_LARGE_BYTES: nothing misses up to the L2's size
+            def misses(b):
+                return max(1.0 - l2 / b, 0.0)
+            at = min(misses(nbytes) / misses(PATTERN_LARGE_BYTES), 1.0)
+            return small + at * (large - small)
         at = min(math.log(nbytes / PATTERN_BYTES) / math.log(PATTERN_LARGE_BYTES / PATTERN_BYTES), 1.0)
         return float(math.exp((1 - at) * math.log(small) + at * math.log(large)))
 
@@ -643,15 +668,17 @@ class Calibration:
         def local(curve: Curve, nbytes: float) -> float:
             return _at_span(curve, nbytes, span)
 
+        copied_back = k == "copy" and w.gpu_writes > 0 and br > 0
+        host_side = CACHED_HOST[0] if strategy in CACHED_UNLESS_COPIED_INTO and not copied_back else strategy
         # the host's write: local, or faulting pages back from the GPU
         if bw:
             remote = min(pages.write_remote_bytes, bw)
             fault = "fault_write" if k in ("on-demand", "prefetch", "read-mostly") else None
-            ph["host_write"] = local(self.curve(strategy, "host_write"), bw - remote) + (c(fault, remote) if fault else 0.0)
+            ph["host_write"] = local(self.curve(host_side, "host_write"), bw - remote) + (c(fault, remote) if fault else 0.0)
         # copies and prefetches
         if k == "copy":
             ph["h2d"] = c("h2d", B if pages.first else bw)
-            if w.gpu_writes > 0 and br:
+            if copied_back:
                 ph["d2h"] = c("d2h", br)
         elif k == "prefetch":
             ph["h2d"] = c("h2d", pages.prefetch_in_bytes)
@@ -665,8 +692,12 @@ class Calibration:
             elif k == "read-mostly":
                 ph["host_read"] = local(self.curve(strategy, "local_read"), br)
             else:
-                ph["host_read"] = local(self.curve(strategy, "host_read"), br)
-        ph["other"] = self.gap(strategy, B, sum(ph[p] > 0 for p in GPU_STEPS), sum(ph[p] > 0 for p in HOST_STEPS))
+                ph["host_read"] = local(self.curve(host_side, "host_read"), br)
+        # a staging ring's own gap is its copies' host work: an iteration that copies nothing is the
+        # memory's it borrows (pageable-staged's, pageable's)
+        idle = not (ph["h2d"] or ph["d2h"]) and "gap" in OWN_CURVES.get(strategy, ())
+        ph["other"] = self.gap(BORROWS[strategy] if idle else strategy, B,
+                               sum(ph[p] > 0 for p in GPU_STEPS), sum(ph[p] > 0 for p in HOST_STEPS))
         return ph
 
     def walk(self, strategy, gw: float) -> float | None:

@@ -189,7 +189,8 @@ def test_a_warp_pages_pass_never_takes_less_than_one_warp_s_walk_of_a_page():
 
     from umprof.model.predict import _Pages
 
-    plain, cal = _with_walk({"mapped": 170e-6, "pinned": 34e-6})
+    copies = {s: 34e-6 for s in ("pinned", "pageable", "write-combined")}  # one device buffer: pooled
+    plain, cal = _with_walk({"mapped": 170e-6, **copies})
     assert cal.walk("mapped", 0.0) == pytest.approx(170e-6) and plain.walk("mapped", 0.0) is None
     assert cal.walk("pinned-pipelined", 1.0) == pytest.approx(34e-6)  # the kernel's side is pinned's
     few = Workload(bytes=2 * MiB, pattern="warp-pages", touched=0.5, reuse=3, gpu_writes=0.0, iterations=10)
@@ -405,26 +406,26 @@ def test_verification_table_of_the_readme_on_the_h200(cal):
 
 
 @pytest.mark.parametrize("calibration, measured, workloads, whole_held, steady_held, whole_err, steady_err", [
-    (data.CAL2["h200"], data.VERIFY2_H200, "verify.toml", 15, 11, 0.06, 0.06),
-    (data.CAL2["h200"], data.HOLDOUT["h200"], "holdout.toml", 12, 12, 0.08, 0.10),
-    (data.CAL2["h100"], data.HOLDOUT["h100"], "holdout.toml", 11, 9, 0.07, 0.08),
-    (data.CAL3["h200"], data.HOLDOUT2["h200"], "holdout-2.toml", 10, 12, 0.10, 0.11),
-    (data.CAL3["h100"], data.HOLDOUT2["h100"], "holdout-2.toml", 10, 10, 0.18, 0.20),  # another machine
+    (data.CAL2["h200"], data.VERIFY2_H200, "verify.toml", 15, 12, 0.06, 0.06),
+    (data.CAL2["h200"], data.HOLDOUT["h200"], "holdout.toml", 12, 12, 0.07, 0.09),
+    (data.CAL2["h100"], data.HOLDOUT["h100"], "holdout.toml", 11, 8, 0.07, 0.08),
+    (data.CAL3["h200"], data.HOLDOUT2["h200"], "holdout-2.toml", 10, 11, 0.10, 0.08),
+    (data.CAL3["h100"], data.HOLDOUT2["h100"], "holdout-2.toml", 10, 10, 0.19, 0.21),  # another machine
     # five short rounds (2026-11-23), each set in its calibration's lease
-    (data.CAL4["h200"], data.HOLDOUT3["h200"], "holdout-3.toml", 12, 14, 0.10, 0.09),
-    (data.CAL4["h200"], data.HOLDOUT2_ROUNDS5_H200, "holdout-2.toml", 11, 13, 0.08, 0.08),
+    (data.CAL4["h200"], data.HOLDOUT3["h200"], "holdout-3.toml", 11, 14, 0.10, 0.09),
+    (data.CAL4["h200"], data.HOLDOUT2_ROUNDS5_H200, "holdout-2.toml", 11, 12, 0.08, 0.07),
     (data.CAL4["h100"], data.HOLDOUT3["h100"], "holdout-3.toml", 9, 7, 0.11, 0.10),
     # the calibration with long loops at the small sizes (second session of 2026-11-23)
-    (data.CAL5["h200"], data.HOLDOUT4["h200"], "holdout-4.toml", 11, 13, 0.09, 0.07),
+    (data.CAL5["h200"], data.HOLDOUT4["h200"], "holdout-4.toml", 12, 13, 0.09, 0.07),
     (data.CAL5["h100"], data.HOLDOUT4["h100"], "holdout-4.toml", 7, 10, 0.07, 0.07),
     # setup in rounds (6), then the warp's walk (7): each set measured after the model change it is judged by
-    (data.CAL6["h200"], data.HOLDOUT5["h200"], "holdout-5.toml", 11, 12, 0.06, 0.11),
-    (data.CAL6["h100"], data.HOLDOUT5["h100"], "holdout-5.toml", 10, 8, 0.11, 0.12),
-    (data.CAL7["h200"], data.HOLDOUT6["h200"], "holdout-6.toml", 11, 13, 0.08, 0.08),
-    (data.CAL7["h100"], data.HOLDOUT6["h100"], "holdout-6.toml", 11, 6, 0.11, 0.11),
+    (data.CAL6["h200"], data.HOLDOUT5["h200"], "holdout-5.toml", 11, 11, 0.06, 0.09),
+    (data.CAL6["h100"], data.HOLDOUT5["h100"], "holdout-5.toml", 11, 8, 0.11, 0.12),
+    (data.CAL7["h200"], data.HOLDOUT6["h200"], "holdout-6.toml", 12, 13, 0.08, 0.08),
+    (data.CAL7["h100"], data.HOLDOUT6["h100"], "holdout-6.toml", 11, 8, 0.10, 0.09),
     # calibration-7 on sets measured before it (the README's paragraph after the list of sets)
     (data.CAL7["h200"], data.HOLDOUT2_ROUNDS5_H200, "holdout-2.toml", 12, 13, 0.06, 0.07),
-    (data.CAL7["h200"], data.HOLDOUT4["h200"], "holdout-4.toml", 12, 13, 0.08, 0.07),
+    (data.CAL7["h200"], data.HOLDOUT4["h200"], "holdout-4.toml", 13, 13, 0.07, 0.07),
     (data.CAL7["h100"], data.HOLDOUT4["h100"], "holdout-4.toml", 9, 10, 0.09, 0.07),
 ])
 def test_verification_table_of_the_readme_same_day_in_two_rounds(calibration, measured, workloads, whole_held,
@@ -597,3 +598,71 @@ def test_the_committed_setup_and_walk_loops_measure_what_the_model_takes_from_th
         assert c7.curve("pageable", "host_init")(b) < 0.9 * c5.curve("pageable", "host_init")(b)
     for gw in (0.0, 1.0):
         assert c7.walk("mapped", gw) > 4 * c7.walk("pinned", gw) and c5.walk("mapped", gw) is None
+
+
+@pytest.fixture(scope="module")
+def cal7():
+    from umprof.model.predict import Calibration
+
+    return Calibration.from_results(ResultSet.load(data.CAL7["h200"]))
+
+
+def test_every_explicit_copy_runs_its_kernel_on_one_device_buffer(cal7):
+    """pageable, pinned, write-combined and the staged plan copy into the same cudaMalloc'd buffer
+    and run the same kernel on it: one kernel curve, the median of their measurements, for all."""
+    w = Workload(bytes=96 * MiB, reuse=3, pattern="random", touched=0.5, gpu_writes=0.5, host_writes=0.2,
+                 host_reads=0.2, iterations=20)
+    kernels = {s: cal7.predict(s, w).steady["kernel"] for s in ("pageable", "pinned", "write-combined",
+                                                                  "pageable-staged")}
+    assert len(set(kernels.values())) == 1, kernels
+    assert cal7.predict("mapped", w).steady["kernel"] != kernels["pinned"]  # memory across PCIe: its own
+
+
+def test_a_staged_plan_that_copies_nothing_is_pageable_memory(cal7):
+    """An iteration that copies nothing leaves the staging ring idle: the staged plan's steady
+    iteration is pageable memory's (its ring's own gap measured 4.2 ms at 1 GiB, the run 13 µs)."""
+    idle = Workload(bytes=1024 * MiB, reuse=2, touched=0.4, gpu_writes=0.0, host_writes=0.0, host_reads=0.0,
+                    iterations=30)
+    assert cal7.predict("pageable-staged", idle).steady == pytest.approx(cal7.predict("pageable", idle).steady)
+    busy = dataclasses_replace(idle, host_writes=0.5)
+    assert cal7.predict("pageable-staged", busy).steady["other"] != cal7.predict("pageable", busy).steady["other"]
+
+
+def dataclasses_replace(w, **changes):
+    from dataclasses import replace
+
+    return replace(w, **changes)
+
+
+def test_pageable_memory_no_copy_writes_into_is_cached_host_memory(cal7):
+    """The driver's copies into pageable memory leave it out of the host's caches; where the GPU
+    writes nothing back (or the host reads none of it), the host writes it at pinned memory's rate."""
+    read_only = Workload(bytes=120 * MiB, reuse=2, pattern="strided", stride=4, gpu_writes=0.0, host_writes=0.3,
+                         host_reads=0.0, iterations=10)
+    assert cal7.predict("pageable", read_only).steady["host_write"] == \
+        pytest.approx(cal7.predict("pinned", read_only).steady["host_write"])
+    updated = dataclasses_replace(read_only, gpu_writes=1.0, host_reads=0.3)
+    assert cal7.predict("pageable", updated).steady["host_write"] > \
+        1.2 * cal7.predict("pinned", updated).steady["host_write"]
+    # the staged plan's threads read it from other cores: its own (pageable's) rate either way
+    assert cal7.predict("pageable-staged", read_only).steady["host_write"] == \
+        pytest.approx(cal7.predict("pageable", updated).steady["host_write"])
+
+
+def test_a_pattern_s_ratio_changes_with_the_share_of_its_words_that_miss_the_l2(cal7):
+    """Up to the L2's size a pass finds its data there (the 16 MiB ratio); past it, the ratio moves
+    toward the 256 MiB one with the share of the data the L2 cannot hold."""
+    l2 = cal7.device["l2_bytes"]
+    small, large = (cal7.pass_ratio("pageable", "strided", 0.0, b) for b in (16 * MiB, 256 * MiB))
+    assert cal7.pass_ratio("pageable", "strided", 0.0, l2 * 0.9) == pytest.approx(small)
+    share = (1 - l2 / (120 * MiB)) / (1 - l2 / (256 * MiB))
+    assert cal7.pass_ratio("pageable", "strided", 0.0, 120 * MiB) == pytest.approx(small + share * (large - small))
+    assert cal7.pass_ratio("pageable", "strided", 0.0, 1024 * MiB) == pytest.approx(large)
+
+
+def test_the_gap_between_steps_does_not_grow_in_proportion_past_the_calibrated_sizes(cal7):
+    """The host's time between an iteration's steps is what it does there, not the buffer's size:
+    past the largest calibrated size it follows the largest sizes' slope (a kernel-only iteration
+    over 1 GiB measured 13-31 µs between its steps, where 4x the 256 MiB figure said 133 µs)."""
+    gap = cal7.curve("pageable", "gap")
+    assert gap(1024 * MiB) < 2 * gap(256 * MiB)
