@@ -24,5 +24,6 @@ CAL6 = {gpu: RESULTS / f"nvidia-{gpu}-loop-calibration-6.parquet" for gpu in ("h
 CAL7 = {gpu: RESULTS / f"nvidia-{gpu}-loop-calibration-7.parquet" for gpu in ("h200", "h100")}
 HOLDOUT5 = {gpu: RESULTS / f"nvidia-{gpu}-loop-holdout-5.parquet" for gpu in ("h200", "h100")}
 HOLDOUT6 = {gpu: RESULTS / f"nvidia-{gpu}-loop-holdout-6.parquet" for gpu in ("h200", "h100")}  # H100: three rounds
+HOLDOUT7 = {gpu: RESULTS / f"nvidia-{gpu}-loop-holdout-7.parquet" for gpu in ("h200", "h100")}  # H100: three rounds
 CROSS = RESULTS / "nvidia-h200-crossovers.parquet"
 MiB = 1024**2

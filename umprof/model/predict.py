@@ -466,7 +466,10 @@ class Calibration:
         """A pass in ``pattern`` over one in streaming order (resident data) over ``nbytes``: as
         measured at 16 MiB (calibration-loop-patterns; 1 where unmeasured) and, where the calibration
         has it, at 256 MiB (calibration-loop-patterns-large: past the GPU's L2, where a random word
-        costs a sector of DRAM), log-linearly between the two sizes and constant past them."""
+        costs a sector of DRAM), constant past them. Between them, where the device's L2 size is
+        known: the 16 MiB ratio up to it, then toward the 256 MiB one with the share of the data the
+        L2 cannot hold (log-linearly in size where it is not known: from a strided ratio of ~0 at
+        16 MiB, launch-bound in the L2, that predicted 120 MiB stride-4 passes over the DRAM's peak)."""
         strategy = BORROWS.get(strategy, strategy)  # the kernel's side is the borrowed strategy's
         if pattern == "streaming":
             return 1.0
