@@ -236,8 +236,8 @@ def measured(frame: pd.DataFrame, scenario: str, w: Workload) -> dict[str, tuple
     its measured setup + iterations × its measured steady iteration."""
     from umprof.measure.scenario import is_round_of
 
-    mine = is_round_of(frame["scenario"].astype(str), scenario)
-    rows = frame[mine & (frame["phase"] == "total") & (frame["status"] == "ok")]
+    totals = frame[(frame["phase"] == "total") & (frame["status"] == "ok")]  # the rounds' names matched on these alone
+    rows = totals[is_round_of(totals["scenario"].astype(str), scenario)]
     per_round: dict[str, list[tuple[float, float]]] = {}
     for _, r in rows.iterrows():
         steady = float(r["wall_steady_s"])
