@@ -97,7 +97,10 @@ GAP_FIT_BYTES = 1024**2  # the per-step costs are fitted where the steps are sho
 GAP_FALLBACK = 5e-6  # per timed step, where the calibration cannot separate them
 # Setup costs that are fixed for one strategy and in proportion to the bytes for another (a staging
 # ring's buffers, pinning every page): past the largest calibrated size they follow the slope of the
-# largest TAIL_POINTS sizes. The per-iteration steps move bytes at a rate, so they scale in proportion.
+# largest TAIL_POINTS sizes; so does the host's time between an iteration's steps (the gap), which is
+# what the host does there, not the buffer's size (a kernel-only iteration over 1 GiB measured 13-31 µs
+# where 4x the 256 MiB figure said 133 µs). The per-iteration steps move bytes at a rate, so they scale
+# in proportion.
 FIXED_OR_PROPORTIONAL = ("alloc", "free", "gap")
 TAIL_POINTS = 3
 # calibration-loop-steady and -resident-steady: the whole-buffer loop (sizes) and the resident passes
@@ -292,9 +295,10 @@ class Calibration:
         return sub.groupby("axis.bytes")[column].median().to_dict() if not sub.empty else {}
 
     def _kernel_peers(self, strategy) -> tuple[str, ...]:
-        """The strategies whose kernel phase stands for the strategy's: for explicit copies, every
-        strategy that copies whole iterations into a cudaMalloc'd buffer (DEVICE_BUFFER_POOL); else
-        the strategy alone."""
+        """The strategies whose kernel phase stands for the strategy's, their measurements pooled:
+        for an explicit copy, every one that copies whole iterations into a cudaMalloc'd buffer (the
+        same kernel on the same memory; a pipelined plan's kernel runs chunk by chunk); else the
+        strategy alone."""
         st = strategies.get(strategy)
         if st.copies and not st.pipelined:
             return tuple(s for s in strategies.EXPLICIT if not strategies.get(s).pipelined)
