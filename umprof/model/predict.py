@@ -681,7 +681,8 @@ class Calibration:
         if bw:
             remote = min(pages.write_remote_bytes, bw)
             fault = "fault_write" if k in ("on-demand", "prefetch", "read-mostly") else None
-            ph["host_write"] = local(self.curve(host_side, "host_write"), bw - remote) + (c(fault, remote) if fault else 0.0)
+            ph["host_write"] = local(self.curve(host_side, "host_write"), bw - remote) \
+                + (c(fault, remote) if fault else 0.0)
         # copies and prefetches
         if k == "copy":
             ph["h2d"] = c("h2d", B if pages.first else bw)
