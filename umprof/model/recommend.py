@@ -173,12 +173,10 @@ def recommend_all(cal: Calibration, workloads: list[Workload], steady: bool = Fa
 
 # -- verification ---------------------------------------------------------------------------
 
-def verification_name(w: Workload, index: int, round: int = 1) -> str:
+def verification_name(w: Workload, index: int) -> str:
     """The scenario name ``--verify`` measures the index-th workload under (its results' key); a
     later round of the same measurement is ``NAME.rK`` (:func:`~umprof.measure.scenario.round_name`)."""
-    from umprof.measure.scenario import round_name
-
-    return round_name(f"{VERIFY_PREFIX}{slug(w.name) or index + 1}", round)
+    return f"{VERIFY_PREFIX}{slug(w.name) or index + 1}"
 
 
 VERIFY_ITERATIONS = 3  # a verification runs at least this many iterations: the steady ones are measured apart
@@ -193,11 +191,10 @@ def verification_timing(rounds: int = 1, timing: dict | None = None) -> dict:
     return dict({"min_samples": 1, "warmup": 0, "timeout": VERIFY_SAMPLING_S / max(rounds, 1)}, **(timing or {}))
 
 
-def verification_scenario(w: Workload, strategy_names: list[str], timing: dict | None = None, index: int = 0,
-                          round: int = 1):
+def verification_scenario(w: Workload, strategy_names: list[str], timing: dict | None = None, index: int = 0):
     """A ``loop`` scenario that measures the workload under the given strategies (at least
     VERIFY_ITERATIONS iterations, so that setup and the steady iteration are both measured), as
-    round ``round`` of :func:`verification_rounds` (``timing``: its sampling, by default
+    :func:`verification_rounds` runs it (``timing``: its sampling, by default
     :func:`verification_timing` of one round)."""
     from umprof.measure.ops import get_op
     from umprof.measure.scenario import Scenario
@@ -206,7 +203,7 @@ def verification_scenario(w: Workload, strategy_names: list[str], timing: dict |
     axes = {spec.name: list(spec.default) for spec in op.axes.specs}
     axes.update(w.loop_axes(max(w.iterations, VERIFY_ITERATIONS)))
     axes["strategy"] = list(strategy_names)
-    name = verification_name(w, index, round)
+    name = verification_name(w, index)
     timing = timing if timing is not None else verification_timing()
     return Scenario(name=name, about=f"recommend --verify: {w.describe()}", op=op, path=Path("<recommend>"),
                     axes=axes, kernel=op.default_kernel, timing=timing)
@@ -222,11 +219,16 @@ def verification_rounds(workloads: list[Workload], strategies: list[list[str]], 
     4-9%, and by 20-30% for a tenth of the cases; within a case the samples agreed to 1-5%: the
     machine's state moves over seconds (one strategy's three samples all 1.6x slower in their host
     reads, the next strategy's first sample too, and none after it)."""
+    from dataclasses import replace
+
     if rounds < 1:
         raise UsageError(f"verification rounds: expected a positive integer, got {rounds}")
     sampling = verification_timing(rounds, timing)
-    return [verification_scenario(w, names if k % 2 else names[::-1], sampling, index=i, round=k)
-            for k in range(1, rounds + 1) for i, (w, names) in enumerate(zip(workloads, strategies))]
+    # each workload's rounds as Scenario.in_rounds makes them (names, reversed even rounds), interleaved
+    # so that every workload runs once in a round before any runs again
+    each = [replace(verification_scenario(w, names, sampling, index=i), rounds=rounds).in_rounds()
+            for i, (w, names) in enumerate(zip(workloads, strategies))]
+    return [its[k] for k in range(rounds) for its in each]
 
 
 def measured(frame: pd.DataFrame, scenario: str, w: Workload) -> dict[str, tuple[float, float]]:
