@@ -406,30 +406,30 @@ def test_verification_table_of_the_readme_on_the_h200(cal):
 
 
 @pytest.mark.parametrize("calibration, measured, workloads, whole_held, steady_held, whole_err, steady_err", [
-    (data.CAL2["h200"], data.VERIFY2_H200, "verify.toml", 15, 12, 0.06, 0.06),
+    (data.CAL2["h200"], data.VERIFY2_H200, "verify.toml", 15, 12, 0.06, 0.07),
     (data.CAL2["h200"], data.HOLDOUT["h200"], "holdout.toml", 12, 12, 0.07, 0.09),
     (data.CAL2["h100"], data.HOLDOUT["h100"], "holdout.toml", 11, 8, 0.07, 0.08),
-    (data.CAL3["h200"], data.HOLDOUT2["h200"], "holdout-2.toml", 10, 11, 0.10, 0.08),
-    (data.CAL3["h100"], data.HOLDOUT2["h100"], "holdout-2.toml", 10, 10, 0.19, 0.21),  # another machine
+    (data.CAL3["h200"], data.HOLDOUT2["h200"], "holdout-2.toml", 10, 11, 0.09, 0.07),
+    (data.CAL3["h100"], data.HOLDOUT2["h100"], "holdout-2.toml", 10, 10, 0.17, 0.18),  # another machine
     # five short rounds (2026-11-23), each set in its calibration's lease
     (data.CAL4["h200"], data.HOLDOUT3["h200"], "holdout-3.toml", 11, 14, 0.10, 0.09),
     (data.CAL4["h200"], data.HOLDOUT2_ROUNDS5_H200, "holdout-2.toml", 11, 12, 0.08, 0.07),
     (data.CAL4["h100"], data.HOLDOUT3["h100"], "holdout-3.toml", 9, 7, 0.11, 0.10),
     # the calibration with long loops at the small sizes (second session of 2026-11-23)
-    (data.CAL5["h200"], data.HOLDOUT4["h200"], "holdout-4.toml", 12, 13, 0.09, 0.07),
+    (data.CAL5["h200"], data.HOLDOUT4["h200"], "holdout-4.toml", 12, 12, 0.09, 0.07),
     (data.CAL5["h100"], data.HOLDOUT4["h100"], "holdout-4.toml", 7, 10, 0.07, 0.07),
     # setup in rounds (6), then the warp's walk (7): each set measured after the model change it is judged by
     (data.CAL6["h200"], data.HOLDOUT5["h200"], "holdout-5.toml", 11, 11, 0.06, 0.09),
     (data.CAL6["h100"], data.HOLDOUT5["h100"], "holdout-5.toml", 11, 8, 0.11, 0.12),
-    (data.CAL7["h200"], data.HOLDOUT6["h200"], "holdout-6.toml", 12, 13, 0.08, 0.08),
-    (data.CAL7["h100"], data.HOLDOUT6["h100"], "holdout-6.toml", 11, 8, 0.10, 0.09),
+    (data.CAL7["h200"], data.HOLDOUT6["h200"], "holdout-6.toml", 13, 13, 0.08, 0.08),
+    (data.CAL7["h100"], data.HOLDOUT6["h100"], "holdout-6.toml", 12, 7, 0.09, 0.10),
     # the model of the fourth session (pooled device-buffer kernel, cached pageable memory, ...), calibration-7 a
     # day old: holdout-7 written after the change and before it was measured
     (data.CAL7["h200"], data.HOLDOUT7["h200"], "holdout-7.toml", 12, 11, 0.05, 0.08),
-    (data.CAL7["h100"], data.HOLDOUT7["h100"], "holdout-7.toml", 10, 9, 0.12, 0.10),
+    (data.CAL7["h100"], data.HOLDOUT7["h100"], "holdout-7.toml", 11, 10, 0.12, 0.08),
     # calibration-7 on sets measured before it (the README's paragraph after the list of sets)
     (data.CAL7["h200"], data.HOLDOUT2_ROUNDS5_H200, "holdout-2.toml", 12, 13, 0.06, 0.07),
-    (data.CAL7["h200"], data.HOLDOUT4["h200"], "holdout-4.toml", 13, 13, 0.07, 0.07),
+    (data.CAL7["h200"], data.HOLDOUT4["h200"], "holdout-4.toml", 13, 12, 0.07, 0.07),
     (data.CAL7["h100"], data.HOLDOUT4["h100"], "holdout-4.toml", 9, 10, 0.09, 0.07),
 ])
 def test_verification_table_of_the_readme_same_day_in_two_rounds(calibration, measured, workloads, whole_held,
@@ -670,3 +670,38 @@ def test_the_gap_between_steps_does_not_grow_in_proportion_past_the_calibrated_s
     over 1 GiB measured 13-31 µs between its steps, where 4x the 256 MiB figure said 133 µs)."""
     gap = cal7.curve("pageable", "gap")
     assert gap(1024 * MiB) < 2 * gap(256 * MiB)
+
+
+def _pass_s(cal, strategy, nbytes, pattern="streaming", stride=8, reuse=1):
+    """One iteration's kernel less its fixed part: the passes over resident data."""
+    w = Workload(bytes=nbytes, pattern=pattern, stride=stride, reuse=reuse, host_writes=0.0, gpu_writes=0.0,
+                 host_reads=0.0)
+    return cal._kernel(strategy, w, _Pages.Step(first=False)) - cal.curve(strategy, "fixed")(nbytes)
+
+
+def test_a_sparse_stride_across_the_link_fetches_64_byte_units(cal7):
+    """Device memory fetches 32-byte sectors (stride 16 half of stride 8's work); a kernel reading
+    host memory across PCIe fetches 64 bytes at a time, so stride 16 costs what stride 8 costs there
+    and only stride 32 halves it (verification runs: 0.9-1.1x and 0.5x, where sectors said 0.5x, 0.25x)."""
+    b = 64 * MiB
+    link = {s: _pass_s(cal7, "mapped", b, "strided", s) for s in (8, 16, 32, 64)}
+    assert link[16] == pytest.approx(link[8])
+    base = _pass_s(cal7, "mapped", b)
+    work = {s: link[s] - cal7.pass_floor("mapped", 0.0) for s in link}
+    assert work[32] == pytest.approx(work[8] / 2, rel=0.2) and work[64] == pytest.approx(work[8] / 4, rel=0.2)
+    assert link[8] > 0.5 * base  # every 64-byte unit of the buffer still crosses the link at stride 8
+    device = {s: _pass_s(cal7, "pinned", b, "strided", s) for s in (8, 16)}
+    floor = cal7.pass_floor("pinned", 0.0)
+    assert device[16] - floor == pytest.approx((device[8] - floor) / 2, rel=0.2)
+
+
+def test_a_small_random_pass_across_the_link_costs_its_bytes_not_only_its_launch(cal7):
+    """Under 16 MiB a pattern scales the pass's work taken in proportion to the bytes from 16 MiB:
+    in device memory that work is a fraction of a microsecond beside the launch, but across PCIe a
+    random pass over 64 KiB fetches a unit per word (measured 21 µs a pass on the H200, where the
+    launch-bound prediction said 6.5 µs)."""
+    small = 64 * 1024
+    link_random, link_stream = (_pass_s(cal7, "mapped", small, p, reuse=32) / 32 for p in ("random", "streaming"))
+    assert link_random > 2 * link_stream
+    device_random, device_stream = (_pass_s(cal7, "pinned", small, p, reuse=32) / 32 for p in ("random", "streaming"))
+    assert device_random < 1.1 * device_stream
