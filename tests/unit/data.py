@@ -25,5 +25,7 @@ CAL7 = {gpu: RESULTS / f"nvidia-{gpu}-loop-calibration-7.parquet" for gpu in ("h
 HOLDOUT5 = {gpu: RESULTS / f"nvidia-{gpu}-loop-holdout-5.parquet" for gpu in ("h200", "h100")}
 HOLDOUT6 = {gpu: RESULTS / f"nvidia-{gpu}-loop-holdout-6.parquet" for gpu in ("h200", "h100")}  # H100: three rounds
 HOLDOUT7 = {gpu: RESULTS / f"nvidia-{gpu}-loop-holdout-7.parquet" for gpu in ("h200", "h100")}  # H100: three rounds
+# fifth session of 2026-11-23: holdout-8 judged by calibration-7 (two days old), the model frozen
+HOLDOUT8 = {gpu: RESULTS / f"nvidia-{gpu}-loop-holdout-8.parquet" for gpu in ("h200", "h100")}
 CROSS = RESULTS / "nvidia-h200-crossovers.parquet"
 MiB = 1024**2
