@@ -760,8 +760,10 @@ class Calibration:
         # a pass is its launch (the host's, ~5-15 µs, whatever the pattern) and its memory work; the
         # pattern scales the work alone (on the H100, 32 random passes over 64 KiB took 11 µs each,
         # launch-bound, where the 16 MiB pattern ratio of the whole pass had predicted 42 µs). Under
-        # 16 MiB the work is at most in proportion to the bytes from there: what a 64 KiB pass measures
-        # above the floor is the launch's noise, which no pattern multiplies.
+        # 16 MiB the work is the 16 MiB pass's in proportion to the bytes: what a 64 KiB pass measures
+        # above the floor is the launch's noise, which no pattern multiplies. In device memory that work
+        # is a fraction of a microsecond; across PCIe a random pass over 64 KiB fetches a 64-byte unit
+        # per word (H200: 21 µs a pass, where the launch-bound figure said 6.5 µs).
         floor = self.pass_floor(strategy, gw)
         work = max(each - floor, 0.0)
         if touched_bytes < PATTERN_BYTES:
