@@ -765,10 +765,10 @@ class Calibration:
         # is a fraction of a microsecond; across PCIe a random pass over 64 KiB fetches a 64-byte unit
         # per word (H200: 21 µs a pass, where the launch-bound figure said 6.5 µs).
         floor = self.pass_floor(strategy, gw)
-        work = max(each - floor, 0.0)
         if touched_bytes < PATTERN_BYTES:
-            at_ref = self.pass_time(strategy, gw, PATTERN_BYTES)
-            work = max(at_ref - floor, 0.0) * touched_bytes / PATTERN_BYTES
+            work = max(self.pass_time(strategy, gw, PATTERN_BYTES) - floor, 0.0) * touched_bytes / PATTERN_BYTES
+        else:
+            work = max(each - floor, 0.0)
         scale = self.pass_ratio(strategy, w.pattern, gw, touched_bytes)
         if w.pattern == "strided" and w.stride > REF_STRIDE:
             # past one word per fetched unit, a sparser stride fetches fewer units in proportion: 32-byte

@@ -242,7 +242,8 @@ def test_a_partial_host_write_runs_at_the_rate_of_all_the_host_touches(cal):
 
 def test_a_pattern_past_the_l2_costs_what_the_large_calibration_measured(cal):
     """calibration-loop-patterns-large (256 MiB) gives the pattern's ratio past the GPU's L2 (of
-    the work beyond the pass's launch); the ratio goes log-linearly from the 16 MiB one to it, and is the 16 MiB one without it."""
+    the work beyond the pass's launch); without it the ratio is the 16 MiB one (between the two sizes, with no
+    L2 size known as here, it goes log-linearly)."""
     import pandas as pd
 
     from umprof.model.predict import Calibration
