@@ -298,17 +298,12 @@ def verify(recommendations, *, top: int | None = 3, measured=None, output=None, 
     rounds in reverse order), or read earlier verification runs (``measured``: a path, a ResultSet or a list of them), and
     check the predictions: ``(verdicts, where the measurements are)``, a verdict (or None) per
     recommendation."""
-    import pandas as pd
-
     from umprof.measure.runner import run_scenarios
     from umprof.model import recommend as rmod
 
     recs = [recommendations] if isinstance(recommendations, rmod.Recommendation) else list(recommendations)
     if measured is not None:
-        items = list(measured) if isinstance(measured, (list, tuple)) else [measured]
-        sets = [m if isinstance(m, ResultSet) else ResultSet.load(m) for m in items]
-        frame = pd.concat([rs.frame for rs in sets], ignore_index=True)
-        where = ", ".join(str(m) if not isinstance(m, ResultSet) else "results" for m in items)
+        frame, where = _measured_runs(measured)
         return rmod.verify_all(recs, frame), where
     scenarios = rmod.verification_rounds([r.workload for r in recs], [[p.strategy for p in r.ranked[:top]] for r in recs],
                                          rmod.VERIFY_ROUNDS if rounds is None else rounds)
@@ -316,6 +311,30 @@ def verify(recommendations, *, top: int | None = 3, measured=None, output=None, 
     rs, _ = run_scenarios(scenarios, output=output, force=force, device=device,
                           argv=argv or ["umprof.verify"], console=console, progress=console is not None)
     return rmod.verify_all(recs, rs.frame), str(output)
+
+
+def runs_agree(recommendations, measured) -> dict | None:
+    """How often the strategy measured fastest in one verification run (a path or ResultSet of
+    ``measured``) was within 5% of the fastest in another, over the recommendations' workloads
+    (:func:`umprof.model.recommend.runs_agree`): the ceiling a prediction is judged against. None
+    for fewer than two runs."""
+    from umprof.model import recommend as rmod
+
+    recs = [recommendations] if isinstance(recommendations, rmod.Recommendation) else list(recommendations)
+    return rmod.runs_agree(recs, _measured_runs(measured)[0])
+
+
+def _measured_runs(measured):
+    """Earlier verification runs (a path, a ResultSet or a list of them) as one frame, each row
+    marked with the run it came from (recommend.RUN), and their names for messages."""
+    import pandas as pd
+
+    from umprof.model.recommend import RUN
+
+    items = list(measured) if isinstance(measured, (list, tuple)) else [measured]
+    sets = [m if isinstance(m, ResultSet) else ResultSet.load(m) for m in items]
+    frame = pd.concat([rs.frame.assign(**{RUN: i}) for i, rs in enumerate(sets)], ignore_index=True)
+    return frame, ", ".join(str(m) if not isinstance(m, ResultSet) else "results" for m in items)
 
 
 def compare(a, b, *, phases: str = "total", across_devices: bool = False, floor: float | None = None):

@@ -56,7 +56,8 @@ def _workloads(files, options: dict):
                    "briefly); each figure is the median over them.")
 @click.option("--measured", multiple=True, type=click.Path(dir_okay=False), metavar="RESULTS",
               help="Verify against earlier --verify runs' results instead of measuring again (repeatable: each "
-                   "strategy's figure is the median over the files and rounds).")
+                   "strategy's figure is the median over the files and rounds, and how often one file's fastest "
+                   "held in another is shown: the ceiling of the verdicts).")
 @click.option("-o", "--output", type=click.Path(dir_okay=False), default=None,
               help="Where --verify saves its measurements. Default: umprof-results/verify-<time>.parquet")
 @click.option("--save-calibration", type=click.Path(dir_okay=False), default=None,
@@ -75,7 +76,7 @@ def recommend(sources, workload_files, size, reuse, touched, pattern, stride, it
     Predictions come from loop measurements: saved ones (--from, e.g. measured on another
     machine) or a calibration run on this GPU now. --verify then measures the workload itself.
     """
-    from umprof.views.terminal import print_recommendation, verification_summary
+    from umprof.views.terminal import print_recommendation, runs_agreement, verification_summary
 
     if steady and iterations is not None:
         raise UsageError("options '--steady' and '--iterations': --steady ranks by one steady iteration, which the number "
@@ -105,13 +106,16 @@ def recommend(sources, workload_files, size, reuse, touched, pattern, stride, it
                                           rounds=verify_rounds)
             if not measured:
                 err.print(f"verification results: {source}")
+        agree = api.runs_agree(recs, list(measured)) if len(measured) > 1 else None
         if as_json:
-            docs.append(dict(document(cal, recs, verdicts, source), gpu=gpu))
+            docs.append(dict(document(cal, recs, verdicts, source), gpu=gpu, runs_agree=agree))
             continue
         for r, v in zip(recs, verdicts):
             print_recommendation(r, console, v, source)
         if sum(v is not None for v in verdicts) > 1:
             console.print(verification_summary(list(zip(recs, verdicts))))
+        if agree:
+            console.print(runs_agreement(agree, list(measured)))
     if as_json:
         common.echo_json(docs[0] if len(docs) == 1 else {"gpus": docs})
 

@@ -39,6 +39,13 @@ def round_base(names):
     return names.str.replace(rf"{re.escape(ROUND_MARK)}\d+$", "", regex=True)
 
 
+def round_number(names):
+    """Which round each of ``names`` (a pandas Series of scenario names) is: K for ``NAME.rK``, 1 for
+    an unmarked name."""
+    marked = names.str.extract(rf"{re.escape(ROUND_MARK)}(\d+)$")[0]
+    return marked.fillna("1").astype(int)
+
+
 def is_round_of(names, name: str):
     """Which of ``names`` (a pandas Series of scenario names) are ``name`` or one of its later
     rounds (``NAME.rK``)."""

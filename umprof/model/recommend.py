@@ -95,6 +95,7 @@ class Recommendation:
             "verification": None if verdict is None else {
                 "measured_in": verdict.get("source", ""), "held": bool(verdict["ok"]), "fastest": verdict["fastest"],
                 "top_pick_vs_fastest": None if math.isnan(verdict["gap"]) else verdict["gap"],
+                "round_gaps": verdict.get("round_gaps", []), "rounds_held": verdict.get("rounds_held", 0),
                 "strategies": verdict["table"].to_dict(orient="records")},
         }
 
@@ -231,22 +232,44 @@ def verification_rounds(workloads: list[Workload], strategies: list[list[str]], 
     return [its[k] for k in range(rounds) for its in each]
 
 
-def measured(frame: pd.DataFrame, scenario: str, w: Workload) -> dict[str, tuple[float, float]]:
-    """Strategy → (whole run, steady iteration) measured by wall clock in a verification scenario
-    (the median over its rounds, ``scenario.rK``, where it ran more than once): the run's own wall
-    where it ran the workload's iterations; where it ran more (so that the steady state is seen),
-    its measured setup + iterations × its measured steady iteration."""
-    from umprof.measure.scenario import is_round_of
+RUN = "run"  # the column recommend --measured adds to each file's rows: which of the files (0, 1, ...) they came from
+
+
+def measured_rounds(frame: pd.DataFrame, scenario: str, w: Workload) -> dict[str, dict[tuple, tuple[float, float]]]:
+    """Strategy → {(run, round): (whole run, steady iteration)} measured by wall clock in a
+    verification scenario and its later rounds (``scenario.rK``), in each measured file (``run``,
+    where the frame has the RUN column): the run's own wall where it ran the workload's iterations;
+    where it ran more (so that the steady state is seen), its measured setup + iterations × its
+    measured steady iteration."""
+    from umprof.measure.scenario import is_round_of, round_number
 
     totals = frame[(frame["phase"] == "total") & (frame["status"] == "ok")]  # the rounds' names matched on these alone
     rows = totals[is_round_of(totals["scenario"].astype(str), scenario)]
-    per_round: dict[str, list[tuple[float, float]]] = {}
-    for _, r in rows.iterrows():
+    runs = rows[RUN] if RUN in rows else pd.Series(0, index=rows.index)
+    rounds = round_number(rows["scenario"].astype(str))
+    out: dict[str, dict[tuple, tuple[float, float]]] = {}
+    for idx, r in rows.iterrows():
         steady = float(r["wall_steady_s"])
         whole = float(r["wall_s"]) if int(r["axis.iterations"]) == w.iterations \
             else float(r["wall_setup_s"]) + w.iterations * steady
-        per_round.setdefault(r["axis.strategy"], []).append((whole, steady))
-    return {s: (_median([v[0] for v in vs]), _median([v[1] for v in vs])) for s, vs in per_round.items()}
+        per = out.setdefault(r["axis.strategy"], {})
+        key = (int(runs[idx]), int(rounds[idx]))
+        while key in per:  # the same round measured twice in one file: both count
+            key = (*key, len(per))
+        per[key] = (whole, steady)
+    return out
+
+
+def measured(frame: pd.DataFrame, scenario: str, w: Workload) -> dict[str, tuple[float, float]]:
+    """Strategy → (whole run, steady iteration): the median over its rounds (and files) of
+    :func:`measured_rounds`."""
+    return _medians(measured_rounds(frame, scenario, w))
+
+
+def _medians(per_round: dict[str, dict[tuple, tuple[float, float]]]) -> dict[str, tuple[float, float]]:
+    """Strategy → (whole run, steady iteration), each the median over the rounds."""
+    return {s: (_median([v[0] for v in vs.values()]), _median([v[1] for v in vs.values()]))
+            for s, vs in per_round.items()}
 
 
 def _median(values: list[float]) -> float:
@@ -255,9 +278,14 @@ def _median(values: list[float]) -> float:
     return float(np.median(values)) if values else math.nan
 
 
-def verdict(rec: Recommendation, measured_s: dict[str, tuple[float, float]]) -> dict:
+def verdict(rec: Recommendation, measured_s: dict[str, tuple[float, float]],
+            rounds: dict[str, dict[tuple, tuple[float, float]]] | None = None) -> dict:
     """Predicted vs measured (in the recommendation's figure) for the verified strategies, and
-    whether the top pick held: it was the measured fastest or within 5% of it."""
+    whether the top pick held: it was the measured fastest (by the medians) or within 5% of it.
+    With ``rounds`` (:func:`measured_rounds`), also round by round: ``round_gaps``, the top pick
+    against the fastest of each round where every strategy measured in it ran, and
+    ``rounds_held``, in how many of them it was within 5% (a miss that holds in some rounds is
+    within what the machine repeats; one that misses in every round is the model's)."""
     i = 1 if rec.steady else 0
     meas = {k: v[i] for k, v in measured_s.items() if not math.isnan(v[i])}
     rows = []
@@ -279,7 +307,25 @@ def verdict(rec: Recommendation, measured_s: dict[str, tuple[float, float]]) -> 
     else:
         summary = (f"top pick {rec.top.strategy} measured {gap:.1%} slower {what} than {fastest} "
                    f"({'within' if ok else 'outside'} 5%)")
-    return {"table": table, "ok": ok, "fastest": fastest, "gap": gap, "summary": summary}
+    gaps = _round_gaps(rec.top.strategy, {s: rounds[s] for s in table["strategy"] if s in rounds}, i) if rounds else []
+    held = sum(g <= CLOSE for g in gaps)
+    if len(gaps) > 1:
+        summary += f"; round by round, within 5% of the round's fastest in {held} of {len(gaps)}"
+    return {"table": table, "ok": ok, "fastest": fastest, "gap": gap, "summary": summary,
+            "round_gaps": gaps, "rounds_held": held}
+
+
+def _round_gaps(top: str, rounds: dict[str, dict[tuple, tuple[float, float]]], i: int) -> list[float]:
+    """The top pick against the fastest of each round (figure ``i``: 0 whole run, 1 steady), over
+    the rounds in which every strategy measured anywhere was measured (a round missing one cannot
+    say which was fastest)."""
+    keys = set.intersection(*(set(k for k, v in per.items() if not math.isnan(v[i])) for per in rounds.values()))
+    out = []
+    for k in sorted(keys):
+        best = min(per[k][i] for per in rounds.values())
+        if best > 0:
+            out.append(rounds[top][k][i] / best - 1)
+    return out
 
 
 def verify_all(recs: list[Recommendation], frame: pd.DataFrame) -> list[dict | None]:
@@ -287,9 +333,40 @@ def verify_all(recs: list[Recommendation], frame: pd.DataFrame) -> list[dict | N
     was not measured (recommendations in the order ``recommend --verify`` ran them)."""
     out = []
     for i, rec in enumerate(recs):
-        m = measured(frame, verification_name(rec.workload, i), rec.workload)
-        out.append(verdict(rec, m) if m else None)
+        per_round = measured_rounds(frame, verification_name(rec.workload, i), rec.workload)
+        out.append(verdict(rec, _medians(per_round), per_round) if per_round else None)
     return out
+
+
+def runs_agree(recs: list[Recommendation], frame: pd.DataFrame) -> dict | None:
+    """How well one measured run predicts another (the frame holds several, told apart by RUN):
+    for each ordered pair of runs and each workload measured in both, whether the strategy
+    measured fastest in the first (by its median over that run's rounds) was within 5% of the
+    fastest in the second, in each recommendation's figure. The ceiling of a verdict: a prediction
+    cannot be judged more repeatable than the measurement it is judged by. None for fewer than
+    two runs."""
+    if RUN not in frame or frame[RUN].nunique() < 2:
+        return None
+    runs = sorted(int(x) for x in frame[RUN].unique())
+    pairs = []
+    for a in runs:
+        for b in runs:
+            if a == b:
+                continue
+            held = of = 0
+            for i, rec in enumerate(recs):
+                name, fig = verification_name(rec.workload, i), 1 if rec.steady else 0
+                ma, mb = (measured(frame[frame[RUN] == x], name, rec.workload) for x in (a, b))
+                ma = {s: v[fig] for s, v in ma.items() if not math.isnan(v[fig])}
+                mb = {s: v[fig] for s, v in mb.items() if not math.isnan(v[fig])}
+                if not ma or not mb:
+                    continue
+                pick = min(ma, key=ma.get)
+                if pick in mb:
+                    of += 1
+                    held += mb[pick] / min(mb.values()) - 1 <= CLOSE
+            pairs.append({"fastest_of": a, "judged_by": b, "held": held, "of": of})
+    return {"runs": len(runs), "pairs": pairs, "held": sum(p["held"] for p in pairs), "of": sum(p["of"] for p in pairs)}
 
 
 def summary_rows(pairs) -> list[dict]:
@@ -297,5 +374,7 @@ def summary_rows(pairs) -> list[dict]:
     return [{"workload": rec.workload.label, "top pick": rec.top.strategy, "measured fastest": v["fastest"] or "-",
              "top pick vs fastest": "-" if math.isnan(v["gap"]) else f"+{v['gap']:.1%}",
              "median error": "-" if v["table"].empty else f"{v['table']['error'].abs().median():.1%}",
-             "held": "yes" if v["ok"] else "NO"}
+             "held": "yes" if v["ok"] else "NO",
+             "rounds held": f"{v.get('rounds_held', 0)}/{len(v.get('round_gaps', []))}" if len(v.get("round_gaps", [])) > 1
+             else "-"}
             for rec, v in pairs if v is not None]

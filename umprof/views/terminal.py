@@ -369,6 +369,16 @@ def verification_summary(pairs: list) -> Table:
     return t
 
 
+def runs_agreement(agree: dict, names: list[str]) -> str:
+    """Lines saying how often one measured run's fastest strategy held (within 5%) in another run:
+    the ceiling against which the top picks' count above is read."""
+    out = [f"the measured runs against each other (the fastest of one within 5% of the fastest of another): "
+           f"{agree['held']} of {agree['of']}, the ceiling a prediction is judged against"]
+    for p in agree["pairs"]:
+        out.append(f"  fastest in {names[p['fastest_of']]}, judged by {names[p['judged_by']]}: {p['held']} of {p['of']}")
+    return "\n".join(out)
+
+
 def crossover_table(found: pd.DataFrame) -> Table:
     """Crossings, one per row: the pair, the axis, where it crosses and which side wins where."""
     from umprof.model.crossover import format_value

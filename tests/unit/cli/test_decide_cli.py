@@ -64,6 +64,12 @@ def test_recommend_verifies_against_several_runs_by_their_median(tmp_path):
         va, vb = a["verification"], b["verification"]
         assert va["held"] == vb["held"] and va["fastest"] == vb["fastest"]
         assert vb["strategies"][0]["measured_s"] == pytest.approx(1.25 * va["strategies"][0]["measured_s"])
+        assert len(vb["round_gaps"]) == 2 * len(va["round_gaps"]) > 1  # each file's rounds, round by round
+    # the same run slower throughout: each file's fastest holds in the other, for every workload
+    assert one["runs_agree"] is None and two["runs_agree"]["held"] == two["runs_agree"]["of"] == 2 * 16
+    text = CliRunner().invoke(cli, [a for a in args if a != "--json"] + ["--measured", str(slow)])
+    assert text.exit_code == 0, text.output
+    assert "the measured runs against each other" in text.output and "32 of 32" in text.output
 
 
 def test_recommend_json_is_one_document_a_script_reads():

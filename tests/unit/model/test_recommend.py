@@ -318,6 +318,56 @@ def test_verdict_classifies_a_miss_in_either_figure():
     assert not r.verdict(rec, {"pinned": (3.0, 1.0), "mapped": (2.95, 0.5)})["ok"]  # steady: twice as slow
 
 
+def _rounds_frame(figures: dict, run: int | None = None):
+    """Total rows of a verification scenario 's' in rounds: {strategy: [whole run per round]}."""
+    import pandas as pd
+
+    rows = [{"scenario": "s" if k == 0 else f"s.r{k + 1}", "phase": "total", "status": "ok", "axis.strategy": st,
+             "axis.iterations": 3, "wall_s": t, "wall_setup_s": 0.0, "wall_steady_s": t / 3}
+            for st, ts in figures.items() for k, t in enumerate(ts)]
+    frame = pd.DataFrame(rows)
+    return frame if run is None else frame.assign(**{r.RUN: run})
+
+
+def test_a_verdict_says_round_by_round_whether_the_top_pick_held():
+    """By the medians pinned is 10% behind mapped (a miss); round by round it was within 5% of the
+    round's fastest in two of five rounds: a miss the machine does not repeat every time."""
+    rec = r.Recommendation(Workload(bytes=MiB, iterations=3),
+                           [Prediction("pinned", {}, {"h2d": 1.0}, 3), Prediction("mapped", {}, {"kernel": 2.0}, 3)],
+                           {}, "")
+    w = rec.workload
+    frame = _rounds_frame({"pinned": [1.10, 1.00, 1.12, 1.02, 1.10], "mapped": [1.0, 1.0, 1.0, 1.0, 1.0]})
+    per_round = r.measured_rounds(frame, "s", w)
+    assert sorted(per_round["pinned"]) == [(0, k) for k in range(1, 6)]
+    v = r.verdict(rec, r.measured(frame, "s", w), per_round)
+    assert not v["ok"] and v["gap"] == pytest.approx(0.10)
+    assert v["round_gaps"] == pytest.approx([0.10, 0.0, 0.12, 0.02, 0.10]) and v["rounds_held"] == 2
+    assert "within 5% of the round's fastest in 2 of 5" in v["summary"]
+    assert r.verdict(rec, r.measured(frame, "s", w))["round_gaps"] == []  # without rounds: the medians alone
+    (row,) = r.summary_rows([(rec, v)])
+    assert row["held"] == "NO" and row["rounds held"] == "2/5"
+
+
+def test_runs_agree_says_how_often_one_runs_fastest_held_in_another():
+    """Two runs of one workload: the first measured pinned fastest, the second mapped, pinned 8%
+    behind it; the second's fastest held in the first (within 5%): one of two."""
+    import pandas as pd
+
+    rec = r.Recommendation(Workload(name="loop", bytes=MiB, iterations=3),
+                           [Prediction("pinned", {}, {"h2d": 1.0}, 3), Prediction("mapped", {}, {"kernel": 2.0}, 3)],
+                           {}, "")
+    name = r.verification_name(rec.workload, 0)
+    a = _rounds_frame({"pinned": [1.00, 1.0, 1.0], "mapped": [1.04, 1.04, 1.04]}, run=0)
+    b = _rounds_frame({"pinned": [1.08, 1.08, 1.08], "mapped": [1.0, 1.0, 1.0]}, run=1)
+    frame = pd.concat([a, b], ignore_index=True).assign(scenario=lambda d: d["scenario"].str.replace("s", name, n=1))
+    agree = r.runs_agree([rec], frame)
+    assert agree["runs"] == 2 and (agree["held"], agree["of"]) == (1, 2)
+    assert {(p["fastest_of"], p["judged_by"], p["held"]) for p in agree["pairs"]} == {(0, 1, 0), (1, 0, 1)}
+    assert r.runs_agree([rec], a.assign(scenario=lambda d: d["scenario"].str.replace("s", name, n=1))) is None
+    (v,) = r.verify_all([rec], frame)  # both runs' rounds, pooled: medians over six
+    assert len(v["round_gaps"]) == 6 and v["fastest"] == "mapped"
+
+
 def test_measured_whole_run_is_the_runs_own_wall_or_composed_from_its_parts():
     import pandas as pd
 
