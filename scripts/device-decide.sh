@@ -5,7 +5,8 @@
 #   source .device/bootstrap.sh && STEP=calibrate [SCENARIOS="calibration-loop-sizes ..."] bash scripts/device-decide.sh
 #       `umprof run calibration` alone (or the scenarios named), for a calibration split over calls
 #   source .device/bootstrap.sh && STEP=set SET=holdout-2 bash scripts/device-decide.sh
-#       a workload set (scenarios/workloads/$SET.toml) under every strategy, in ROUNDS rounds (default 5)
+#       a workload set (scenarios/workloads/$SET.toml) under every strategy, in ROUNDS rounds (default 5);
+#       TAG=b names a second run of the same set apart ($gpu-loop-$SET-b.parquet)
 #   source .device/bootstrap.sh && STEP=verify CAL=results/<gpu>-loop-calibration.parquet bash scripts/device-decide.sh
 #       `recommend --verify --verify-top all` on scenarios/workloads/verify.toml (the whole run), then the same
 #       measurements judged per steady iteration (--steady --measured: one measurement serves both modes)
@@ -37,8 +38,8 @@ case "${STEP:-measure}" in
     set_name="${SET:-holdout}"
     start=$(date +%s)
     timeout -s INT "${VERIFY_LIMIT:-540}" python3 scripts/measure_workloads.py \
-      "scenarios/workloads/$set_name.toml" "$OUT/$gpu-loop-$set_name.parquet" 2>&1 | tail -5
-    echo "$set_name measured in $(( $(date +%s) - start )) s" | tee -a "$OUT/calibration-run.txt"
+      "scenarios/workloads/$set_name.toml" "$OUT/$gpu-loop-$set_name${TAG:+-$TAG}.parquet" 2>&1 | tail -5
+    echo "$set_name${TAG:+ ($TAG)} measured in $(( $(date +%s) - start )) s" | tee -a "$OUT/calibration-run.txt"
     ;;
   verify)
     start=$(date +%s)
