@@ -324,6 +324,15 @@ def runs_agree(recommendations, measured) -> dict | None:
     return rmod.runs_agree(recs, _measured_runs(measured)[0])
 
 
+def phase_drift(recommendations, measured) -> dict:
+    """How the verified steady steps ran against the calibration's predictions of them, by family
+    (:func:`umprof.model.recommend.phase_drift`), in earlier verification runs (paths or ResultSets)."""
+    from umprof.model import recommend as rmod
+
+    recs = [recommendations] if isinstance(recommendations, rmod.Recommendation) else list(recommendations)
+    return rmod.phase_drift(recs, _measured_runs(measured)[0])
+
+
 def _measured_runs(measured):
     """Earlier verification runs (a path, a ResultSet or a list of them) as one frame, each row
     marked with the run it came from (recommend.RUN), and their names for messages."""

@@ -27,5 +27,7 @@ HOLDOUT6 = {gpu: RESULTS / f"nvidia-{gpu}-loop-holdout-6.parquet" for gpu in ("h
 HOLDOUT7 = {gpu: RESULTS / f"nvidia-{gpu}-loop-holdout-7.parquet" for gpu in ("h200", "h100")}  # H100: three rounds
 # fifth session of 2026-11-23: holdout-8 judged by calibration-7 (two days old), the model frozen
 HOLDOUT8 = {gpu: RESULTS / f"nvidia-{gpu}-loop-holdout-8.parquet" for gpu in ("h200", "h100")}
+# holdout-9, measured twice on one H200 lease (two runs of five rounds; the first cut in its last round)
+HOLDOUT9_H200 = [RESULTS / "nvidia-h200-loop-holdout-9.parquet", RESULTS / "nvidia-h200-loop-holdout-9-b.parquet"]
 CROSS = RESULTS / "nvidia-h200-crossovers.parquet"
 MiB = 1024**2

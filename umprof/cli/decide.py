@@ -76,6 +76,7 @@ def recommend(sources, workload_files, size, reuse, touched, pattern, stride, it
     Predictions come from loop measurements: saved ones (--from, e.g. measured on another
     machine) or a calibration run on this GPU now. --verify then measures the workload itself.
     """
+    from umprof.model.recommend import drift_note
     from umprof.views.terminal import print_recommendation, runs_agreement, verification_summary
 
     if steady and iterations is not None:
@@ -107,8 +108,9 @@ def recommend(sources, workload_files, size, reuse, touched, pattern, stride, it
             if not measured:
                 err.print(f"verification results: {source}")
         agree = api.runs_agree(recs, list(measured)) if len(measured) > 1 else None
+        drift = api.phase_drift(recs, list(measured) or [source]) if any(v is not None for v in verdicts) else {}
         if as_json:
-            docs.append(dict(document(cal, recs, verdicts, source), gpu=gpu, runs_agree=agree))
+            docs.append(dict(document(cal, recs, verdicts, source), gpu=gpu, runs_agree=agree, phase_drift=drift))
             continue
         for r, v in zip(recs, verdicts):
             print_recommendation(r, console, v, source)
@@ -116,6 +118,9 @@ def recommend(sources, workload_files, size, reuse, touched, pattern, stride, it
             console.print(verification_summary(list(zip(recs, verdicts))))
         if agree:
             console.print(runs_agreement(agree, list(measured)))
+        note = drift_note(drift)
+        if note:
+            console.print(f"[yellow]note:[/] {note}")
     if as_json:
         common.echo_json(docs[0] if len(docs) == 1 else {"gpus": docs})
 

@@ -369,6 +369,58 @@ def runs_agree(recs: list[Recommendation], frame: pd.DataFrame) -> dict | None:
     return {"runs": len(runs), "pairs": pairs, "held": sum(p["held"] for p in pairs), "of": sum(p["of"] for p in pairs)}
 
 
+DRIFT_FAMILIES = {"host memory": ("host_write", "host_read"), "copies": ("h2d", "d2h"), "kernels": ("kernel",)}
+DRIFT_FLOOR_S = 20e-6  # steps predicted shorter than this are a launch's noise, not the path's rate
+DRIFT_WARN = 0.15  # a family measured this far from the calibration, in the median, no longer describes it
+
+
+def phase_drift(recs: list[Recommendation], frame: pd.DataFrame) -> dict[str, dict]:
+    """How this verification's steady steps ran against the calibration's prediction of them, by
+    family (host memory: the host's writes and reads; copies; kernels): the median of measured /
+    predicted over every verified workload and plain strategy (explicit copies, zero-copy, mapped:
+    no managed faults, no plan's own steps) whose step the calibration predicts at DRIFT_FLOOR_S or
+    more. A family far from 1 says the calibration describes another machine or day: on the lent
+    H200 of 2026-11-23 (sixth session) holdout-9's two runs measured host memory at 1.34x and 1.28x
+    calibration-7 (measured on another lease), copies at 1.01x, kernels at 1.05-1.07x; holdout-8,
+    measured on calibration-7's own kind of lease, 1.03x, 0.98x and 1.06x."""
+    from umprof.measure import strategies
+    from umprof.measure.scenario import is_round_of
+    from umprof.model.predict import BORROWS
+
+    ok = frame[frame["status"] == "ok"]
+    ratios: dict[str, list[float]] = {f: [] for f in DRIFT_FAMILIES}
+    for i, rec in enumerate(recs):
+        rows = ok[is_round_of(ok["scenario"].astype(str), verification_name(rec.workload, i))]
+        for p in rec.ranked:
+            st = strategies.get(p.strategy)
+            if st.managed or p.strategy in BORROWS:
+                continue
+            mine = rows[rows["axis.strategy"] == p.strategy]
+            if mine.empty:
+                continue
+            steady_its = mine["axis.iterations"].astype(int) - 1
+            for family, phases in DRIFT_FAMILIES.items():
+                for ph in phases:
+                    at = mine["phase"] == ph
+                    per_it = (mine.loc[at, "time_median_s"] / steady_its[at]).median() if at.any() else math.nan
+                    if p.steady.get(ph, 0.0) >= DRIFT_FLOOR_S and per_it > 0:
+                        ratios[family].append(per_it / p.steady[ph])
+    return {f: {"ratio": float(np.median(v)), "steps": len(v)} for f, v in ratios.items() if v}
+
+
+def drift_note(drift: dict[str, dict]) -> str | None:
+    """A warning where a family of steps ran more than DRIFT_WARN from the calibration (None if none did)."""
+    off = {f: d["ratio"] for f, d in drift.items() if abs(d["ratio"] - 1) > DRIFT_WARN}
+    if not off:
+        return None
+    said = ", ".join(f"{f} {r:.2f}x" for f, r in off.items())
+    rest = ", ".join(f"{f} {d['ratio']:.2f}x" for f, d in drift.items() if f not in off)
+    return (f"this run's steps against the calibration's prediction of them (median, measured / predicted): {said}"
+            f"{f' (but {rest})' if rest else ''}: the calibration does not describe this machine as it runs now, and "
+            f"its ranking may not either; calibrate here (recommend without --from measures a calibration now) and "
+            f"verify again")
+
+
 def summary_rows(pairs) -> list[dict]:
     """One row per verified (recommendation, verdict): the top pick, the measured fastest, the gap."""
     return [{"workload": rec.workload.label, "top pick": rec.top.strategy, "measured fastest": v["fastest"] or "-",

@@ -67,6 +67,7 @@ def test_recommend_verifies_against_several_runs_by_their_median(tmp_path):
         assert len(vb["round_gaps"]) == 2 * len(va["round_gaps"]) > 1  # each file's rounds, round by round
     # the same run slower throughout: each file's fastest holds in the other, for every workload
     assert one["runs_agree"] is None and two["runs_agree"]["held"] == two["runs_agree"]["of"] == 2 * 16
+    assert set(one["phase_drift"]) == {"host memory", "copies", "kernels"}
     text = CliRunner().invoke(cli, [a for a in args if a != "--json"] + ["--measured", str(slow)])
     assert text.exit_code == 0, text.output
     assert "the measured runs against each other" in text.output and "32 of 32" in text.output

@@ -368,6 +368,24 @@ def test_runs_agree_says_how_often_one_runs_fastest_held_in_another():
     assert len(v["round_gaps"]) == 6 and v["fastest"] == "mapped"
 
 
+def test_phase_drift_says_when_the_calibration_no_longer_describes_the_machine():
+    """holdout-9's lease ran the host's writes and reads about 1.3x slower than calibration-7's
+    lease (copies and kernels as predicted): the verification says so; holdout-8's did not."""
+    from umprof.model.predict import Calibration
+
+    cal = Calibration.from_results(ResultSet.load(data.CAL7["h200"]))
+    recs = r.recommend_all(cal, load_workloads(WORKLOADS / "holdout-9.toml"))
+    for path in data.HOLDOUT9_H200:
+        drift = r.phase_drift(recs, ResultSet.load(path).frame)
+        assert drift["host memory"]["ratio"] > 1.2 and drift["host memory"]["steps"] > 50
+        assert abs(drift["copies"]["ratio"] - 1) < 0.05 and abs(drift["kernels"]["ratio"] - 1) < 0.1
+        note = r.drift_note(drift)
+        assert note and "host memory 1." in note and "copies" in note and "calibrate here" in note
+    recs = r.recommend_all(cal, load_workloads(WORKLOADS / "holdout-8.toml"))
+    drift = r.phase_drift(recs, ResultSet.load(data.HOLDOUT8["h200"]).frame)
+    assert set(drift) == {"host memory", "copies", "kernels"} and r.drift_note(drift) is None
+
+
 def test_measured_whole_run_is_the_runs_own_wall_or_composed_from_its_parts():
     import pandas as pd
 
