@@ -316,7 +316,7 @@ def verify(recommendations, *, top: int | None = 3, measured=None, output=None, 
 def runs_agree(recommendations, measured) -> dict | None:
     """How often the strategy measured fastest in one verification run (a path or ResultSet of
     ``measured``) was within 5% of the fastest in another, over the recommendations' workloads
-    (:func:`umprof.model.recommend.runs_agree`): the ceiling a prediction is judged against. None
+    (:func:`umprof.model.recommend.runs_agree`): how repeatable the verdict itself is. None
     for fewer than two runs."""
     from umprof.model import recommend as rmod
 

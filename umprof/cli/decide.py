@@ -57,7 +57,7 @@ def _workloads(files, options: dict):
 @click.option("--measured", multiple=True, type=click.Path(dir_okay=False), metavar="RESULTS",
               help="Verify against earlier --verify runs' results instead of measuring again (repeatable: each "
                    "strategy's figure is the median over the files and rounds, and how often one file's fastest "
-                   "held in another is shown: the ceiling of the verdicts).")
+                   "held in another is shown: how repeatable the verdicts are).")
 @click.option("-o", "--output", type=click.Path(dir_okay=False), default=None,
               help="Where --verify saves its measurements. Default: umprof-results/verify-<time>.parquet")
 @click.option("--save-calibration", type=click.Path(dir_okay=False), default=None,

@@ -342,9 +342,9 @@ def runs_agree(recs: list[Recommendation], frame: pd.DataFrame) -> dict | None:
     """How well one measured run predicts another (the frame holds several, told apart by RUN):
     for each ordered pair of runs and each workload measured in both, whether the strategy
     measured fastest in the first (by its median over that run's rounds) was within 5% of the
-    fastest in the second, in each recommendation's figure. The ceiling of a verdict: a prediction
-    cannot be judged more repeatable than the measurement it is judged by. None for fewer than
-    two runs."""
+    fastest in the second, in each recommendation's figure: how repeatable the verdict itself is
+    (a pick made from one measurement of the machine, judged by another). None for fewer than two
+    runs."""
     if RUN not in frame or frame[RUN].nunique() < 2:
         return None
     runs = sorted(int(x) for x in frame[RUN].unique())

@@ -371,9 +371,9 @@ def verification_summary(pairs: list) -> Table:
 
 def runs_agreement(agree: dict, names: list[str]) -> str:
     """Lines saying how often one measured run's fastest strategy held (within 5%) in another run:
-    the ceiling against which the top picks' count above is read."""
+    how repeatable the verdict is, against which the top picks' count above is read."""
     out = [f"the measured runs against each other (the fastest of one within 5% of the fastest of another): "
-           f"{agree['held']} of {agree['of']}, the ceiling a prediction is judged against"]
+           f"{agree['held']} of {agree['of']} (how repeatable the verdict itself is)"]
     for p in agree["pairs"]:
         out.append(f"  fastest in {names[p['fastest_of']]}, judged by {names[p['judged_by']]}: {p['held']} of {p['of']}")
     return "\n".join(out)
