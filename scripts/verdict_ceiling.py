@@ -24,10 +24,8 @@ JUDGE_ROUNDS = 5
 
 
 def main(cal_path: str, set_path: str, results: list[str]) -> None:
-    from umprof.api import _measured_runs
-
     cal = api.load_calibration([cal_path])
-    frame, _ = _measured_runs(results)
+    frame, _ = api.measured_frame(results)
     workloads = load_workloads(set_path)
     rng = np.random.default_rng(1)
     for steady in (False, True):

@@ -303,7 +303,7 @@ def verify(recommendations, *, top: int | None = 3, measured=None, output=None, 
 
     recs = [recommendations] if isinstance(recommendations, rmod.Recommendation) else list(recommendations)
     if measured is not None:
-        frame, where = _measured_runs(measured)
+        frame, where = measured_frame(measured)
         return rmod.verify_all(recs, frame), where
     scenarios = rmod.verification_rounds([r.workload for r in recs], [[p.strategy for p in r.ranked[:top]] for r in recs],
                                          rmod.VERIFY_ROUNDS if rounds is None else rounds)
@@ -321,7 +321,7 @@ def runs_agree(recommendations, measured) -> dict | None:
     from umprof.model import recommend as rmod
 
     recs = [recommendations] if isinstance(recommendations, rmod.Recommendation) else list(recommendations)
-    return rmod.runs_agree(recs, _measured_runs(measured)[0])
+    return rmod.runs_agree(recs, measured_frame(measured)[0])
 
 
 def phase_drift(recommendations, measured) -> dict:
@@ -330,19 +330,19 @@ def phase_drift(recommendations, measured) -> dict:
     from umprof.model import recommend as rmod
 
     recs = [recommendations] if isinstance(recommendations, rmod.Recommendation) else list(recommendations)
-    return rmod.phase_drift(recs, _measured_runs(measured)[0])
+    return rmod.phase_drift(recs, measured_frame(measured)[0])
 
 
-def _measured_runs(measured):
+def measured_frame(measured) -> tuple:
     """Earlier verification runs (a path, a ResultSet or a list of them) as one frame, each row
-    marked with the run it came from (recommend.RUN), and their names for messages."""
+    marked with the run it came from (``umprof.model.recommend.RUN``: 0, 1, ...), and their names
+    for messages."""
     import pandas as pd
 
     from umprof.model.recommend import RUN
 
-    items = list(measured) if isinstance(measured, (list, tuple)) else [measured]
-    sets = [m if isinstance(m, ResultSet) else ResultSet.load(m) for m in items]
-    frame = pd.concat([rs.frame.assign(**{RUN: i}) for i, rs in enumerate(sets)], ignore_index=True)
+    items = [measured] if isinstance(measured, (str, Path, ResultSet)) else list(measured)
+    frame = pd.concat([rs.frame.assign(**{RUN: i}) for i, rs in enumerate(_result_sets(items))], ignore_index=True)
     return frame, ", ".join(str(m) if not isinstance(m, ResultSet) else "results" for m in items)
 
 

@@ -56,8 +56,8 @@ def _workloads(files, options: dict):
                    "briefly); each figure is the median over them.")
 @click.option("--measured", multiple=True, type=click.Path(dir_okay=False), metavar="RESULTS",
               help="Verify against earlier --verify runs' results instead of measuring again (repeatable: each "
-                   "strategy's figure is the median over the files and rounds, and how often one file's fastest "
-                   "held in another is shown: how repeatable the verdicts are).")
+                   "strategy's figure is the median over the files and rounds; with two or more, also how often "
+                   "one file's fastest held in another).")
 @click.option("-o", "--output", type=click.Path(dir_okay=False), default=None,
               help="Where --verify saves its measurements. Default: umprof-results/verify-<time>.parquet")
 @click.option("--save-calibration", type=click.Path(dir_okay=False), default=None,
@@ -89,6 +89,7 @@ def recommend(sources, workload_files, size, reuse, touched, pattern, stride, it
         raise UsageError(f"option '--verify-top': expected a positive integer or 'all', got {verify_top!r}")
     console, err = common.out(), common.err()
     gpus = _gpus(device_index, sources)
+    runs = [api.load(m) for m in measured]  # read once, before any calibration: verdicts, agreement and drift
     docs = []
     for gpu in gpus:
         if len(gpus) > 1 and not as_json:
@@ -102,13 +103,16 @@ def recommend(sources, workload_files, size, reuse, touched, pattern, stride, it
         verdicts, source = [None] * len(recs), ""
         if verify or measured:
             verdicts, source = api.verify(recs, top=None if verify_top == "all" else int(verify_top),
-                                          measured=list(measured) or None, output=_per_gpu(output, gpu, gpus),
+                                          measured=runs or None, output=_per_gpu(output, gpu, gpus),
                                           device=gpu, force=force, console=err, argv=common.argv(),
                                           rounds=verify_rounds)
-            if not measured:
+            if measured:
+                source = ", ".join(measured)
+            else:
                 err.print(f"verification results: {source}")
-        agree = api.runs_agree(recs, list(measured)) if len(measured) > 1 else None
-        drift = api.phase_drift(recs, list(measured) or [source]) if any(v is not None for v in verdicts) else {}
+        judged = runs or ([source] if verify else [])
+        agree = api.runs_agree(recs, judged) if len(judged) > 1 else None
+        drift = api.phase_drift(recs, judged) if any(v is not None for v in verdicts) else {}
         if as_json:
             docs.append(dict(document(cal, recs, verdicts, source), gpu=gpu, runs_agree=agree, phase_drift=drift))
             continue

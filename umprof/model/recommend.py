@@ -95,7 +95,7 @@ class Recommendation:
             "verification": None if verdict is None else {
                 "measured_in": verdict.get("source", ""), "held": bool(verdict["ok"]), "fastest": verdict["fastest"],
                 "top_pick_vs_fastest": None if math.isnan(verdict["gap"]) else verdict["gap"],
-                "round_gaps": verdict.get("round_gaps", []), "rounds_held": verdict.get("rounds_held", 0),
+                "round_gaps": verdict["round_gaps"], "rounds_held": verdict["rounds_held"],
                 "strategies": verdict["table"].to_dict(orient="records")},
         }
 
@@ -296,7 +296,8 @@ def verdict(rec: Recommendation, measured_s: dict[str, tuple[float, float]],
                          "error": p.cost(rec.steady) / m - 1 if m > 0 else math.nan})
     table = pd.DataFrame(rows, columns=["strategy", "predicted_s", "measured_s", "error"])
     if table.empty or rec.top.strategy not in meas:
-        return {"table": table, "ok": False, "fastest": None, "gap": math.nan, "summary": "the top pick was not measured"}
+        return {"table": table, "ok": False, "fastest": None, "gap": math.nan, "summary": "the top pick was not measured",
+                "round_gaps": [], "rounds_held": 0}
     table["measured_rank"] = table["measured_s"].rank(method="min").astype(int)
     fastest = table.loc[table["measured_s"].idxmin(), "strategy"]
     gap = meas[rec.top.strategy] / meas[fastest] - 1
@@ -348,24 +349,23 @@ def runs_agree(recs: list[Recommendation], frame: pd.DataFrame) -> dict | None:
     if RUN not in frame or frame[RUN].nunique() < 2:
         return None
     runs = sorted(int(x) for x in frame[RUN].unique())
-    pairs = []
-    for a in runs:
-        for b in runs:
-            if a == b:
+    tally = {(a, b): [0, 0] for a in runs for b in runs if a != b}  # (fastest of, judged by) → [held, of]
+    for i, rec in enumerate(recs):
+        fig = 1 if rec.steady else 0
+        per_round = measured_rounds(frame, verification_name(rec.workload, i), rec.workload)
+        # each run's medians, from its own rounds (a round's key starts with its run)
+        by_run = {x: {s: m[fig] for s, m in _medians({s: {k: v for k, v in rs.items() if k[0] == x}
+                                                      for s, rs in per_round.items()}).items()
+                      if not math.isnan(m[fig])} for x in runs}
+        for (a, b), counts in tally.items():
+            ma, mb = by_run[a], by_run[b]
+            if not ma or not mb:
                 continue
-            held = of = 0
-            for i, rec in enumerate(recs):
-                name, fig = verification_name(rec.workload, i), 1 if rec.steady else 0
-                ma, mb = (measured(frame[frame[RUN] == x], name, rec.workload) for x in (a, b))
-                ma = {s: v[fig] for s, v in ma.items() if not math.isnan(v[fig])}
-                mb = {s: v[fig] for s, v in mb.items() if not math.isnan(v[fig])}
-                if not ma or not mb:
-                    continue
-                pick = min(ma, key=ma.get)
-                if pick in mb:
-                    of += 1
-                    held += mb[pick] / min(mb.values()) - 1 <= CLOSE
-            pairs.append({"fastest_of": a, "judged_by": b, "held": held, "of": of})
+            pick = min(ma, key=ma.get)
+            if pick in mb:
+                counts[1] += 1
+                counts[0] += mb[pick] / min(mb.values()) - 1 <= CLOSE
+    pairs = [{"fastest_of": a, "judged_by": b, "held": h, "of": n} for (a, b), (h, n) in tally.items()]
     return {"runs": len(runs), "pairs": pairs, "held": sum(p["held"] for p in pairs), "of": sum(p["of"] for p in pairs)}
 
 
@@ -415,7 +415,7 @@ def drift_note(drift: dict[str, dict]) -> str | None:
         return None
     said = ", ".join(f"{f} {r:.2f}x" for f, r in off.items())
     rest = ", ".join(f"{f} {d['ratio']:.2f}x" for f, d in drift.items() if f not in off)
-    return (f"this run's steps against the calibration's prediction of them (median, measured / predicted): {said}"
+    return (f"the verified steps against the calibration's prediction of them (median, measured / predicted): {said}"
             f"{f' (but {rest})' if rest else ''}: the calibration does not describe this machine as it runs now, and "
             f"its ranking may not either; calibrate here (recommend without --from measures a calibration now) and "
             f"verify again")
@@ -427,6 +427,5 @@ def summary_rows(pairs) -> list[dict]:
              "top pick vs fastest": "-" if math.isnan(v["gap"]) else f"+{v['gap']:.1%}",
              "median error": "-" if v["table"].empty else f"{v['table']['error'].abs().median():.1%}",
              "held": "yes" if v["ok"] else "NO",
-             "rounds held": f"{v.get('rounds_held', 0)}/{len(v.get('round_gaps', []))}" if len(v.get("round_gaps", [])) > 1
-             else "-"}
+             "rounds held": f"{v['rounds_held']}/{len(v['round_gaps'])}" if len(v["round_gaps"]) > 1 else "-"}
             for rec, v in pairs if v is not None]

@@ -372,8 +372,8 @@ def verification_summary(pairs: list) -> Table:
 def runs_agreement(agree: dict, names: list[str]) -> str:
     """Lines saying how often one measured run's fastest strategy held (within 5%) in another run:
     how repeatable the verdict is, against which the top picks' count above is read."""
-    out = [f"the measured runs against each other (the fastest of one within 5% of the fastest of another): "
-           f"{agree['held']} of {agree['of']} (how repeatable the verdict itself is)"]
+    out = [f"the measured runs against each other: one run's fastest within 5% of another's in {agree['held']} of "
+           f"{agree['of']} (how repeatable the verdict itself is)"]
     for p in agree["pairs"]:
         out.append(f"  fastest in {names[p['fastest_of']]}, judged by {names[p['judged_by']]}: {p['held']} of {p['of']}")
     return "\n".join(out)
