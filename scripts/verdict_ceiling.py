@@ -2,7 +2,9 @@
 `recommend --verify` judges (within 5% of the fastest by the median over five rounds), on a
 workload set's measurements: the ceiling the verdicts of a real model are read against.
 
-    python3 scripts/verdict_ceiling.py CAL SET.toml RESULTS [RESULTS ...]
+    python3 scripts/verdict_ceiling.py CAL[,CAL ...] SET.toml RESULTS [RESULTS ...]
+
+CAL: the calibration's result files, comma-separated where it was measured in parts.
 
 Each strategy's true time is taken as its median over every round of every RESULTS file; runs
 of five rounds are drawn from those rounds (whole rounds, with replacement, so that a slow spell
@@ -24,7 +26,7 @@ JUDGE_ROUNDS = 5
 
 
 def main(cal_path: str, set_path: str, results: list[str]) -> None:
-    cal = api.load_calibration([cal_path])
+    cal = api.load_calibration(cal_path.split(","))
     frame, _ = api.measured_frame(results)
     workloads = load_workloads(set_path)
     rng = np.random.default_rng(1)

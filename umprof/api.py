@@ -211,12 +211,13 @@ def load_calibration(sources, device: int | None = None):
     on that GPU (a calibration run with ``--device all``)."""
     import pandas as pd
 
-    from umprof.model.predict import Calibration
+    from umprof.model.predict import RUN, Calibration
 
     sets = _result_sets(sources)
     if not sets:
         raise UsageError("no calibration given: pass result files of `umprof run calibration`")
-    frame = pd.concat([r.frame for r in sets], ignore_index=True)
+    # each file's rows marked as its own run: a case measured in two calibrations is two samples of it
+    frame = pd.concat([r.frame.assign(**{RUN: i}) for i, r in enumerate(sets)], ignore_index=True)
     infos = [d for r in sets for d in r.devices]
     if device is not None:
         if "device" in frame and (frame["device"] == device).any():

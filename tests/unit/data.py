@@ -29,5 +29,8 @@ HOLDOUT7 = {gpu: RESULTS / f"nvidia-{gpu}-loop-holdout-7.parquet" for gpu in ("h
 HOLDOUT8 = {gpu: RESULTS / f"nvidia-{gpu}-loop-holdout-8.parquet" for gpu in ("h200", "h100")}
 # holdout-9, measured twice on one H200 lease (two runs of five rounds; the first cut in its last round)
 HOLDOUT9_H200 = [RESULTS / "nvidia-h200-loop-holdout-9.parquet", RESULTS / "nvidia-h200-loop-holdout-9-b.parquet"]
+# seventh session: calibration-8, measured on one H200 lease just before holdout-10 on the same lease
+CAL8_H200 = RESULTS / "nvidia-h200-loop-calibration-8.parquet"
+HOLDOUT10_H200 = RESULTS / "nvidia-h200-loop-holdout-10.parquet"
 CROSS = RESULTS / "nvidia-h200-crossovers.parquet"
 MiB = 1024**2

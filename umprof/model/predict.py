@@ -61,6 +61,9 @@ from umprof.measure.scenario import round_base
 from umprof.model.workload import Workload
 
 CALIBRATION_PREFIX = "calibration-loop-"  # the shipped calibration group's scenarios
+# the column that tells the files of one frame apart (0, 1, ...): several calibrations given to --from, or
+# several verification runs given to --measured; a case measured in each is a sample of each
+RUN = "run"
 VERIFY_PREFIX = "recommend-"  # scenarios `recommend --verify` writes
 SETUP_PHASES = ("alloc", "host_init", "first_extra", "free")
 STEADY_PHASES = ("host_write", "h2d", "kernel", "d2h", "host_read", "other", "overlap")
@@ -383,14 +386,16 @@ class Calibration:
         if self._gap_table is None:
             d = self.ok
             steady = d[d["phase"].isin(STEADY_PHASES)]
-            per_case = steady.groupby(["scenario", "case"])
+            # a case's phases against its own run's wall clock, where the frame pools several runs (RUN)
+            keys = ["scenario", "case"] + ([RUN] if RUN in d.columns else [])
+            per_case = steady.groupby(keys)
             sums = per_case["per_iteration"].sum()
             n_gpu = per_case["phase"].agg(lambda p: int(p.isin(GPU_STEPS).sum()))
             n_host = per_case["phase"].agg(lambda p: int(p.isin(HOST_STEPS).sum()))
             rows = []
             if "wall_steady_s" in d.columns:
                 for _, r in d[d["phase"] == "total"].iterrows():
-                    key = (r["scenario"], r["case"])
+                    key = tuple(r[k] for k in keys)
                     if key in sums.index and not math.isnan(r["wall_steady_s"]):
                         rows.append({"strategy": r["axis.strategy"], "bytes": float(r["axis.bytes"]),
                                      "n_gpu": n_gpu[key], "n_host": n_host[key],

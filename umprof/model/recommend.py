@@ -14,7 +14,7 @@ import pandas as pd
 from umprof.core.errors import UsageError
 from umprof.core.results import slug
 from umprof.core.units import format_time
-from umprof.model.predict import PHASES, VERIFY_PREFIX, Calibration, Prediction, kind
+from umprof.model.predict import PHASES, RUN, VERIFY_PREFIX, Calibration, Prediction, kind
 from umprof.model.workload import Workload, with_fit
 
 CLOSE = 0.05  # within this, two strategies are a close call (and a top pick within it of the fastest counts as right)
@@ -230,9 +230,6 @@ def verification_rounds(workloads: list[Workload], strategies: list[list[str]], 
     each = [replace(verification_scenario(w, names, sampling, index=i), rounds=rounds).in_rounds()
             for i, (w, names) in enumerate(zip(workloads, strategies))]
     return [its[k] for k in range(rounds) for its in each]
-
-
-RUN = "run"  # the column recommend --measured adds to each file's rows: which of the files (0, 1, ...) they came from
 
 
 def measured_rounds(frame: pd.DataFrame, scenario: str, w: Workload) -> dict[str, dict[tuple, tuple[float, float]]]:

@@ -161,6 +161,21 @@ def test_the_setup_loop_stands_for_allocation_first_write_and_free_alone():
     assert both.predict("pageable", w).setup_s < plain.predict("pageable", w).setup_s
 
 
+def test_a_calibration_given_twice_predicts_as_once():
+    """`--from` is repeatable: two calibrations of the same cases pool their figures. Each case's gap (its
+    steady iteration's wall clock less its phases) is the run's own: summing two runs' phases against one
+    wall clock made every gap negative, and a calibration given twice predicted other times."""
+    from umprof import api
+
+    once, twice = api.load_calibration([data.CAL7["h200"]]), api.load_calibration([data.CAL7["h200"]] * 2)
+    assert len(twice._gap_rows()) == 2 * len(once._gap_rows())
+    assert twice.phase_costs() == pytest.approx(once.phase_costs())
+    for w in load_workloads(WORKLOADS / "holdout-10.toml"):
+        for s in ("pinned", "pageable", "managed", "mapped", "pinned-pipelined"):
+            a, b = once.predict(s, w), twice.predict(s, w)
+            assert b.steady_s == pytest.approx(a.steady_s) and b.setup_s == pytest.approx(a.setup_s), (w.name, s)
+
+
 def _with_walk(walk_s):
     """The committed H200 calibration with calibration-loop-walk rows whose passes take ``walk_s``
     (strategy → seconds per pass, launch included) over the fixed part."""
@@ -384,6 +399,14 @@ def test_phase_drift_says_when_the_calibration_no_longer_describes_the_machine()
     recs = r.recommend_all(cal, load_workloads(WORKLOADS / "holdout-8.toml"))
     drift = r.phase_drift(recs, ResultSet.load(data.HOLDOUT8["h200"]).frame)
     assert set(drift) == {"host memory", "copies", "kernels"} and r.drift_note(drift) is None
+    # holdout-10: calibration-7 no longer describes its lease's host memory; calibration-8, measured there, does
+    workloads, frame = load_workloads(WORKLOADS / "holdout-10.toml"), ResultSet.load(data.HOLDOUT10_H200).frame
+    drift = r.phase_drift(r.recommend_all(cal, workloads), frame)
+    assert drift["host memory"]["ratio"] > 1.2 and r.drift_note(drift)
+    own = Calibration.from_results(ResultSet.load(data.CAL8_H200))
+    drift = r.phase_drift(r.recommend_all(own, workloads), frame)
+    assert drift["host memory"]["ratio"] < 1.15 and abs(drift["kernels"]["ratio"] - 1) < 0.05
+    assert r.drift_note(drift) is None
 
 
 def test_measured_whole_run_is_the_runs_own_wall_or_composed_from_its_parts():
@@ -504,6 +527,11 @@ def test_verification_table_of_the_readme_on_the_h200(cal):
     # ~1.3x slower than calibration-7's (recommend's phase-drift note says so)
     (data.CAL7["h200"], data.HOLDOUT9_H200[0], "holdout-9.toml", 11, 8, 0.16, 0.18),
     (data.CAL7["h200"], data.HOLDOUT9_H200[1], "holdout-9.toml", 12, 9, 0.14, 0.14),
+    # holdout-10, the model frozen, by calibration-7 as committed, by calibration-8 (its own lease, measured just
+    # before it) and by both together (`--from` twice)
+    (data.CAL7["h200"], data.HOLDOUT10_H200, "holdout-10.toml", 13, 9, 0.10, 0.10),
+    (data.CAL8_H200, data.HOLDOUT10_H200, "holdout-10.toml", 11, 6, 0.11, 0.10),
+    ([data.CAL7["h200"], data.CAL8_H200], data.HOLDOUT10_H200, "holdout-10.toml", 12, 8, 0.07, 0.08),
     # calibration-7 on sets measured before it (the README's paragraph after the list of sets)
     (data.CAL7["h200"], data.HOLDOUT2_ROUNDS5_H200, "holdout-2.toml", 12, 13, 0.06, 0.07),
     (data.CAL7["h200"], data.HOLDOUT4["h200"], "holdout-4.toml", 13, 12, 0.07, 0.07),
@@ -512,9 +540,9 @@ def test_verification_table_of_the_readme_on_the_h200(cal):
 def test_verification_table_of_the_readme_same_day_in_two_rounds(calibration, measured, workloads, whole_held,
                                                                    steady_held, whole_err, steady_err):
     """The README's table: each set measured in rounds the day of its calibration."""
-    from umprof.model.predict import Calibration
+    from umprof import api
 
-    cal = Calibration.from_results(ResultSet.load(calibration))
+    cal = api.load_calibration(calibration if isinstance(calibration, list) else [calibration])
     (whole, w_err), (steady, s_err) = (_held(cal, m, measured, workloads) for m in (False, True))
     assert sum(whole.values()) >= whole_held and sum(steady.values()) >= steady_held, (whole, steady)
     assert w_err < whole_err and s_err < steady_err
