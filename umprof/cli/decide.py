@@ -27,7 +27,8 @@ def _workloads(files, options: dict):
 
 @click.command()
 @click.option("--from", "sources", multiple=True, type=click.Path(dir_okay=False), metavar="RESULTS",
-              help="Predict from a saved loop calibration (`umprof run calibration -o F`; repeatable). "
+              help="Predict from a saved loop calibration (`umprof run calibration -o F`; repeatable: several "
+                   "calibrations, or one measured in parts, pool case by case). "
                    "Default: calibrate on this GPU now.")
 @click.option("--workload", "workload_files", multiple=True, type=click.Path(dir_okay=False), metavar="FILE",
               help="A workload TOML file ([workload] or [[workload]] tables; see scenarios/workloads/example.toml).")
