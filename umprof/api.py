@@ -205,19 +205,26 @@ def _result_sets(sources) -> list[ResultSet]:
     return [s if isinstance(s, ResultSet) else ResultSet.load(s) for s in items]
 
 
+def _runs_frame(sets: list[ResultSet]):
+    """The sets' rows as one frame, each marked with the run (file) it came from
+    (``umprof.model.predict.RUN``: 0, 1, ...): a case measured in two runs is two samples of it."""
+    import pandas as pd
+
+    from umprof.model.predict import RUN
+
+    return pd.concat([rs.frame.assign(**{RUN: i}) for i, rs in enumerate(sets)], ignore_index=True)
+
+
 def load_calibration(sources, device: int | None = None):
     """A Calibration from saved results with lifecycle cases (paths or ResultSets; e.g. the
     committed ``results/nvidia-h200-calibration.parquet``); ``device``: only the rows measured
     on that GPU (a calibration run with ``--device all``)."""
-    import pandas as pd
-
-    from umprof.model.predict import RUN, Calibration
+    from umprof.model.predict import Calibration
 
     sets = _result_sets(sources)
     if not sets:
         raise UsageError("no calibration given: pass result files of `umprof run calibration`")
-    # each file's rows marked as its own run: a case measured in two calibrations is two samples of it
-    frame = pd.concat([r.frame.assign(**{RUN: i}) for i, r in enumerate(sets)], ignore_index=True)
+    frame = _runs_frame(sets)  # several calibrations pool case by case, each case's gaps against its own run
     infos = [d for r in sets for d in r.devices]
     if device is not None:
         if "device" in frame and (frame["device"] == device).any():
@@ -336,15 +343,10 @@ def phase_drift(recommendations, measured) -> dict:
 
 def measured_frame(measured) -> tuple:
     """Earlier verification runs (a path, a ResultSet or a list of them) as one frame, each row
-    marked with the run it came from (``umprof.model.recommend.RUN``: 0, 1, ...), and their names
+    marked with the run it came from (``umprof.model.predict.RUN``: 0, 1, ...), and their names
     for messages."""
-    import pandas as pd
-
-    from umprof.model.recommend import RUN
-
     items = [measured] if isinstance(measured, (str, Path, ResultSet)) else list(measured)
-    frame = pd.concat([rs.frame.assign(**{RUN: i}) for i, rs in enumerate(_result_sets(items))], ignore_index=True)
-    return frame, ", ".join(str(m) if not isinstance(m, ResultSet) else "results" for m in items)
+    return _runs_frame(_result_sets(items)), ", ".join(str(m) if not isinstance(m, ResultSet) else "results" for m in items)
 
 
 def compare(a, b, *, phases: str = "total", across_devices: bool = False, floor: float | None = None):

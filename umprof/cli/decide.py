@@ -77,7 +77,7 @@ def recommend(sources, workload_files, size, reuse, touched, pattern, stride, it
     Predictions come from loop measurements: saved ones (--from, e.g. measured on another
     machine) or a calibration run on this GPU now. --verify then measures the workload itself.
     """
-    from umprof.model.recommend import drift_note
+    from umprof.model.recommend import drift_note, phase_drift, runs_agree
     from umprof.views.terminal import print_recommendation, runs_agreement, verification_summary
 
     if steady and iterations is not None:
@@ -112,8 +112,9 @@ def recommend(sources, workload_files, size, reuse, touched, pattern, stride, it
             else:
                 err.print(f"verification results: {source}")
         judged = runs or ([source] if verify else [])
-        agree = api.runs_agree(recs, judged) if len(judged) > 1 else None
-        drift = api.phase_drift(recs, judged) if any(v is not None for v in verdicts) else {}
+        frame = api.measured_frame(judged)[0] if judged else None  # one frame for the agreement and the drift
+        agree = runs_agree(recs, frame) if len(judged) > 1 else None
+        drift = phase_drift(recs, frame) if any(v is not None for v in verdicts) else {}
         if as_json:
             docs.append(dict(document(cal, recs, verdicts, source), gpu=gpu, runs_agree=agree, phase_drift=drift))
             continue

@@ -350,10 +350,7 @@ def runs_agree(recs: list[Recommendation], frame: pd.DataFrame) -> dict | None:
     for i, rec in enumerate(recs):
         fig = 1 if rec.steady else 0
         per_round = measured_rounds(frame, verification_name(rec.workload, i), rec.workload)
-        # each run's medians, from its own rounds (a round's key starts with its run)
-        by_run = {x: {s: m[fig] for s, m in _medians({s: {k: v for k, v in rs.items() if k[0] == x}
-                                                      for s, rs in per_round.items()}).items()
-                      if not math.isnan(m[fig])} for x in runs}
+        by_run = {x: _run_medians(per_round, x, fig) for x in runs}
         for (a, b), counts in tally.items():
             ma, mb = by_run[a], by_run[b]
             if not ma or not mb:
@@ -364,6 +361,13 @@ def runs_agree(recs: list[Recommendation], frame: pd.DataFrame) -> dict | None:
                 counts[0] += mb[pick] / min(mb.values()) - 1 <= CLOSE
     pairs = [{"fastest_of": a, "judged_by": b, "held": h, "of": n} for (a, b), (h, n) in tally.items()]
     return {"runs": len(runs), "pairs": pairs, "held": sum(p["held"] for p in pairs), "of": sum(p["of"] for p in pairs)}
+
+
+def _run_medians(per_round: dict[str, dict[tuple, tuple[float, float]]], run: int, fig: int) -> dict[str, float]:
+    """Strategy → its median figure ``fig`` (0 whole run, 1 steady) over one run's own rounds (a round's
+    key starts with its run), where it has one."""
+    mine = {s: {k: v for k, v in rounds.items() if k[0] == run} for s, rounds in per_round.items()}
+    return {s: m[fig] for s, m in _medians(mine).items() if not math.isnan(m[fig])}
 
 
 DRIFT_FAMILIES = {"host memory": ("host_write", "host_read"), "copies": ("h2d", "d2h"), "kernels": ("kernel",)}
@@ -414,8 +418,8 @@ def drift_note(drift: dict[str, dict]) -> str | None:
     rest = ", ".join(f"{f} {d['ratio']:.2f}x" for f, d in drift.items() if f not in off)
     return (f"the verified steps against the calibration's prediction of them (median, measured / predicted): {said}"
             f"{f' (but {rest})' if rest else ''}: the calibration does not describe this machine as it runs now, and "
-            f"its ranking may not either; calibrate here (recommend without --from measures a calibration now) and "
-            f"verify again")
+            f"its ranking may not either; calibrate here (recommend without --from measures one; --save-calibration "
+            f"keeps it), give it to --from beside this one (calibrations pool case by case) and verify again")
 
 
 def summary_rows(pairs) -> list[dict]:
