@@ -32,5 +32,6 @@ HOLDOUT9_H200 = [RESULTS / "nvidia-h200-loop-holdout-9.parquet", RESULTS / "nvid
 # seventh session: calibration-8, measured on one H200 lease just before holdout-10 on the same lease
 CAL8_H200 = RESULTS / "nvidia-h200-loop-calibration-8.parquet"
 HOLDOUT10_H200 = RESULTS / "nvidia-h200-loop-holdout-10.parquet"
+HOLDOUT10_H100 = RESULTS / "nvidia-h100-loop-holdout-10.parquet"
 CROSS = RESULTS / "nvidia-h200-crossovers.parquet"
 MiB = 1024**2
