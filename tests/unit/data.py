@@ -33,5 +33,6 @@ HOLDOUT9_H200 = [RESULTS / "nvidia-h200-loop-holdout-9.parquet", RESULTS / "nvid
 CAL8_H200 = RESULTS / "nvidia-h200-loop-calibration-8.parquet"
 HOLDOUT10_H200 = RESULTS / "nvidia-h200-loop-holdout-10.parquet"
 HOLDOUT10_H100 = RESULTS / "nvidia-h100-loop-holdout-10.parquet"
+HOLDOUT11_H200 = RESULTS / "nvidia-h200-loop-holdout-11.parquet"
 CROSS = RESULTS / "nvidia-h200-crossovers.parquet"
 MiB = 1024**2

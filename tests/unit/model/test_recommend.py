@@ -534,6 +534,11 @@ def test_verification_table_of_the_readme_on_the_h200(cal):
     ([data.CAL7["h200"], data.CAL8_H200], data.HOLDOUT10_H200, "holdout-10.toml", 12, 8, 0.07, 0.08),
     # the H100 on holdout-10 (eighth session), by calibration-7 as committed (four days old)
     (data.CAL7["h100"], data.HOLDOUT10_H100, "holdout-10.toml", 9, 10, 0.08, 0.07),
+    # holdout-11 (eighth session), written after the staged plan's gap became pageable memory's and before it was
+    # measured (four rounds and part of a fifth in 530 s), on a lease whose host memory ran 1.45x calibration-7's
+    (data.CAL7["h200"], data.HOLDOUT11_H200, "holdout-11.toml", 14, 13, 0.23, 0.21),
+    (data.CAL8_H200, data.HOLDOUT11_H200, "holdout-11.toml", 14, 12, 0.08, 0.16),
+    ([data.CAL7["h200"], data.CAL8_H200], data.HOLDOUT11_H200, "holdout-11.toml", 14, 14, 0.15, 0.17),
     # calibration-7 on sets measured before it (the README's paragraph after the list of sets)
     (data.CAL7["h200"], data.HOLDOUT2_ROUNDS5_H200, "holdout-2.toml", 12, 13, 0.06, 0.07),
     (data.CAL7["h200"], data.HOLDOUT4["h200"], "holdout-4.toml", 13, 12, 0.07, 0.07),
