@@ -299,17 +299,24 @@ def recommend(workload, calibration=None, *, steady: bool = False, device: int =
     return recs[0] if isinstance(workload, (Workload, Mapping)) else recs
 
 
+def _recommendations(recommendations) -> list:
+    """One Recommendation or several, as a list."""
+    from umprof.model import recommend as rmod
+
+    return [recommendations] if isinstance(recommendations, rmod.Recommendation) else list(recommendations)
+
+
 def verify(recommendations, *, top: int | None = 3, measured=None, output=None, device: int = 0,
            force: bool = False, console=None, argv=None, rounds: int | None = None) -> tuple[list, str]:
     """Measure each recommendation's workload under its ``top`` strategies (None: all ranked) in
     ``rounds`` rounds (None: VERIFY_ROUNDS; each strategy's figure the median over them; even
-    rounds in reverse order), or read earlier verification runs (``measured``: a path, a ResultSet or a list of them), and
-    check the predictions: ``(verdicts, where the measurements are)``, a verdict (or None) per
+    rounds in reverse order), or read earlier verification runs (``measured``: a path, a ResultSet, a list of them or
+    the frame :func:`measured_frame` made of them), and check the predictions: ``(verdicts, where the measurements are)``, a verdict (or None) per
     recommendation."""
     from umprof.measure.runner import run_scenarios
     from umprof.model import recommend as rmod
 
-    recs = [recommendations] if isinstance(recommendations, rmod.Recommendation) else list(recommendations)
+    recs = _recommendations(recommendations)
     if measured is not None:
         frame, where = measured_frame(measured)
         return rmod.verify_all(recs, frame), where
@@ -322,29 +329,32 @@ def verify(recommendations, *, top: int | None = 3, measured=None, output=None, 
 
 
 def runs_agree(recommendations, measured) -> dict | None:
-    """How often the strategy measured fastest in one verification run (a path or ResultSet of
-    ``measured``) was within 5% of the fastest in another, over the recommendations' workloads
-    (:func:`umprof.model.recommend.runs_agree`): how repeatable the verdict itself is. None
-    for fewer than two runs."""
+    """How often the strategy measured fastest in one verification run of ``measured`` (paths,
+    ResultSets, or the frame :func:`measured_frame` made of them) was within 5% of the fastest in
+    another, over the recommendations' workloads (:func:`umprof.model.recommend.runs_agree`): how
+    repeatable the verdict itself is. None for fewer than two runs."""
     from umprof.model import recommend as rmod
 
-    recs = [recommendations] if isinstance(recommendations, rmod.Recommendation) else list(recommendations)
-    return rmod.runs_agree(recs, measured_frame(measured)[0])
+    return rmod.runs_agree(_recommendations(recommendations), measured_frame(measured)[0])
 
 
 def phase_drift(recommendations, measured) -> dict:
     """How the verified steady steps ran against the calibration's predictions of them, by family
-    (:func:`umprof.model.recommend.phase_drift`), in earlier verification runs (paths or ResultSets)."""
+    (:func:`umprof.model.recommend.phase_drift`), in earlier verification runs (paths, ResultSets,
+    or the frame :func:`measured_frame` made of them)."""
     from umprof.model import recommend as rmod
 
-    recs = [recommendations] if isinstance(recommendations, rmod.Recommendation) else list(recommendations)
-    return rmod.phase_drift(recs, measured_frame(measured)[0])
+    return rmod.phase_drift(_recommendations(recommendations), measured_frame(measured)[0])
 
 
 def measured_frame(measured) -> tuple:
     """Earlier verification runs (a path, a ResultSet or a list of them) as one frame, each row
     marked with the run it came from (``umprof.model.predict.RUN``: 0, 1, ...), and their names
-    for messages."""
+    for messages; a frame this made is passed through (so that callers build it once)."""
+    import pandas as pd
+
+    if isinstance(measured, pd.DataFrame):
+        return measured, "results"
     items = [measured] if isinstance(measured, (str, Path, ResultSet)) else list(measured)
     return _runs_frame(_result_sets(items)), ", ".join(str(m) if not isinstance(m, ResultSet) else "results" for m in items)
 

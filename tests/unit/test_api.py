@@ -39,6 +39,24 @@ def test_recommend_one_workload_or_several():
     assert isinstance(recs, list) and len(recs) >= 14
 
 
+def test_earlier_runs_judge_from_paths_or_from_their_frame_alike():
+    """verify, runs_agree and phase_drift read earlier runs from paths or from the one frame
+    measured_frame made of them (what `recommend --measured` builds once for every figure)."""
+    from tests.unit.data import CAL7, HOLDOUT9_H200
+
+    recs = umprof.recommend(ROOT / "scenarios" / "workloads" / "holdout-9.toml", calibration=CAL7["h200"])
+    frame, where = umprof.api.measured_frame(HOLDOUT9_H200)
+    assert "holdout-9-b" in where and sorted(frame["run"].unique()) == [0, 1]
+    assert umprof.api.measured_frame(frame)[0] is frame
+    agree = umprof.api.runs_agree(recs, HOLDOUT9_H200)
+    assert agree == umprof.api.runs_agree(recs, frame) and agree["runs"] == 2 and agree["of"] == 28
+    assert umprof.api.phase_drift(recs, HOLDOUT9_H200) == umprof.api.phase_drift(recs, frame)
+    assert umprof.api.runs_agree(recs[0], HOLDOUT9_H200[0]) is None  # one run: nothing to agree with
+    by_path, _ = umprof.api.verify(recs, measured=HOLDOUT9_H200)
+    by_frame, _ = umprof.api.verify(recs, measured=frame)
+    assert [v["ok"] for v in by_path] == [v["ok"] for v in by_frame]
+
+
 def test_recommend_names_a_bad_key_before_calibrating():
     with pytest.raises(UsageError, match="reuse"):
         umprof.recommend({"bytes": "64MiB", "reuse": 0})  # no calibration given: it would need a GPU

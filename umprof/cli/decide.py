@@ -77,7 +77,7 @@ def recommend(sources, workload_files, size, reuse, touched, pattern, stride, it
     Predictions come from loop measurements: saved ones (--from, e.g. measured on another
     machine) or a calibration run on this GPU now. --verify then measures the workload itself.
     """
-    from umprof.model.recommend import drift_note, phase_drift, runs_agree
+    from umprof.model.recommend import drift_note
     from umprof.views.terminal import print_recommendation, runs_agreement, verification_summary
 
     if steady and iterations is not None:
@@ -90,7 +90,8 @@ def recommend(sources, workload_files, size, reuse, touched, pattern, stride, it
         raise UsageError(f"option '--verify-top': expected a positive integer or 'all', got {verify_top!r}")
     console, err = common.out(), common.err()
     gpus = _gpus(device_index, sources)
-    runs = [api.load(m) for m in measured]  # read once, before any calibration: verdicts, agreement and drift
+    # the earlier runs read and pooled once, before any calibration: the verdicts, the agreement and the drift of every GPU
+    earlier = api.measured_frame([api.load(m) for m in measured])[0] if measured else None
     docs = []
     for gpu in gpus:
         if len(gpus) > 1 and not as_json:
@@ -104,17 +105,16 @@ def recommend(sources, workload_files, size, reuse, touched, pattern, stride, it
         verdicts, source = [None] * len(recs), ""
         if verify or measured:
             verdicts, source = api.verify(recs, top=None if verify_top == "all" else int(verify_top),
-                                          measured=runs or None, output=_per_gpu(output, gpu, gpus),
+                                          measured=earlier, output=_per_gpu(output, gpu, gpus),
                                           device=gpu, force=force, console=err, argv=common.argv(),
                                           rounds=verify_rounds)
             if measured:
                 source = ", ".join(measured)
             else:
                 err.print(f"verification results: {source}")
-        judged = runs or ([source] if verify else [])
-        frame = api.measured_frame(judged)[0] if judged else None  # one frame for the agreement and the drift
-        agree = runs_agree(recs, frame) if len(judged) > 1 else None
-        drift = phase_drift(recs, frame) if any(v is not None for v in verdicts) else {}
+        judged = earlier if measured else (api.measured_frame(source)[0] if verify else None)
+        agree = api.runs_agree(recs, judged) if measured else None  # None for one run
+        drift = api.phase_drift(recs, judged) if any(v is not None for v in verdicts) else {}
         if as_json:
             docs.append(dict(document(cal, recs, verdicts, source), gpu=gpu, runs_agree=agree, phase_drift=drift))
             continue
