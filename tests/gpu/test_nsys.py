@@ -5,6 +5,7 @@ import os
 import subprocess
 import sys
 
+import pandas as pd
 import pytest
 from click.testing import CliRunner
 
@@ -90,4 +91,9 @@ def test_trace_overlap_agrees_with_umprofs_own_times(nsys, tmp_path):
     pipelined = matched[matched["phase"] == "pipelined"]
     assert len(pipelined) == 2, f[["case", "phase", "agrees"]]
     judged = matched[matched["phase"].isin(["h2d", "d2h", "pipelined"])]
-    assert judged["agrees"].astype(bool).all(), judged[["case", "phase", "agreement_rel"]]
+    # the warm-up is marked untimed: the trace's instances are the samples umprof timed (a median
+    # over the warm-up too once disagreed by 5.2% on an H100, with 3 samples 8% apart)
+    timed = ResultSet.load(out).frame.set_index(["case", "phase"])["samples"]
+    instances = judged.set_index(["case", "phase"])["samples"]
+    assert (instances == timed.loc[instances.index]).all(), pd.concat([instances, timed.loc[instances.index]], axis=1)
+    assert judged["agrees"].astype(bool).all(), judged[["case", "phase", "agreement_rel"]].to_string()

@@ -158,8 +158,9 @@ def _measure(ctx, case, rule, share, t0) -> list[dict]:
         for _ in range(rule.warmup):
             run.reset()
             timer = PhaseTimer(session)
-            run.sample(timer)
-            warm = timer.finish()  # drains the warm-up's UM records so they count nowhere
+            with nvtx.untimed("warm-up"):  # a trace's instances are then the samples umprof times
+                run.sample(timer)
+                warm = timer.finish()  # drains the warm-up's UM records so they count nowhere
             if verify_each:
                 run.verify()
             if warm.total_s > budget:
@@ -225,8 +226,9 @@ def _add_counted_sample(run, session, rows) -> None:
     try:
         run.reset()
         timer = PhaseTimer(session)
-        run.sample(timer)
-        counted = timer.finish()
+        with nvtx.untimed("counted sample"):
+            run.sample(timer)
+            counted = timer.finish()
     finally:
         um.disable()
     run.verify()

@@ -3,7 +3,8 @@
 Ranges named after a phase (``h2d``, ``kernel: saxpy``, ... in the ``umprof`` domain, as
 :mod:`umprof.nvtx` writes them) are the phases; the nearest enclosing range that is not a
 phase names the case (``case <label>`` in umprof's own runs, ``iteration 3`` or whatever an
-application calls it), and an enclosing ``scenario <name>`` range names the scenario.
+application calls it), and an enclosing ``scenario <name>`` range names the scenario. Phases
+inside an ``untimed`` range (umprof's warm-ups, the sample CUPTI counts) are left out.
 
 A phase's GPU time is Nsight Systems' NVTX projection (first GPU operation launched inside
 the range to the end of the last); its CPU time is the range's own duration; its bytes are
@@ -22,7 +23,7 @@ import pandas as pd
 
 from umprof.core.results import AXIS_PREFIX, ResultSet, ordered
 from umprof.core.stats import noise, summarize
-from umprof.nsight.nvtx import DOMAIN, PHASES
+from umprof.nsight.nvtx import DOMAIN, PHASES, UNTIMED
 
 RANGE_AXIS = AXIS_PREFIX + "range"
 TOP_LEVEL = "(top level)"
@@ -59,13 +60,14 @@ def ranges(reports) -> pd.DataFrame:
     return out
 
 
-def _enclosing(r, by_id, merge_numbered: bool) -> tuple[str, str | None]:
-    """(case name, scenario name or None) from the nearest non-phase ancestor and any 'scenario' one.
+def _enclosing(r, by_id, merge_numbered: bool) -> tuple[str, str | None, bool]:
+    """(case name, scenario name or None, untimed) from the nearest non-phase ancestor and any
+    'scenario' one; untimed when an ancestor is an ``untimed`` range (a warm-up: not a sample).
 
     With ``merge_numbered``, ranges that differ only by a trailing number (``iteration 0``,
     ``iteration 1``, ...) are one case whose instances are samples.
     """
-    case, scenario = None, None
+    case, scenario, untimed = None, None, False
     parent = r.parentid
     while parent is not None and not (isinstance(parent, float) and math.isnan(parent)):
         p = by_id.get((r.pid, int(parent)))
@@ -73,7 +75,9 @@ def _enclosing(r, by_id, merge_numbered: bool) -> tuple[str, str | None]:
             break
         ph, bare = phase_of(p.name)
         if ph is None:
-            if bare.startswith("scenario "):
+            if bare == UNTIMED or bare.startswith(UNTIMED + ":"):
+                untimed = True
+            elif bare.startswith("scenario "):
                 scenario = scenario or bare[len("scenario "):]
             elif case is None:
                 if bare.startswith("case "):
@@ -81,7 +85,7 @@ def _enclosing(r, by_id, merge_numbered: bool) -> tuple[str, str | None]:
                 else:
                     case = (re.sub(r"\s+#?\d+$", "", bare) or bare) if merge_numbered else bare
         parent = p.parentid
-    return case or TOP_LEVEL, scenario
+    return case or TOP_LEVEL, scenario, untimed
 
 
 def _gpu_bytes(reports):
@@ -125,7 +129,9 @@ def breakdown(reports, scenario: str = "trace", merge_numbered: bool = True) -> 
         phase, detail = phase_of(r.name)
         if phase is None:
             continue
-        case, scen = _enclosing(r, by_id, merge_numbered)
+        case, scen, untimed = _enclosing(r, by_id, merge_numbered)
+        if untimed:
+            continue
         key = (scen or scenario, case, phase)
         d = acc.setdefault(key, {"gpu": [], "cpu": [], "bytes": [], "um_htod": [], "um_dtoh": [], "ops": [], "detail": set()})
         on_gpu = r.gpu_ops > 0 and not math.isnan(r.gpu_s)

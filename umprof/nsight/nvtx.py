@@ -45,8 +45,11 @@ PHASE_COLORS = {
     "on_b": 0xBCBD22,
     "back_on_a": 0x98DF8A,
 }
-SCOPE_COLORS = {"scenario": 0x393B79, "case": 0x637939}
+SCOPE_COLORS = {"scenario": 0x393B79, "case": 0x637939, "untimed": 0xE0E0E0}
 PHASES = tuple(PHASE_COLORS)
+# A range of this name holds work that is not a sample (a warm-up, the sample CUPTI counts):
+# ``import-nsys`` leaves the phases inside it out, so a trace's instances are umprof's samples.
+UNTIMED = "untimed"
 
 try:  # the nvtx package is optional: without it every range is a no-op
     import nvtx as _nvtx
@@ -102,6 +105,12 @@ def annotate(name: str, detail: str | None = None):
         return inner
 
     return wrap
+
+
+def untimed(what: str):
+    """A range around work whose phases are not samples (``untimed: warm-up``): ``umprof import-nsys``
+    leaves them out of the breakdown, as umprof leaves them out of its figures."""
+    return range(f"{UNTIMED}: {what}", category=UNTIMED)
 
 
 def mark(message: str) -> None:

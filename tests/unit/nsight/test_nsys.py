@@ -223,3 +223,28 @@ def test_a_failed_nsys_stats_is_a_clear_tool_error(tmp_path, monkeypatch):
     trace.write_bytes(b"")
     with pytest.raises(ToolUnavailable, match="nsys stats failed on .*t.nsys-rep.*the trace is corrupt"):
         nsys.export_reports("nsys", trace, tmp_path / "out" / "r")
+
+
+def _trace(ranges):
+    """Reports of a trace made of push/pop ranges: (id, parent, name, GPU ms or None)."""
+    pp = pd.DataFrame({"pid": 1, "rangeid": [r[0] for r in ranges], "parentid": [r[1] for r in ranges],
+                       "name": [f"umprof:{r[2]}" for r in ranges], "start_ns": 0, "duration_ns": 1_000_000})
+    gpu = [r for r in ranges if r[3] is not None]
+    proj = pd.DataFrame({"pid": 1, "rangeid": [r[0] for r in gpu], "projected_start_ns": 0,
+                         "projected_duration_ns": [r[3] * 1e6 for r in gpu], "numgpuops": 1})
+    return {"nvtx_pushpop_trace": pp, "nvtx_gpu_proj_trace": proj}
+
+
+def test_breakdown_leaves_out_phases_inside_an_untimed_range():
+    """A warm-up and a counted sample (in umprof's ``untimed`` ranges) are not samples: the trace's
+    instances of a case's phase are the ones umprof timed, so the two medians are of the same copies."""
+    f = breakdown(_trace([
+        (1, None, "case strategy=pinned", None),
+        (2, 1, "untimed: warm-up", None), (3, 2, "h2d", 9.0),
+        (4, 1, "h2d", 1.0), (5, 1, "h2d", 1.2), (6, 1, "h2d", 1.1),
+        (7, 1, "untimed: counted sample", None), (8, 7, "h2d", 7.0),
+    ]), "run")
+    assert list(f["case"].unique()) == ["strategy=pinned"]
+    h2d = f[f["phase"] == "h2d"].iloc[0]
+    assert h2d["samples"] == 3
+    assert h2d["gpu_time_median_s"] == pytest.approx(1.1e-3)
