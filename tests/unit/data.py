@@ -34,5 +34,6 @@ CAL8_H200 = RESULTS / "nvidia-h200-loop-calibration-8.parquet"
 HOLDOUT10_H200 = RESULTS / "nvidia-h200-loop-holdout-10.parquet"
 HOLDOUT10_H100 = RESULTS / "nvidia-h100-loop-holdout-10.parquet"
 HOLDOUT11_H200 = RESULTS / "nvidia-h200-loop-holdout-11.parquet"
+HOLDOUT12_H200 = RESULTS / "nvidia-h200-loop-holdout-12.parquet"
 CROSS = RESULTS / "nvidia-h200-crossovers.parquet"
 MiB = 1024**2
