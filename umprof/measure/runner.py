@@ -158,7 +158,9 @@ def _measure(ctx, case, rule, share, t0) -> list[dict]:
         for _ in range(rule.warmup):
             run.reset()
             timer = PhaseTimer(session)
-            with nvtx.untimed("warm-up"):  # a trace's instances are then the samples umprof times
+            # a trace's instances are then the samples umprof times (a warm-up kept below as the one
+            # sample stays marked: the trace leaves that rare case out of its comparison)
+            with nvtx.untimed("warm-up"):
                 run.sample(timer)
                 warm = timer.finish()  # drains the warm-up's UM records so they count nowhere
             if verify_each:
