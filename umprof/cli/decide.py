@@ -91,7 +91,7 @@ def recommend(sources, workload_files, size, reuse, touched, pattern, stride, it
     console, err = common.out(), common.err()
     gpus = _gpus(device_index, sources)
     # the earlier runs read and pooled once, before any calibration: the verdicts, the agreement and the drift of every GPU
-    earlier = api.measured_frame([api.load(m) for m in measured])[0] if measured else None
+    earlier, earlier_names = api.measured_frame(list(measured)) if measured else (None, "")
     docs = []
     for gpu in gpus:
         if len(gpus) > 1 and not as_json:
@@ -109,11 +109,12 @@ def recommend(sources, workload_files, size, reuse, touched, pattern, stride, it
                                           device=gpu, force=force, console=err, argv=common.argv(),
                                           rounds=verify_rounds)
             if measured:
-                source = ", ".join(measured)
+                source = earlier_names
             else:
                 err.print(f"verification results: {source}")
+        # the drift is judged on what was verified: the earlier runs, or the run just measured (read back once)
         judged = earlier if measured else (api.measured_frame(source)[0] if verify else None)
-        agree = api.runs_agree(recs, judged) if measured else None  # None for one run
+        agree = api.runs_agree(recs, earlier) if measured else None  # None for one run
         drift = api.phase_drift(recs, judged) if any(v is not None for v in verdicts) else {}
         if as_json:
             docs.append(dict(document(cal, recs, verdicts, source), gpu=gpu, runs_agree=agree, phase_drift=drift))
