@@ -71,12 +71,14 @@ PHASES = SETUP_PHASES + STEADY_PHASES
 PATTERN_BYTES = 16 * 1024**2  # where calibration-loop-patterns measures
 PATTERN_LARGE_BYTES = 256 * 1024**2  # where calibration-loop-patterns-large measures (past the L2)
 TOUCHED_REF = 0.0625  # calibration-loop-touched's fraction
-REF_STRIDE = 8  # the calibration's strided pattern: one word per 32-byte sector
-# A kernel reading host memory across PCIe fetches 64 bytes at a time: over the verification runs of
-# 2026-11 (H200 and H100 alike) a stride-16 pass across the link cost 0.9-1.1x a stride-8 pass of the
-# same bytes (every 64-byte unit still fetched), stride 32 0.5x and stride 64 0.3x, where 32-byte sectors
-# had predicted 0.5x, 0.25x and 0.125x (the passes 1.7-2.6x their predictions).
-LINK_FETCH_WORDS = 16
+# A pass fetches memory 64 bytes at a time, wherever it lives. Across PCIe: over the verification runs of
+# 2026-11 (H200 and H100 alike) a stride-16 pass cost 0.9-1.1x a stride-8 pass of the same bytes (every
+# 64-byte unit still fetched), stride 32 0.5x and stride 64 0.3x, where 32-byte sectors had predicted
+# 0.5x, 0.25x and 0.125x (the passes 1.7-2.6x their predictions). In device memory past the L2 likewise:
+# passes at stride 16 over 80-150 MiB measured 0.87-1.06x a streaming pass's work, at stride 32
+# over 1 GiB 0.52x and at stride 64 over 520-640 MiB 0.19-0.25x (H200 and H100), where sectors had
+# predicted half of each (holdout-2, -10, -11, -12).
+FETCH_WORDS = 16
 # ordinary cached host memory that only the host and the GPU's own accesses touch: one host rate. Pageable
 # memory is not among them: the driver copies into and out of it through its staging buffers (with
 # non-temporal stores, which leave nothing in the host's caches), and its host reads and writes
@@ -779,12 +781,10 @@ class Calibration:
         else:
             work = max(each - floor, 0.0)
         scale = self.pass_ratio(strategy, w.pattern, gw, touched_bytes)
-        if w.pattern == "strided" and w.stride > REF_STRIDE:
-            # past one word per fetched unit, a sparser stride fetches fewer units in proportion: 32-byte
-            # sectors in device memory (stride 16 costs half of stride 8 there), but 64-byte requests
-            # across the link (LINK_FETCH_WORDS)
-            unit = LINK_FETCH_WORDS if kind(strategy) == "link" else REF_STRIDE
-            scale *= min(1.0, unit / w.stride)
+        if w.pattern == "strided" and w.stride > FETCH_WORDS:
+            # past one word per fetched unit the calibration's stride-8 ratio (every unit fetched) falls
+            # with the units a sparser stride fetches
+            scale *= min(1.0, FETCH_WORDS / w.stride)
         return each + (scale - 1) * work
 
     def _managed_local_read(self, strategy) -> Curve:

@@ -505,7 +505,7 @@ def test_verification_table_of_the_readme_on_the_h200(cal):
     (data.CAL3["h100"], data.HOLDOUT2["h100"], "holdout-2.toml", 10, 10, 0.17, 0.18),  # another machine
     # five short rounds (2026-11-23), each set in its calibration's lease
     (data.CAL4["h200"], data.HOLDOUT3["h200"], "holdout-3.toml", 11, 14, 0.10, 0.09),
-    (data.CAL4["h200"], data.HOLDOUT2_ROUNDS5_H200, "holdout-2.toml", 11, 12, 0.08, 0.07),
+    (data.CAL4["h200"], data.HOLDOUT2_ROUNDS5_H200, "holdout-2.toml", 11, 13, 0.08, 0.07),
     (data.CAL4["h100"], data.HOLDOUT3["h100"], "holdout-3.toml", 9, 7, 0.11, 0.10),
     # the calibration with long loops at the small sizes (second session of 2026-11-23)
     (data.CAL5["h200"], data.HOLDOUT4["h200"], "holdout-4.toml", 12, 12, 0.09, 0.07),
@@ -529,7 +529,7 @@ def test_verification_table_of_the_readme_on_the_h200(cal):
     (data.CAL7["h200"], data.HOLDOUT9_H200[1], "holdout-9.toml", 12, 9, 0.14, 0.14),
     # holdout-10, the model frozen, by calibration-7 as committed, by calibration-8 (its own lease, measured just
     # before it) and by both together (`--from` twice)
-    (data.CAL7["h200"], data.HOLDOUT10_H200, "holdout-10.toml", 13, 9, 0.10, 0.10),
+    (data.CAL7["h200"], data.HOLDOUT10_H200, "holdout-10.toml", 13, 10, 0.10, 0.10),
     (data.CAL8_H200, data.HOLDOUT10_H200, "holdout-10.toml", 11, 6, 0.11, 0.10),
     ([data.CAL7["h200"], data.CAL8_H200], data.HOLDOUT10_H200, "holdout-10.toml", 12, 8, 0.07, 0.08),
     # the H100 on holdout-10 (eighth session), by calibration-7 as committed (four days old)
@@ -540,10 +540,11 @@ def test_verification_table_of_the_readme_on_the_h200(cal):
     (data.CAL8_H200, data.HOLDOUT11_H200, "holdout-11.toml", 14, 12, 0.08, 0.16),
     ([data.CAL7["h200"], data.CAL8_H200], data.HOLDOUT11_H200, "holdout-11.toml", 14, 14, 0.15, 0.17),
     # holdout-12 (ninth session), the model unchanged since holdout-11, written before it was measured (five rounds
-    # in 456 s), on a lease whose kernels ran 1.15x calibration-7's
-    (data.CAL7["h200"], data.HOLDOUT12_H200, "holdout-12.toml", 13, 13, 0.09, 0.13),
-    (data.CAL8_H200, data.HOLDOUT12_H200, "holdout-12.toml", 11, 11, 0.21, 0.12),
-    ([data.CAL7["h200"], data.CAL8_H200], data.HOLDOUT12_H200, "holdout-12.toml", 13, 13, 0.10, 0.13),
+    # in 456 s), on a lease whose kernels ran 1.15x calibration-7's; rows at today's model (the tenth session's
+    # 64-byte units in device memory moved its steady errors from 12.2%, 11.0% and 12.1%)
+    (data.CAL7["h200"], data.HOLDOUT12_H200, "holdout-12.toml", 13, 13, 0.09, 0.10),
+    (data.CAL8_H200, data.HOLDOUT12_H200, "holdout-12.toml", 11, 11, 0.21, 0.11),
+    ([data.CAL7["h200"], data.CAL8_H200], data.HOLDOUT12_H200, "holdout-12.toml", 13, 13, 0.10, 0.10),
     # calibration-7 on sets measured before it (the README's paragraph after the list of sets)
     (data.CAL7["h200"], data.HOLDOUT2_ROUNDS5_H200, "holdout-2.toml", 12, 13, 0.06, 0.07),
     (data.CAL7["h200"], data.HOLDOUT4["h200"], "holdout-4.toml", 13, 12, 0.07, 0.07),
@@ -807,20 +808,19 @@ def _pass_s(cal, strategy, nbytes, pattern="streaming", stride=8, reuse=1):
     return cal._kernel(strategy, w, _Pages.Step(first=False)) - cal.curve(strategy, "fixed")(nbytes)
 
 
-def test_a_sparse_stride_across_the_link_fetches_64_byte_units(cal7):
-    """Device memory fetches 32-byte sectors (stride 16 half of stride 8's work); a kernel reading
-    host memory across PCIe fetches 64 bytes at a time, so stride 16 costs what stride 8 costs there
-    and only stride 32 halves it (verification runs: 0.9-1.1x and 0.5x, where sectors said 0.5x, 0.25x)."""
-    b = 64 * MiB
-    link = {s: _pass_s(cal7, "mapped", b, "strided", s) for s in (8, 16, 32, 64)}
-    assert link[16] == pytest.approx(link[8])
-    base = _pass_s(cal7, "mapped", b)
-    work = {s: link[s] - cal7.pass_floor("mapped", 0.0) for s in link}
-    assert work[32] == pytest.approx(work[8] / 2, rel=0.2) and work[64] == pytest.approx(work[8] / 4, rel=0.2)
-    assert link[8] > 0.5 * base  # every 64-byte unit of the buffer still crosses the link at stride 8
-    device = {s: _pass_s(cal7, "pinned", b, "strided", s) for s in (8, 16)}
-    floor = cal7.pass_floor("pinned", 0.0)
-    assert device[16] - floor == pytest.approx((device[8] - floor) / 2, rel=0.2)
+def test_a_sparse_stride_fetches_64_byte_units_in_device_memory_and_across_the_link(cal7):
+    """A pass fetches 64 bytes at a time, in device memory as across PCIe: stride 16 costs what
+    stride 8 costs and only stride 32 halves its work (verification runs: across the link 0.9-1.1x
+    and 0.5x; in device memory past the L2, 0.87-1.06x a streaming pass's work at stride 16, 0.52x at
+    stride 32, 0.19-0.25x at stride 64, where 32-byte sectors said half of each)."""
+    b = 256 * MiB
+    for strategy in ("mapped", "pinned"):
+        passes = {s: _pass_s(cal7, strategy, b, "strided", s) for s in (8, 16, 32, 64)}
+        assert passes[16] == pytest.approx(passes[8])
+        work = {s: passes[s] - cal7.pass_floor(strategy, 0.0) for s in passes}
+        assert work[32] == pytest.approx(work[8] / 2, rel=0.2) and work[64] == pytest.approx(work[8] / 4, rel=0.2)
+        # every 64-byte unit of the buffer is still fetched at stride 8
+        assert passes[8] > 0.5 * _pass_s(cal7, strategy, b)
 
 
 def test_a_small_random_pass_across_the_link_costs_its_bytes_not_only_its_launch(cal7):
