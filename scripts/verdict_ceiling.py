@@ -36,6 +36,8 @@ def main(cal_path: str, set_path: str, results: list[str]) -> None:
         for k, rec in enumerate(r.recommend_all(cal, workloads, steady)):
             per = r.measured_rounds(frame, r.verification_name(rec.workload, k), rec.workload)
             names = [p.strategy for p in rec.ranked if p.strategy in per]
+            if rec.top.strategy not in names:
+                continue  # a workload the run did not reach (a call cut short) or whose top pick it did not measure
             keys = sorted(set.intersection(*(set(per[s]) for s in names)))
             rounds = np.array([[per[s][key][fig] for s in names] for key in keys])
             rounds = rounds[~np.isnan(rounds).any(axis=1)]

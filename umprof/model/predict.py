@@ -784,7 +784,7 @@ class Calibration:
         if w.pattern == "strided" and w.stride > FETCH_WORDS:
             # past one word per fetched unit the calibration's stride-8 ratio (every unit fetched) falls
             # with the units a sparser stride fetches
-            scale *= min(1.0, FETCH_WORDS / w.stride)
+            scale *= FETCH_WORDS / w.stride
         return each + (scale - 1) * work
 
     def _managed_local_read(self, strategy) -> Curve:

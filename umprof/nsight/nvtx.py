@@ -45,11 +45,11 @@ PHASE_COLORS = {
     "on_b": 0xBCBD22,
     "back_on_a": 0x98DF8A,
 }
-SCOPE_COLORS = {"scenario": 0x393B79, "case": 0x637939, "untimed": 0xE0E0E0}
-PHASES = tuple(PHASE_COLORS)
 # A range of this name holds work that is not a sample (a warm-up, the sample CUPTI counts):
 # ``import-nsys`` leaves the phases inside it out, so a trace's instances are umprof's samples.
 UNTIMED = "untimed"
+SCOPE_COLORS = {"scenario": 0x393B79, "case": 0x637939, UNTIMED: 0xE0E0E0}
+PHASES = tuple(PHASE_COLORS)
 
 try:  # the nvtx package is optional: without it every range is a no-op
     import nvtx as _nvtx
@@ -71,7 +71,7 @@ def _color(name: str, category: str | None) -> int:
 
 @contextmanager
 def range(message: str, category: str | None = None, color: int | None = None):
-    """An NVTX push/pop range in the umprof domain (category: a phase name, 'scenario' or 'case')."""
+    """An NVTX push/pop range in the umprof domain (category: a phase name, 'scenario', 'case' or 'untimed')."""
     if _domain is None:
         yield
         return
