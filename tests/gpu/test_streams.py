@@ -59,19 +59,22 @@ def test_both_directions_at_once_beat_either_alone(ctx_factory):
 
 def test_a_staging_ring_beats_cudamemcpy_from_pageable(ctx_factory):
     """Each method's figure is the median over three rounds, the two methods in turn (the second
-    round in reverse order): the ring's D2H ends in host threads copying into pageable memory, whose
-    rate moves from one allocation and one second to the next on the lent machines (a single
-    round measured 0.96x once in twelve runs; 1.20-1.83x in the others)."""
+    round in reverse order). The ring's H2D beats cudaMemcpy's (1.5-3.3x in every run); its D2H ends
+    in host threads copying into pageable memory, whose rate moves from one allocation and one second
+    to the next on the lent machines, and only matches cudaMemcpy's: 0.93-1.86x over the runs of
+    2026-11 (0.96x a single round on an H200, 0.93x the median of three on an H100), so it is held to
+    no worse than 1.25x cudaMemcpy's time, not to an order the noise does not keep."""
     ring = dict(direction="h2d,d2h", slots="4", chunk="32MiB", threads="8")
     rounds = []
     for methods in ("pageable,pageable-staged,pinned,host-copy", "pageable-staged,pageable", "pageable,pageable-staged"):
         rows = run_cases(ctx_factory, "staging", method=methods, **ring)
         _ok(rows)
         rounds.append(rows)
-    for d in ("h2d", "d2h"):
+    for d, factor in (("h2d", 1.0), ("d2h", 0.8)):
         plain = statistics.median(_one(r, d, method="pageable")["time_median_s"] for r in rounds)
         staged = statistics.median(_one(r, d, method="pageable-staged")["time_median_s"] for r in rounds)
-        assert_faster(f"staging 256MiB {d}: ring vs cudaMemcpy from pageable (median of 3 rounds)", staged, plain)
+        assert_faster(f"staging 256MiB {d}: ring vs cudaMemcpy from pageable (median of 3 rounds)", staged, plain,
+                      factor)
 
 
 def test_latency_methods_are_checked_and_a_host_load_is_slower_than_a_device_one(ctx_factory):
