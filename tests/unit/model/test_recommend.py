@@ -500,21 +500,21 @@ def test_verification_table_of_the_readme_on_the_h200(cal):
 @pytest.mark.parametrize("calibration, measured, workloads, whole_held, steady_held, whole_err, steady_err", [
     (data.CAL2["h200"], data.VERIFY2_H200, "verify.toml", 15, 12, 0.06, 0.07),
     (data.CAL2["h200"], data.HOLDOUT["h200"], "holdout.toml", 12, 12, 0.07, 0.09),
-    (data.CAL2["h100"], data.HOLDOUT["h100"], "holdout.toml", 11, 8, 0.07, 0.08),
-    (data.CAL3["h200"], data.HOLDOUT2["h200"], "holdout-2.toml", 10, 11, 0.09, 0.07),
+    (data.CAL2["h100"], data.HOLDOUT["h100"], "holdout.toml", 10, 8, 0.07, 0.08),
+    (data.CAL3["h200"], data.HOLDOUT2["h200"], "holdout-2.toml", 11, 12, 0.09, 0.07),
     (data.CAL3["h100"], data.HOLDOUT2["h100"], "holdout-2.toml", 10, 10, 0.17, 0.18),  # another machine
     # five short rounds (2026-11-23), each set in its calibration's lease
-    (data.CAL4["h200"], data.HOLDOUT3["h200"], "holdout-3.toml", 11, 14, 0.10, 0.09),
-    (data.CAL4["h200"], data.HOLDOUT2_ROUNDS5_H200, "holdout-2.toml", 11, 13, 0.08, 0.07),
+    (data.CAL4["h200"], data.HOLDOUT3["h200"], "holdout-3.toml", 11, 14, 0.10, 0.10),
+    (data.CAL4["h200"], data.HOLDOUT2_ROUNDS5_H200, "holdout-2.toml", 11, 13, 0.08, 0.08),
     (data.CAL4["h100"], data.HOLDOUT3["h100"], "holdout-3.toml", 9, 7, 0.11, 0.10),
     # the calibration with long loops at the small sizes (second session of 2026-11-23)
     (data.CAL5["h200"], data.HOLDOUT4["h200"], "holdout-4.toml", 12, 12, 0.09, 0.07),
-    (data.CAL5["h100"], data.HOLDOUT4["h100"], "holdout-4.toml", 7, 10, 0.07, 0.07),
+    (data.CAL5["h100"], data.HOLDOUT4["h100"], "holdout-4.toml", 9, 11, 0.07, 0.08),
     # setup in rounds (6), then the warp's walk (7): each set measured after the model change it is judged by
     (data.CAL6["h200"], data.HOLDOUT5["h200"], "holdout-5.toml", 11, 11, 0.06, 0.09),
-    (data.CAL6["h100"], data.HOLDOUT5["h100"], "holdout-5.toml", 11, 8, 0.11, 0.12),
+    (data.CAL6["h100"], data.HOLDOUT5["h100"], "holdout-5.toml", 11, 9, 0.11, 0.12),
     (data.CAL7["h200"], data.HOLDOUT6["h200"], "holdout-6.toml", 13, 13, 0.08, 0.08),
-    (data.CAL7["h100"], data.HOLDOUT6["h100"], "holdout-6.toml", 12, 7, 0.09, 0.10),
+    (data.CAL7["h100"], data.HOLDOUT6["h100"], "holdout-6.toml", 12, 9, 0.09, 0.10),
     # the model of the fourth session (pooled device-buffer kernel, cached pageable memory, ...), calibration-7 a
     # day old: holdout-7 written after the change and before it was measured (rows at today's model)
     (data.CAL7["h200"], data.HOLDOUT7["h200"], "holdout-7.toml", 12, 11, 0.05, 0.08),
@@ -522,37 +522,37 @@ def test_verification_table_of_the_readme_on_the_h200(cal):
     # the fifth session's model (64-byte units across the link, small patterns' work in proportion), calibration-7
     # two days old: holdout-8 written after the change and before it was measured
     (data.CAL7["h200"], data.HOLDOUT8["h200"], "holdout-8.toml", 13, 11, 0.08, 0.06),
-    (data.CAL7["h100"], data.HOLDOUT8["h100"], "holdout-8.toml", 8, 9, 0.12, 0.10),
+    (data.CAL7["h100"], data.HOLDOUT8["h100"], "holdout-8.toml", 9, 10, 0.13, 0.11),
     # the same model and calibration (three days old) on holdout-9, measured twice on a lease whose host memory ran
     # ~1.3x slower than calibration-7's (recommend's phase-drift note says so)
-    (data.CAL7["h200"], data.HOLDOUT9_H200[0], "holdout-9.toml", 11, 8, 0.16, 0.18),
-    (data.CAL7["h200"], data.HOLDOUT9_H200[1], "holdout-9.toml", 12, 9, 0.14, 0.14),
+    (data.CAL7["h200"], data.HOLDOUT9_H200[0], "holdout-9.toml", 11, 9, 0.16, 0.18),
+    (data.CAL7["h200"], data.HOLDOUT9_H200[1], "holdout-9.toml", 12, 10, 0.14, 0.14),
     # holdout-10, the model frozen, by calibration-7 as committed, by calibration-8 (its own lease, measured just
     # before it) and by both together (`--from` twice)
     (data.CAL7["h200"], data.HOLDOUT10_H200, "holdout-10.toml", 13, 10, 0.10, 0.10),
     (data.CAL8_H200, data.HOLDOUT10_H200, "holdout-10.toml", 11, 6, 0.11, 0.10),
-    ([data.CAL7["h200"], data.CAL8_H200], data.HOLDOUT10_H200, "holdout-10.toml", 12, 8, 0.07, 0.08),
+    ([data.CAL7["h200"], data.CAL8_H200], data.HOLDOUT10_H200, "holdout-10.toml", 13, 8, 0.07, 0.08),
     # the H100 on holdout-10 (eighth session), by calibration-7 as committed (four days old)
-    (data.CAL7["h100"], data.HOLDOUT10_H100, "holdout-10.toml", 9, 10, 0.08, 0.07),
+    (data.CAL7["h100"], data.HOLDOUT10_H100, "holdout-10.toml", 9, 9, 0.09, 0.08),
     # holdout-11 (eighth session), written after the staged plan's gap became pageable memory's and before it was
     # measured (four rounds and part of a fifth in 530 s), on a lease whose host memory ran 1.45x calibration-7's
-    (data.CAL7["h200"], data.HOLDOUT11_H200, "holdout-11.toml", 14, 13, 0.23, 0.21),
-    (data.CAL8_H200, data.HOLDOUT11_H200, "holdout-11.toml", 14, 12, 0.08, 0.16),
-    ([data.CAL7["h200"], data.CAL8_H200], data.HOLDOUT11_H200, "holdout-11.toml", 14, 14, 0.15, 0.17),
+    (data.CAL7["h200"], data.HOLDOUT11_H200, "holdout-11.toml", 14, 12, 0.23, 0.21),
+    (data.CAL8_H200, data.HOLDOUT11_H200, "holdout-11.toml", 14, 12, 0.08, 0.17),
+    ([data.CAL7["h200"], data.CAL8_H200], data.HOLDOUT11_H200, "holdout-11.toml", 14, 12, 0.15, 0.18),
     # holdout-12 (ninth session), the model unchanged since holdout-11, written before it was measured (five rounds
     # in 456 s), on a lease whose kernels ran 1.15x calibration-7's; rows at today's model (the tenth session's
     # 64-byte units in device memory moved its steady errors from 12.2%, 11.0% and 12.1%)
-    (data.CAL7["h200"], data.HOLDOUT12_H200, "holdout-12.toml", 13, 13, 0.09, 0.10),
-    (data.CAL8_H200, data.HOLDOUT12_H200, "holdout-12.toml", 11, 11, 0.21, 0.11),
-    ([data.CAL7["h200"], data.CAL8_H200], data.HOLDOUT12_H200, "holdout-12.toml", 13, 13, 0.10, 0.10),
+    (data.CAL7["h200"], data.HOLDOUT12_H200, "holdout-12.toml", 13, 14, 0.09, 0.10),
+    (data.CAL8_H200, data.HOLDOUT12_H200, "holdout-12.toml", 13, 12, 0.22, 0.11),
+    ([data.CAL7["h200"], data.CAL8_H200], data.HOLDOUT12_H200, "holdout-12.toml", 13, 13, 0.10, 0.11),
     # holdout-13 (tenth session), written after the 64-byte units in device memory and before it was measured, by
     # calibration-7 as committed, on both GPUs (the H100's last four workloads in four rounds)
     (data.CAL7["h200"], data.HOLDOUT13["h200"], "holdout-13.toml", 12, 11, 0.10, 0.09),
     (data.CAL7["h100"], data.HOLDOUT13["h100"], "holdout-13.toml", 12, 10, 0.19, 0.13),
     # calibration-7 on sets measured before it (the README's paragraph after the list of sets)
-    (data.CAL7["h200"], data.HOLDOUT2_ROUNDS5_H200, "holdout-2.toml", 12, 13, 0.06, 0.07),
+    (data.CAL7["h200"], data.HOLDOUT2_ROUNDS5_H200, "holdout-2.toml", 13, 13, 0.06, 0.07),
     (data.CAL7["h200"], data.HOLDOUT4["h200"], "holdout-4.toml", 13, 12, 0.07, 0.07),
-    (data.CAL7["h100"], data.HOLDOUT4["h100"], "holdout-4.toml", 9, 10, 0.09, 0.07),
+    (data.CAL7["h100"], data.HOLDOUT4["h100"], "holdout-4.toml", 10, 11, 0.09, 0.08),
 ])
 def test_verification_table_of_the_readme_same_day_in_two_rounds(calibration, measured, workloads, whole_held,
                                                                    steady_held, whole_err, steady_err):
@@ -784,6 +784,28 @@ def test_pageable_memory_no_copy_writes_into_is_cached_host_memory(cal7):
     # the staged plan's threads read it from other cores: its own (pageable's) rate either way
     assert cal7.predict("pageable-staged", read_only).steady["host_write"] == \
         pytest.approx(cal7.predict("pageable", updated).steady["host_write"])
+
+
+def test_write_combined_memory_read_as_cached_memory_shares_its_host_rates(cal7):
+    """Write-combined memory is uncached to the host, its reads several times slower than cached
+    memory's. The lent H200's calibration read it as fast as pinned memory (0.89-1.03x): the
+    platform mapped it cached, and its host rates are the cached pool's, not its allocations' luck.
+    Where its reads measure uncached, it keeps its own."""
+    from umprof.model.predict import Calibration
+
+    w = Workload(bytes=36 * MiB, reuse=1, host_writes=1.0, gpu_writes=1.0, host_reads=1.0, iterations=10)
+    assert "write-combined" in cal7.cached_host
+    wc, pinned = cal7.predict("write-combined", w).steady, cal7.predict("pinned", w).steady
+    assert (wc["host_write"], wc["host_read"]) == pytest.approx((pinned["host_write"], pinned["host_read"]))
+
+    frame = ResultSet.load(data.CAL7["h200"]).frame.copy()
+    uncached = (frame["axis.strategy"] == "write-combined") & (frame["phase"] == "host_read")
+    frame.loc[uncached, "time_median_s"] *= 6  # reads as uncached memory's
+    slow = Calibration(frame, cal7.device)
+    assert "write-combined" not in slow.cached_host
+    assert slow.predict("write-combined", w).steady["host_read"] > 4 * slow.predict("pinned", w).steady["host_read"]
+    for step in ("host_write", "host_read"):  # the cached pool without it: pinned, zero-copy and mapped memory
+        assert slow.predict("pinned", w).steady[step] == pytest.approx(pinned[step], rel=0.15)
 
 
 def test_a_pattern_s_ratio_changes_with_the_share_of_its_words_that_miss_the_l2(cal7):
