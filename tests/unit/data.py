@@ -37,5 +37,7 @@ HOLDOUT11_H200 = RESULTS / "nvidia-h200-loop-holdout-11.parquet"
 HOLDOUT12_H200 = RESULTS / "nvidia-h200-loop-holdout-12.parquet"
 # 2026-11-23, tenth session: holdout-13 on both GPUs, written after the model change it is judged by (b56cc9f)
 HOLDOUT13 = {gpu: RESULTS / f"nvidia-{gpu}-loop-holdout-13.parquet" for gpu in ("h200", "h100")}
+# 2026-11-23, eleventh session: holdout-14 on both GPUs, written after write-combined memory joined the cached pool
+HOLDOUT14 = {gpu: RESULTS / f"nvidia-{gpu}-loop-holdout-14.parquet" for gpu in ("h200", "h100")}
 CROSS = RESULTS / "nvidia-h200-crossovers.parquet"
 MiB = 1024**2
