@@ -741,7 +741,9 @@ class Calibration:
         # the host's read: local, or faulting pages back
         if br:
             remote = min(pages.read_remote_bytes, br)
-            if k in ("on-demand", "prefetch"):
+            if k == "prefetch":
+                ph["host_read"] = local(self.curve(strategy, "host_read"), br - remote) + c("fault_read", remote)
+            elif k == "on-demand":
                 ph["host_read"] = local(self._managed_local_read(strategy), br - remote) + c("fault_read", remote)
             elif k == "read-mostly":
                 ph["host_read"] = local(self.curve(strategy, "local_read"), br)
@@ -815,9 +817,10 @@ class Calibration:
         return each + (scale - 1) * work
 
     def _managed_local_read(self, strategy) -> Curve:
-        """The host reading managed pages that are already on the host: measured as READ_MOSTLY's
-        reads of its own copies (the calibration has no such read for the other managed kinds,
-        whose host reads there follow the kernel's migration); the strategy's own reads without it."""
+        """The host reading on-demand managed pages that are already on the host: measured as
+        READ_MOSTLY's reads of its own copies (the calibration has no such read for on-demand
+        memory, whose host reads there follow the kernel's migration; managed-prefetch's follow its
+        prefetch back and are its own); the strategy's own reads without it."""
         rm = self.curve("managed-advise-read-mostly", "local_read")
         return rm if rm else self.curve(strategy, "host_read")
 
