@@ -139,6 +139,27 @@ def _upgrade(path: Path, header: dict, frame: pd.DataFrame) -> pd.DataFrame:
         frame["device"] = int(devices[0].get("index", 0) or 0)
         frame["host"] = devices[0].get("host") or header.get("meta", {}).get("host", "")
         frame["rank"] = 0
+    if version < 4 and "wall_steady_s" in frame.columns:
+        frame = steady_as_mean(frame)
+    return frame
+
+
+def steady_as_mean(frame: pd.DataFrame) -> pd.DataFrame:
+    """A loop's rows of layouts before 4, whose ``wall_steady_s`` was the median steady iteration,
+    in layout 4's terms: ``wall_steady_median_s`` keeps that median, ``wall_steady_s`` becomes the
+    mean, (``wall_s`` − ``wall_setup_s`` − median) / (iterations − 1) (the old setup had the median
+    taken off), and ``wall_setup_s`` = ``wall_s`` − iterations × mean (a loop of one iteration has no
+    steady one: its rows stay as they were)."""
+    frame = frame.copy()
+    median = frame["wall_steady_s"].astype(float)
+    its = pd.to_numeric(frame.get("axis.iterations"), errors="coerce") if "axis.iterations" in frame else None
+    frame["wall_steady_median_s"] = median
+    if its is None:
+        return frame
+    steady = its >= 2
+    mean = (frame["wall_s"].astype(float) - frame["wall_setup_s"].astype(float) - median) / (its - 1)
+    frame.loc[steady, "wall_steady_s"] = mean[steady]
+    frame.loc[steady, "wall_setup_s"] = (frame["wall_s"].astype(float) - its * mean)[steady]
     return frame
 
 

@@ -8,6 +8,9 @@ __version__ = "0.1.0"
 #      checks, counted sample) and ``time_p99_s``; the metadata ``setup_s``, ``wall_s``, ``budget_s``.
 #   3: every row carries ``device`` (the GPU index it ran on; a p2p case's source), ``host`` and
 #      ``rank`` (the process among an MPI run's); ``devices`` lists each GPU with its host and rank.
-SCHEMA_VERSION = 3
+#   4: the loop op's ``wall_steady_s`` is the mean of the steady iterations (so that a run's
+#      ``wall_s`` = ``wall_setup_s`` + iterations × ``wall_steady_s`` exactly), ``wall_steady_median_s``
+#      their median (what ``wall_steady_s`` was before: a heavy-tailed loop's median hides its stalls).
+SCHEMA_VERSION = 4
 # Layouts this umprof reads: older ones are upgraded on load (missing columns become empty).
-READABLE_SCHEMAS = (1, 2, 3)
+READABLE_SCHEMAS = (1, 2, 3, 4)

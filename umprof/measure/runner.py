@@ -104,13 +104,22 @@ def _throughput(row, nbytes, ceiling, info):
 
 
 def _median_extra(samples) -> dict:
-    """Per-sample counters (``sample.extra = {phase: {name: value}}``) → their medians."""
+    """Per-sample counters (``sample.extra = {phase: {name: value}}``) → their medians; except a
+    sample's wall clock readings (``wall_s`` and the other ``wall_*``), which add up only within
+    one sample (a loop's whole run = setup + iterations × steady): all of them come from the
+    sample whose ``wall_s`` is the median (the lower one of an even count)."""
     acc = {}
     for s in samples:
         for phase, values in s.extra.items():
             for k, v in values.items():
                 acc.setdefault(phase, {}).setdefault(k, []).append(v)
-    return {ph: {k: float(np.median(v)) for k, v in d.items()} for ph, d in acc.items()}
+    out = {ph: {k: float(np.median(v)) for k, v in d.items()} for ph, d in acc.items()}
+    for ph, d in acc.items():
+        walls = [k for k in d if k.startswith("wall_")]
+        if "wall_s" in d and all(len(d[k]) == len(d["wall_s"]) for k in walls):
+            mid = int(np.argsort(d["wall_s"], kind="stable")[(len(d["wall_s"]) - 1) // 2])
+            out[ph].update({k: float(d[k][mid]) for k in walls})
+    return out
 
 
 def status_row(scenario, case, status: str, reason: str, extra: dict | None = None) -> dict:

@@ -57,6 +57,23 @@ def test_case_rows_phase_and_total():
     assert total["time_median_s"] == pytest.approx(1e-3 + 5.0e-3 + 1e-4)
 
 
+def test_a_loops_wall_readings_come_from_one_sample_and_add_up():
+    """A loop's whole run = setup + iterations × steady holds within a sample; medians taken column
+    by column would break it (on an H100, 2 MiB loops of 4 iterations: 10% apart), so the wall
+    readings are the median-wall sample's, the other counters their own medians."""
+    samples = _samples()
+    walls = [(9.0, 1.0, 2.0), (7.0, 3.0, 1.0), (8.0, 0.5, 1.875)]  # (wall_s, wall_setup_s, wall_steady_s), 4 its
+    for smp, (whole, setup, steady), faults in zip(samples, walls, (5, 1, 3)):
+        smp.extra["total"] = {"wall_s": whole, "wall_setup_s": setup, "wall_steady_s": steady, "um_faults": faults}
+    s, c = _case()
+    total = case_rows(s, c, samples, None, INFO, {})[-1]
+    assert (total["wall_s"], total["wall_setup_s"], total["wall_steady_s"]) == (8.0, 0.5, 1.875)
+    assert total["wall_s"] == total["wall_setup_s"] + 4 * total["wall_steady_s"]
+    assert total["um_faults"] == 3
+    even = case_rows(s, c, samples[:2], None, INFO, {})[-1]  # the lower of two: the 7.0 s sample
+    assert (even["wall_s"], even["wall_steady_s"], even["um_faults"]) == (7.0, 1.0, 3.0)
+
+
 def test_unstable_flag():
     s, c = _case()
     noisy = [Sample([PhaseTime("h2d", t, t)]) for t in (1e-3, 2e-3, 1e-3, 2e-3)]
@@ -162,6 +179,53 @@ def test_version_1_files_are_read_and_upgraded(tmp_path):
     p = tmp_path / "v1.json"
     p.write_text('{"schema_version": 1, "meta": {}, "devices": [], "cases": [{"scenario": "s", "case": "c"}]}')
     assert ResultSet.load(p).frame["case_wall_s"].isna().all()
+
+
+def _loop_total(its, walls, t_init=0.003, t_first=0.010, t_free=0.002, median=True):
+    """A loop's total row as a layout-3 (steady = the median iteration) or layout-4 (the mean) file wrote it."""
+    import statistics
+
+    steady = statistics.median(walls) if median else statistics.fmean(walls)
+    return {"scenario": "loop", "case": f"its={its}", "phase": "total", "status": "ok", "axis.iterations": its,
+            "wall_s": t_init + t_first + sum(walls) + t_free, "wall_first_s": t_first, "wall_steady_s": steady,
+            "wall_setup_s": t_init + t_free + t_first - steady}
+
+
+def test_layout_3_loops_read_with_the_mean_steady_iteration(tmp_path):
+    """Before layout 4 a loop's steady iteration was the median of its iterations, which hides a
+    heavy-tailed loop's stalls (and breaks whole = setup + iterations × steady): on load it becomes
+    the mean, the median kept beside it; a loop of one iteration (no steady one) stays as it was."""
+    import json
+
+    walls = [1e-4] * 8 + [3e-3]  # nine steady iterations, one stalled: mean 4.2x the median
+    rows = [_loop_total(10, walls), {**_loop_total(1, [1e-4]), "wall_steady_s": math.nan, "wall_setup_s": 0.015}]
+    p = tmp_path / "v3.json"
+    p.write_text(json.dumps({"schema_version": 3, "meta": {}, "devices": [], "cases": rows}))
+    f = ResultSet.load(p).frame.set_index("case")
+    ten = f.loc["its=10"]
+    assert ten["wall_steady_median_s"] == pytest.approx(1e-4)
+    assert ten["wall_steady_s"] == pytest.approx(sum(walls) / 9)
+    assert ten["wall_s"] == pytest.approx(ten["wall_setup_s"] + 10 * ten["wall_steady_s"])
+    assert ten["wall_setup_s"] == pytest.approx(0.003 + 0.010 + 0.002 - sum(walls) / 9)
+    one = f.loc["its=1"]
+    assert math.isnan(one["wall_steady_s"]) and one["wall_setup_s"] == 0.015
+    # a layout-4 file is read as written
+    p4 = tmp_path / "v4.json"
+    ResultSet(pd.DataFrame([_loop_total(10, walls, median=False)]), {}, []).save(p4)
+    again = ResultSet.load(p4).frame.iloc[0]
+    assert again["wall_steady_s"] == pytest.approx(sum(walls) / 9) and "wall_steady_median_s" not in again
+
+
+def test_committed_loops_add_up_whole_run_setup_and_iterations():
+    """The committed verification runs (layout 3), read today: whole = setup + iterations × steady."""
+    from tests.unit.data import HOLDOUT14
+
+    f = ResultSet.load(HOLDOUT14["h200"]).frame
+    t = f[(f["phase"] == "total") & (f["status"] == "ok") & (f["axis.iterations"].astype(int) >= 2)]
+    assert len(t) > 500
+    whole = t["wall_setup_s"] + t["axis.iterations"].astype(int) * t["wall_steady_s"]
+    assert (whole - t["wall_s"]).abs().max() < 1e-9
+    assert (t["wall_steady_median_s"] > 0).all()
 
 
 @pytest.mark.parametrize("suffix", [".parquet", ".csv", ".json"])
