@@ -39,5 +39,7 @@ HOLDOUT12_H200 = RESULTS / "nvidia-h200-loop-holdout-12.parquet"
 HOLDOUT13 = {gpu: RESULTS / f"nvidia-{gpu}-loop-holdout-13.parquet" for gpu in ("h200", "h100")}
 # 2026-11-23, eleventh session: holdout-14 on both GPUs, written after write-combined memory joined the cached pool
 HOLDOUT14 = {gpu: RESULTS / f"nvidia-{gpu}-loop-holdout-14.parquet" for gpu in ("h200", "h100")}
+# 2026-11-23, twelfth session: holdout-15 on both GPUs, written after the mean steady iteration (ae89d0e)
+HOLDOUT15 = {gpu: RESULTS / f"nvidia-{gpu}-loop-holdout-15.parquet" for gpu in ("h200", "h100")}
 CROSS = RESULTS / "nvidia-h200-crossovers.parquet"
 MiB = 1024**2
