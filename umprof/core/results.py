@@ -140,11 +140,11 @@ def _upgrade(path: Path, header: dict, frame: pd.DataFrame) -> pd.DataFrame:
         frame["host"] = devices[0].get("host") or header.get("meta", {}).get("host", "")
         frame["rank"] = 0
     if version < 4 and "wall_steady_s" in frame.columns:
-        frame = steady_as_mean(frame)
+        frame = _steady_as_mean(frame)
     return frame
 
 
-def steady_as_mean(frame: pd.DataFrame) -> pd.DataFrame:
+def _steady_as_mean(frame: pd.DataFrame) -> pd.DataFrame:
     """A loop's rows of layouts before 4, whose ``wall_steady_s`` was the median steady iteration,
     in layout 4's terms: ``wall_steady_median_s`` keeps that median, ``wall_steady_s`` becomes the
     mean, (``wall_s`` − ``wall_setup_s`` − median) / (iterations − 1) (the old setup had the median

@@ -741,9 +741,7 @@ class Calibration:
         # the host's read: local, or faulting pages back
         if br:
             remote = min(pages.read_remote_bytes, br)
-            if k == "prefetch":
-                ph["host_read"] = local(self.curve(strategy, "host_read"), br - remote) + c("fault_read", remote)
-            elif k == "on-demand":
+            if k in ("on-demand", "prefetch"):
                 ph["host_read"] = local(self._managed_local_read(strategy), br - remote) + c("fault_read", remote)
             elif k == "read-mostly":
                 ph["host_read"] = local(self.curve(strategy, "local_read"), br)
@@ -822,7 +820,7 @@ class Calibration:
         memory, whose host reads there follow the kernel's migration; managed-prefetch's follow its
         prefetch back and are its own); the strategy's own reads without it."""
         rm = self.curve("managed-advise-read-mostly", "local_read")
-        return rm if rm else self.curve(strategy, "host_read")
+        return rm if rm and kind(strategy) != "prefetch" else self.curve(strategy, "host_read")
 
     def rank(self, w: Workload, steady: bool = False) -> tuple[list[Prediction], dict[str, str]]:
         """Predictions for every strategy that applies, fastest first (by the steady iteration or
