@@ -53,7 +53,7 @@ import numpy as np
 import pandas as pd
 
 from umprof.core.errors import UsageError
-from umprof.core.units import format_size
+from umprof.core.units import format_size, format_time
 from umprof.measure import strategies
 from umprof.measure.ops.lifecycle import PAGE_BYTES, touched_pages
 from umprof.measure.ops.loop import written_pages
@@ -622,6 +622,10 @@ class Calibration:
         extra = self._first_extra(strategy, w.bytes) * w.touched
         setup = {"alloc": c("alloc"), "host_init": c("host_init"),
                  "first_extra": sum(first.values()) - sum(steady.values()) + extra, "free": c("free")}
+        if sum(setup.values()) < 0:  # whole = setup + iterations × steady still holds; say why it is negative
+            notes.append(f"{strategy}'s setup is below zero: its first iteration is predicted "
+                         f"{format_time(-setup['first_extra'])} cheaper than a steady one (setup counts the first "
+                         "iteration less a steady one, so that whole run = setup + iterations × steady)")
         st = strategies.get(strategy)
         if st.pipelined:
             notes.append(f"{strategy} assumes {st.describe_chunking(w.bytes)} per iteration, the kernel's work on a chunk "

@@ -884,3 +884,15 @@ def test_a_small_random_pass_across_the_link_costs_its_bytes_not_only_its_launch
     assert link_random > 2 * link_stream
     device_random, device_stream = (_pass_s(cal7, "pinned", small, p, reuse=32) / 32 for p in ("random", "streaming"))
     assert device_random < 1.1 * device_stream
+
+
+def test_a_setup_below_zero_says_why(cal7):
+    """READ_MOSTLY's first iteration writes pages that sit on the host alone, its steady ones pages
+    duplicated on the GPU (each write collapses a copy): the first is cheaper than a steady one by
+    more than allocation, first write and free, so setup (which counts first − steady) is below
+    zero, and the prediction says so rather than leave a negative time unexplained."""
+    w = Workload(bytes=1024 * MiB, host_writes=1.0, gpu_writes=0.0, host_reads=0.0, iterations=1)
+    p = cal7.predict("managed-advise-read-mostly", w)
+    assert p.setup_s < 0 and p.whole_s > 0
+    assert any("setup is below zero" in n for n in p.notes)
+    assert not any("below zero" in n for n in cal7.predict("pinned", w).notes)
