@@ -1,9 +1,13 @@
 """Device-side access patterns on the GPU: every kernel's output checked (a wrong output fails
 its case), and the orderings physics guarantees."""
 
+from dataclasses import replace
+
 import pytest
 
-from tests.gpu.helpers import assert_faster, by, run_cases
+from tests.gpu.helpers import QUICK, assert_faster, by, run_cases
+
+TEN = replace(QUICK, min_samples=10)  # for a kernel of tens of µs, a median of three is a transient's
 
 
 def _ok(rows):
@@ -107,10 +111,15 @@ def test_matrix_add_block_shapes_checked(ctx_factory):
 
 
 def test_transpose_checked_and_padded_tiles_beat_unpadded(ctx_factory):
-    rows = run_cases(ctx_factory, "transpose", n="4096")
-    _ok(rows)
-    assert_faster("transpose: padded vs unpadded tiles", _kernel(rows, axis_variant="smem-pad")["time_median_s"],
-                  _kernel(rows, axis_variant="smem")["time_median_s"])
+    # two rounds of ten samples, each variant's better round compared: a 50 µs kernel measured three
+    # times once ran at 2.3x its usual time on a fresh H100 (2026-11-24, the GPU's clocks still
+    # rising), and a disturbance only ever adds time
+    rounds = [run_cases(ctx_factory, "transpose", rule=TEN, n="4096") for _ in range(2)]
+    for rows in rounds:
+        _ok(rows)
+    padded, unpadded = (min(_kernel(rows, axis_variant=v)["time_median_s"] for rows in rounds)
+                        for v in ("smem-pad", "smem"))
+    assert_faster("transpose: padded vs unpadded tiles", padded, unpadded)
     # a side that is not a multiple of the block or tile exercises the bounds checks
     _ok(run_cases(ctx_factory, "transpose", n="1000"))
 
