@@ -41,5 +41,7 @@ HOLDOUT13 = {gpu: RESULTS / f"nvidia-{gpu}-loop-holdout-13.parquet" for gpu in (
 HOLDOUT14 = {gpu: RESULTS / f"nvidia-{gpu}-loop-holdout-14.parquet" for gpu in ("h200", "h100")}
 # 2026-11-23, twelfth session: holdout-15 on both GPUs, written after the mean steady iteration (ae89d0e)
 HOLDOUT15 = {gpu: RESULTS / f"nvidia-{gpu}-loop-holdout-15.parquet" for gpu in ("h200", "h100")}
+# holdout-16 (thirteenth session): two runs of five rounds on each GPU, one lease each, judged pooled (ten rounds)
+HOLDOUT16 = {gpu: [RESULTS / f"nvidia-{gpu}-loop-holdout-16{tag}.parquet" for tag in ("", "-b")] for gpu in ("h200", "h100")}
 CROSS = RESULTS / "nvidia-h200-crossovers.parquet"
 MiB = 1024**2
