@@ -676,8 +676,15 @@ class Calibration:
             ph["d2h"] = spread("d2h", br)
         # k - 1 whole chunks and the rest (the loop's chunks: whole 64 KiB pages, the last one shorter)
         last = B - (k - 1) * chunk
-        ph["kernel"] = sum(n * self._kernel(strategy, dataclasses.replace(w, bytes=size), _Pages.Step(first=pages.first))
-                           for n, size in ((k - 1, chunk), (1, last)) if n and size > 0)
+        sizes = [(n, dataclasses.replace(w, bytes=size)) for n, size in ((k - 1, chunk), (1, last)) if n and size > 0]
+        step = _Pages.Step(first=pages.first)
+        ph["kernel"] = sum(n * self._kernel(strategy, wc, step) for n, wc in sizes)
+        if w.pattern == "warp-pages" and k > 1:
+            # a chunk's warp-pages passes are one warp's walks of its pages, a few warps on the whole GPU:
+            # the streams' chunks walk theirs at once, so the chunks' kernels cost a stream's share of
+            # them, never less than one kernel's passes over the whole buffer without the walk's floor
+            streams = min(strategies.get(strategy).streams, k)
+            ph["kernel"] = max(ph["kernel"] / streams, self._kernel(strategy, w, step, walk=False))
         # the host issuing every chunk's copies, passes and result (one thread, between its writes)
         copied = (B if pages.first else bw) + (br if gw > 0 else 0.0)
         ph["other"] = self._issue(strategy, B, k, copied) + k * (w.reuse - 1) * self._launch_cost(strategy)
@@ -768,11 +775,12 @@ class Calibration:
         both = self._values[key]
         return None if both is None else both[0] + gw * (both[1] - both[0])
 
-    def _kernel(self, strategy, w: Workload, pages: "_Pages.Step") -> float:
-        """The kernel phase of one iteration: fixed part, migration on faults, passes."""
+    def _kernel(self, strategy, w: Workload, pages: "_Pages.Step", walk: bool = True) -> float:
+        """The kernel phase of one iteration: fixed part, migration on faults, passes (a warp-pages
+        pass bounded below by one warp's walk of a page unless ``walk`` is False)."""
         c = lambda name, b: self.curve(strategy, name)(b)  # noqa: E731
         B, k = w.bytes, kind(strategy)
-        each = self._pass(strategy, w)
+        each = self._pass(strategy, w, walk)
         mig = 0.0
         if pages.migrate_bytes:
             name = "migrate_dup" if k == "read-mostly" else "migrate"
@@ -780,7 +788,7 @@ class Calibration:
                 * self.touched_ratio(strategy, "migrate", w.touched)
         return c("fixed", B) + mig + w.reuse * each
 
-    def _pass(self, strategy, w: Workload) -> float:
+    def _pass(self, strategy, w: Workload, walk: bool = True) -> float:
         """One pass of the workload's kernel over its touched pages of resident data.
 
         A warp-pages pass gives each touched page one warp, which walks it in a chain of loads:
@@ -791,8 +799,8 @@ class Calibration:
         pass in proportion to its bytes predicted 13-53 µs, and device memory at 32-42 µs over
         20-320 pages, as over 256."""
         dense = self._dense_pass(strategy, w)
-        walk = self.walk(strategy, w.gpu_writes) if w.pattern == "warp-pages" else None
-        return dense * self.touched_ratio(strategy, "pass", w.touched) if walk is None else max(dense, walk)
+        floor = self.walk(strategy, w.gpu_writes) if walk and w.pattern == "warp-pages" else None
+        return dense * self.touched_ratio(strategy, "pass", w.touched) if floor is None else max(dense, floor)
 
     def _dense_pass(self, strategy, w: Workload) -> float:
         """One pass in the workload's pattern over its touched bytes of resident data, as if they
