@@ -43,5 +43,8 @@ HOLDOUT14 = {gpu: RESULTS / f"nvidia-{gpu}-loop-holdout-14.parquet" for gpu in (
 HOLDOUT15 = {gpu: RESULTS / f"nvidia-{gpu}-loop-holdout-15.parquet" for gpu in ("h200", "h100")}
 # holdout-16 (thirteenth session): two runs of five rounds on each GPU, one lease each, judged pooled (ten rounds)
 HOLDOUT16 = {gpu: [RESULTS / f"nvidia-{gpu}-loop-holdout-16{tag}.parquet" for tag in ("", "-b")] for gpu in ("h200", "h100")}
+# holdout-17 (thirteenth session), after the pipelined plan's chunks walking at once: the H200, a run of five rounds
+# and one of four (cut at 355 s, the session's device time), one lease, judged alone and pooled
+HOLDOUT17_H200 = [RESULTS / f"nvidia-h200-loop-holdout-17{tag}.parquet" for tag in ("", "-b")]
 CROSS = RESULTS / "nvidia-h200-crossovers.parquet"
 MiB = 1024**2
