@@ -28,7 +28,8 @@ steady ones, with the workload's host-write, touched and host-read pages.
 
 A pipelined plan (``pinned-pipelined``) runs each iteration in chunks over streams: its copies
 and kernel are pinned's, composed chunk by chunk (so each chunk pays its own launch and copy
-latency; a warp-pages kernel's chunks, a few warps each, walk their pages at once over the streams); the host's writes and reads are pinned memory's (the other chunks' copies beside them
+latency; a warp-pages kernel's chunks, a few warps each, walk their pages at once over the
+streams); the host's writes and reads are pinned memory's (the other chunks' copies beside them
 slowed them by a median 2-7% in the workloads measured), and the host also issues every chunk's
 work (``other``: measured per iteration by its own loop, plus a measured cost per extra pass).
 The iteration is its busiest resource (the host, one thread; the copy engine each way; the
