@@ -152,10 +152,10 @@ def _steady_as_mean(frame: pd.DataFrame) -> pd.DataFrame:
     steady one: its rows stay as they were)."""
     frame = frame.copy()
     median = frame["wall_steady_s"].astype(float)
-    its = pd.to_numeric(frame.get("axis.iterations"), errors="coerce") if "axis.iterations" in frame else None
     frame["wall_steady_median_s"] = median
-    if its is None:
+    if "axis.iterations" not in frame:
         return frame
+    its = pd.to_numeric(frame["axis.iterations"], errors="coerce")
     steady = its >= 2
     mean = (frame["wall_s"].astype(float) - frame["wall_setup_s"].astype(float) - median) / (its - 1)
     frame.loc[steady, "wall_steady_s"] = mean[steady]

@@ -654,7 +654,8 @@ class Calibration:
 
     def _pipelined(self, strategy, w: Workload, pages: "_Pages.Step") -> dict[str, float]:
         """One iteration chunk by chunk over streams (see the module's docstring)."""
-        chunk, k = strategies.get(strategy).chunking(w.bytes)
+        plan = strategies.get(strategy)
+        chunk, k = plan.chunking(w.bytes)
         B, gw = w.bytes, w.gpu_writes
 
         def spread(name, total):
@@ -684,8 +685,7 @@ class Calibration:
             # a chunk's warp-pages passes are one warp's walks of its pages, a few warps on the whole GPU:
             # the streams' chunks walk theirs at once, so the chunks' kernels cost a stream's share of
             # them, never less than one kernel's passes over the whole buffer without the walk's floor
-            streams = min(strategies.get(strategy).streams, k)
-            ph["kernel"] = max(ph["kernel"] / streams, self._kernel(strategy, w, step, walk=False))
+            ph["kernel"] = max(ph["kernel"] / min(plan.streams, k), self._kernel(strategy, w, step, walk=False))
         # the host issuing every chunk's copies, passes and result (one thread, between its writes)
         copied = (B if pages.first else bw) + (br if gw > 0 else 0.0)
         ph["other"] = self._issue(strategy, B, k, copied) + k * (w.reuse - 1) * self._launch_cost(strategy)
