@@ -210,7 +210,7 @@ def _runs_frame(sets: list[ResultSet]):
     (``umprof.model.predict.RUN``: 0, 1, ...): a case measured in two runs is two samples of it."""
     import pandas as pd
 
-    from umprof.model.predict import RUN
+    from umprof.model.calibration import RUN
 
     return pd.concat([rs.frame.assign(**{RUN: i}) for i, rs in enumerate(sets)], ignore_index=True)
 

@@ -14,7 +14,8 @@ import pandas as pd
 from umprof.core.errors import UsageError
 from umprof.core.results import slug
 from umprof.core.units import format_time
-from umprof.model.predict import PHASES, RUN, VERIFY_PREFIX, Calibration, Prediction, kind
+from umprof.model.calibration import PHASES, RUN, VERIFY_PREFIX, kind
+from umprof.model.predict import Calibration, Prediction
 from umprof.model.workload import Workload, with_fit
 
 CLOSE = 0.05  # within this, two strategies are a close call (and a top pick within it of the fastest counts as right)
@@ -386,7 +387,7 @@ def phase_drift(recs: list[Recommendation], frame: pd.DataFrame) -> dict[str, di
     measured on calibration-7's own kind of lease, 1.03x, 0.98x and 1.06x."""
     from umprof.measure import strategies
     from umprof.measure.scenario import is_round_of
-    from umprof.model.predict import BORROWS
+    from umprof.model.calibration import BORROWS
 
     ok = frame[frame["status"] == "ok"]
     ratios: dict[str, list[float]] = {f: [] for f in DRIFT_FAMILIES}

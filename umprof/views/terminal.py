@@ -305,7 +305,7 @@ def print_um(rs: ResultSet, console: Console, scenario: str | None = None) -> No
 def recommendation_table(rec) -> Table:
     """Ranked strategies: setup, the steady iteration and the whole run, × the best by the figure
     that ranked them, and the steady iteration's phases."""
-    from umprof.model.predict import STEADY_PHASES
+    from umprof.model.calibration import STEADY_PHASES
 
     df = rec.to_frame()
     phases = [p for p in STEADY_PHASES if p in df.columns and (df[p].fillna(0) != 0).any()]

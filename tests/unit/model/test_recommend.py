@@ -11,7 +11,10 @@ from tests.unit import data
 from tests.unit.data import VERIFY, WORKLOADS, MiB
 from umprof.core.results import ResultSet
 from umprof.model import recommend as r
-from umprof.model.predict import STEADY_PHASES, Prediction, _loglog, _Pages
+from umprof.model.calibration import STEADY_PHASES
+from umprof.model.curves import loglog as _loglog
+from umprof.model.pages import PageSimulation as _Pages
+from umprof.model.predict import Prediction
 from umprof.model.workload import Workload, load_workloads
 
 
@@ -27,7 +30,8 @@ def test_loglog_interpolation():
 def test_a_fixed_setup_cost_stays_fixed_past_the_largest_calibrated_size():
     """A staging ring's buffers cost the same at any size; pinning costs in proportion: past the
     largest size, alloc and free follow the slope of the largest three (clipped to 0..1)."""
-    from umprof.model.predict import Calibration, Curve
+    from umprof.model.curves import Curve
+    from umprof.model.predict import Calibration
 
     fixed = Curve({16 * MiB: 30e-3, 64 * MiB: 31e-3, 256 * MiB: 29e-3}, fitted_tail=True)
     assert fixed(1024 * MiB) == pytest.approx(29e-3)  # a falling tail is clipped to flat
@@ -108,7 +112,8 @@ def test_long_loops_stand_for_the_short_ones_at_their_sizes():
     figures, elsewhere the 3-iteration loops'."""
     import pandas as pd
 
-    from umprof.model.predict import CALIBRATION_PREFIX, Calibration
+    from umprof.model.calibration import CALIBRATION_PREFIX
+    from umprof.model.predict import Calibration
 
     rs = ResultSet.load(data.CAL)
     f = rs.frame
@@ -133,7 +138,8 @@ def test_the_setup_loop_stands_for_allocation_first_write_and_free_alone():
     the steady curves, their gaps and the largest calibrated size stay the other loops'."""
     import pandas as pd
 
-    from umprof.model.predict import CALIBRATION_PREFIX, Calibration
+    from umprof.model.calibration import CALIBRATION_PREFIX
+    from umprof.model.predict import Calibration
 
     rs = ResultSet.load(data.CAL)
     f = rs.frame
@@ -181,7 +187,8 @@ def _with_walk(walk_s):
     (strategy → seconds per pass, launch included) over the fixed part."""
     import pandas as pd
 
-    from umprof.model.predict import CALIBRATION_PREFIX, Calibration
+    from umprof.model.calibration import CALIBRATION_PREFIX
+    from umprof.model.predict import Calibration
 
     rs = ResultSet.load(data.CAL)
     f = rs.frame
@@ -202,7 +209,7 @@ def test_a_warp_pages_pass_never_takes_less_than_one_warp_s_walk_of_a_page():
     (sparse or not); other patterns and calibrations without the walk predict as before."""
     from dataclasses import replace
 
-    from umprof.model.predict import _Pages
+    from umprof.model.pages import PageSimulation as _Pages
 
     copies = {s: 34e-6 for s in ("pinned", "pageable", "write-combined")}  # one device buffer: pooled
     plain, cal = _with_walk({"mapped": 170e-6, **copies})
@@ -592,7 +599,8 @@ def test_the_committed_long_loops_stand_for_the_short_ones(gpu):
     iteration was a median 0.87x (H200) and 0.89x (H100) the 3-iteration loop's of the same shape."""
     import numpy as np
 
-    from umprof.model.predict import CALIBRATION_PREFIX, Calibration
+    from umprof.model.calibration import CALIBRATION_PREFIX
+    from umprof.model.predict import Calibration
 
     cal = Calibration.from_results(ResultSet.load(data.CAL5[gpu]))
     gaps = cal._gap_rows()
@@ -867,7 +875,7 @@ def test_prefetched_managed_memory_is_read_at_its_own_rate_after_the_prefetch_ba
     as in the application, so its host reads are its own calibrated reads (after that prefetch),
     not READ_MOSTLY's reads of its duplicates: over every verified workload with host reads those
     had predicted the H100's 1.30x too fast (the H200's 1.10x), its own 1.00x (1.04x)."""
-    from umprof.model.predict import _at_span
+    from umprof.model.curves import at_span as _at_span
 
     w = Workload(bytes=48 * MiB, reuse=2, host_writes=0.5, gpu_writes=1.0, host_reads=0.25, iterations=10)
     got = cal7.predict("managed-prefetch", w).steady["host_read"]

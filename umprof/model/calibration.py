@@ -1,0 +1,500 @@
+"""A calibration read as curves: the ``loop`` op's measured phases on one device, per strategy.
+
+A :class:`CalibrationCurves` holds the ``loop`` op's measured phases (the ``calibration`` group:
+``umprof calibrate``, measured here or on another machine, or a calibration shipped with umprof).
+From them it builds, per strategy, curves of seconds against bytes (:mod:`umprof.model.curves`;
+allocation and free, which are fixed for some strategies, follow the slope of the largest sizes
+past them), each per iteration:
+
+* ``host_write``, ``host_read``: the host's local write and read (calibration-loop-sizes);
+  for managed memory also the host's faults back when the pages sit on the GPU, on a write
+  (calibration-loop-host) and on a read (calibration-loop-sizes, where the kernel pulled them);
+* ``h2d``, ``d2h``: the copies (or prefetches) each way;
+* the kernel: a fixed part (launch, the 8-byte result the host reads back) and each pass,
+  read-only and in place (calibration-loop-resident, one and three passes apart), scaled by the
+  measured ratio of the workload's pattern (calibration-loop-patterns at 16 MiB and, for memory
+  the kernel reads on the device, calibration-loop-patterns-large at 256 MiB) and of sparse pages
+  (calibration-loop-touched); for managed memory, the migration of pages on the kernel's
+  faults (what the whole-buffer loop's kernel costs beyond its passes);
+* ``other``: the host's time between the phases of an iteration (wall clock less the phases).
+
+At 64 KiB-4 MiB the whole-buffer and resident loops are measured again over 25 iterations
+(calibration-loop-steady, -resident-steady); where they were, their figures stand for the
+3-iteration loops' (LONG_LOOPS). Allocation, the first write and free come from a loop measured
+as an application pays them, where the calibration has it (calibration-loop-setup: SETUP_LOOP).
+
+How the curves compose into an iteration is :mod:`umprof.model.compose`'s; a plan's own steps,
+:mod:`umprof.model.plans`'; the prediction and ranking, :mod:`umprof.model.predict`'s.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+from umprof.core.errors import UsageError
+from umprof.measure import strategies
+from umprof.measure.scenario import round_base
+from umprof.model.curves import Curve
+
+CALIBRATION_PREFIX = "calibration-loop-"  # the shipped calibration group's scenarios
+# the column that tells the files of one frame apart (0, 1, ...): several calibrations given to --from, or
+# several verification runs given to --measured; a case measured in each is a sample of each
+RUN = "run"
+VERIFY_PREFIX = "recommend-"  # scenarios `recommend --verify` writes
+SETUP_PHASES = ("alloc", "host_init", "first_extra", "free")
+STEADY_PHASES = ("host_write", "h2d", "kernel", "d2h", "host_read", "other", "overlap")
+PHASES = SETUP_PHASES + STEADY_PHASES
+PATTERN_BYTES = 16 * 1024**2  # where calibration-loop-patterns measures
+PATTERN_LARGE_BYTES = 256 * 1024**2  # where calibration-loop-patterns-large measures (past the L2)
+TOUCHED_REF = 0.0625  # calibration-loop-touched's fraction
+# A pass fetches memory 64 bytes at a time, wherever it lives. Across PCIe: over the verification runs of
+# 2026-11 (H200 and H100 alike) a stride-16 pass cost 0.9-1.1x a stride-8 pass of the same bytes (every
+# 64-byte unit still fetched), stride 32 0.5x and stride 64 0.3x, where 32-byte sectors had predicted
+# 0.5x, 0.25x and 0.125x (the passes 1.7-2.6x their predictions). In device memory past the L2 likewise:
+# passes at stride 16 over 80-150 MiB measured 0.87-1.06x a streaming pass's work, at stride 32
+# over 1 GiB 0.52x and at stride 64 over 520-640 MiB 0.19-0.25x (H200 and H100), where sectors had
+# predicted half of each (holdout-2, -10, -11, -12).
+FETCH_WORDS = 16
+# ordinary cached host memory that only the host and the GPU's own accesses touch: one host rate. Pageable
+# memory is not among them: the driver copies into and out of it through its staging buffers (with
+# non-temporal stores, which leave nothing in the host's caches), and its host reads and writes
+# measured 16-45% slower than pinned memory's at 1-16 MiB on the H200 and the H100.
+CACHED_HOST = ("pinned", "zero-copy", "mapped")
+# ... until no copy writes into it: pageable memory that the driver only copies out of (the GPU never
+# writes it back, or the host reads none of it) stays in the host's caches as pinned memory does. Over
+# the verification runs of 2026-11 (25 such workloads a GPU) pageable memory's host writes took a
+# median 0.84x (H200) and 0.88x (H100) of its own calibrated rate and 1.19x and 1.02x of pinned
+# memory's, where pinned memory's own took 1.16x and 1.00x of it. A staging ring's threads read the
+# buffer from other cores and leave it slower (pageable-staged: 1.09x and 1.14x of pageable's rate).
+CACHED_UNLESS_COPIED_INTO = ("pageable",)
+# Write-combined memory is uncached to the host: the CPU reads it without its caches, several times
+# slower than cached memory. Where the calibration's host reads of it measured no slower than
+# WC_CACHED_READ x cached memory's at every size, the platform gave it cached memory's behaviour, and it
+# joins CACHED_HOST. On the H200 and H100 lent in 2026-11 its reads measured 0.89-1.03x pinned memory's
+# and its writes 0.78-1.17x, while in the verification runs its writes and reads took a median 1.00x and
+# 0.99x pinned memory's in the same workload on the H200 (119 and 96 workloads), 1.00x and 1.01x on the
+# H100 (91 and 74): the calibration's differences were its allocations' luck, which had given
+# write-combined memory a lead of up to 11%.
+WRITE_COMBINED = "write-combined"
+WC_CACHED_READ = 1.5
+# Strategies calibrated on calibration-loop-sizes alone, whose kernel, host accesses and their
+# ratios are another's: pageable-staged keeps pageable memory and a cudaMalloc'd buffer and
+# differs only in how the copies go (its copies are its own); pinned-pipelined is pinned memory
+# run chunk by chunk (its steps are pinned's, composed per chunk; only its setup is its own).
+# The host's time between the steps (the gap) is the borrowed memory's for both: the staging ring's
+# work lies inside its timed copies, and what its loop's wall clock left beyond them was the noise of
+# two large figures' difference (calibration-7: 0 at 64 MiB, 1 ms at 256 MiB and, extrapolated, 4 ms a
+# step at 1 GiB on the H200; 0.6 ms at 64 MiB and 0 at 256 MiB on the H100). Over the verification
+# runs of 2026-11 with copies at 16 MiB-1 GiB (89 workload runs on the H200, 71 on the H100), the
+# staged plan's steady iteration with pageable memory's gap came out a median 1.07x and 1.01x of
+# the measured one, with its own 1.11x and 1.04x.
+BORROWS = {"pageable-staged": "pageable", "pinned-pipelined": "pinned"}
+SETUP_CURVES = ("alloc", "host_init", "free", "first")
+OWN_CURVES = {"pageable-staged": ("h2d", "d2h") + SETUP_CURVES,
+              "pinned-pipelined": ("pipe_issue",) + SETUP_CURVES}
+PIPELINE_EXTRAS = ("issue_s",)  # the pipelined loop's extras a prediction uses
+GPU_STEPS, HOST_STEPS = ("h2d", "kernel", "d2h"), ("host_write", "host_read")  # an iteration's timed steps
+GAP_FIT_BYTES = 1024**2  # the per-step costs are fitted where the steps are short
+GAP_FALLBACK = 5e-6  # per timed step, where the calibration cannot separate them
+# Setup costs that are fixed for one strategy and in proportion to the bytes for another (a staging
+# ring's buffers, pinning every page): past the largest calibrated size they follow the slope of the
+# largest TAIL_POINTS sizes; so does the host's time between an iteration's steps (the gap), which is
+# what the host does there, not the buffer's size (a kernel-only iteration over 1 GiB measured 13-31 µs
+# where 4x the 256 MiB figure said 133 µs). The per-iteration steps move bytes at a rate, so they scale
+# in proportion.
+FIXED_OR_PROPORTIONAL = ("alloc", "free", "gap")
+# calibration-loop-steady and -resident-steady: the whole-buffer loop (sizes) and the resident passes
+# (resident: the host touching nothing) again at 64 KiB-4 MiB, in long loops. A 3-iteration loop's
+# steady iterations follow its allocation and first iteration, and there they cost more than a long
+# loop's: on the H100 pinned memory's 64 KiB copy in took 12 µs per iteration there against 5.7 µs
+# over 50 iterations, its pass 30 µs against 14 µs, and the host's time between the steps of a
+# five-step iteration 92 µs against 55 µs (H200: 57 against 40 µs); in calibration-5 the long loops'
+# steady iteration at 64 KiB and 1 MiB was a median 0.87x (H200) and 0.89x (H100) the short loops'.
+# Where a long loop measured a size, its figures stand for the short loop's.
+LONG_LOOPS = {"sizes": "steady", "resident": "resident-steady"}
+LONG_SCENARIOS = tuple(CALIBRATION_PREFIX + name for name in LONG_LOOPS.values())
+# calibration-loop-setup: every strategy's loop at 64 KiB-1 GiB measured as `recommend --verify` measures
+# an application (rounds, each case sampled briefly and without warm-up, the strategies of one size
+# one after another). Allocation, the host's first write and free cost what the process's state makes
+# them (a freshly mapped buffer's first touch, pages pinned, memory cached by the allocators), and the
+# whole-buffer loop's repeated samples of one case measured them otherwise: over the verification runs
+# of 2026-11 (27 workloads of 20 MiB-1 GiB per set) pageable memory's first write took a median 0.82x
+# of calibration-loop-sizes' figure on the H200 and its allocation 0.64x, pinned memory's allocation
+# 1.07x (1.2-1.4x at 20-56 MiB), with every set and both GPUs alike. Where it measured a strategy,
+# its allocation, first write and free stand for the whole-buffer loop's.
+SETUP_LOOP = "setup"
+SETUP_FROM_SETUP_LOOP = ("alloc", "host_init", "free")
+# calibration-loop-walk: a warp-pages pass over 16 pages (a sixteenth of 16 MiB), one warp each: one
+# warp's walk of a page, which bounds every warp-pages pass from below (see Calibration._pass).
+WALK_LOOP = "walk"
+WALK_TOUCHED = 0.0625
+
+
+def kind(name: str) -> str:
+    """How a strategy moves data: 'copy' (explicit copies), 'link' (kernels read across PCIe),
+    'on-demand' (managed pages migrate on faults), 'prefetch' or 'read-mostly'."""
+    st = strategies.get(name)
+    if st.copies:
+        return "copy"
+    if st.managed:
+        if st.prefetch:
+            return "prefetch"
+        if st.advice == "read-mostly":
+            return "read-mostly"
+        if st.advice in ("prefer-host", "accessed-by-gpu"):
+            return "link"
+        return "on-demand"
+    return "link"
+
+
+
+class CalibrationCurves:
+    """The loop's phases measured on one device, as curves per strategy (see the module's docstring)."""
+
+    def __init__(self, frame: pd.DataFrame, device: dict | None = None, source: str = ""):
+        self.device = device or {}
+        self.source = source
+        where = source or "results"
+        if "op" not in frame.columns or not (frame["op"] == "loop").any():
+            raise UsageError(f"{where}: no loop measurements to predict from (a calibration of this version is "
+                             "`umprof run calibration -o FILE`; older calibrations measured the one-shot lifecycle)")
+        loop = frame[(frame["op"] == "loop") & frame["scenario"].astype(str).str.startswith(CALIBRATION_PREFIX)]
+        if loop.empty:
+            raise UsageError(f"{where}: no calibration-loop-* scenarios in it; run `umprof run calibration` first")
+        self.skipped = {}
+        for _, r in loop[(loop["status"] == "skipped") & (loop["phase"] == "total")].iterrows():
+            self.skipped.setdefault(r["axis.strategy"], r["reason"])
+        ok = loop[loop["status"] == "ok"].copy()
+        steady_its = (ok["axis.iterations"].astype(int) - 1).clip(lower=1)
+        ok["per_iteration"] = ok["time_median_s"] / steady_its
+        for col in PIPELINE_EXTRAS:  # the pipelined loop's host time, summed over its steady iterations
+            if col in ok.columns:
+                ok["it_" + col] = ok[col] / steady_its
+        # the scenario each row belongs to, its rounds as one (a loop measured in rounds: SETUP_LOOP)
+        ok["base_scenario"] = round_base(ok["scenario"].astype(str))
+        setup_loop = ok["base_scenario"] == CALIBRATION_PREFIX + SETUP_LOOP
+        # the setup loop answers for allocation, first write and free alone (see SETUP_LOOP): the curves
+        # of the steady iteration, their gaps and the largest calibrated size are the other loops'
+        self.setup_rows, ok = ok[setup_loop], ok[~setup_loop]
+        self.ok = ok
+        self.strategies = sorted(ok["axis.strategy"].unique())
+        for s in self.strategies:
+            self.skipped.pop(s, None)
+        self.max_bytes = int(ok["axis.bytes"].max())
+        self._curves: dict[tuple, Curve] = {}
+        self._values: dict[tuple, float] = {}
+        self._gap_table: pd.DataFrame | None = None
+
+    @classmethod
+    def from_results(cls, rs, source: str = "") -> "CalibrationCurves":
+        return cls(rs.frame, rs.devices[0] if rs.devices else {}, source)
+
+    # -- what was measured --------------------------------------------------------------------
+
+    def _select(self, strategy, scenario, phase, column="per_iteration", **axes) -> dict[float, float]:
+        """bytes → the median of ``column`` over the cases of one scenario matching ``axes`` (none
+        where the calibration has no such column: one older than the measurement); for a loop
+        measured again in a long loop (LONG_LOOPS), the long loop's figures at its sizes."""
+        out = self._select_one(strategy, scenario, phase, column, **axes)
+        if scenario in LONG_LOOPS:
+            out.update(self._select_one(strategy, LONG_LOOPS[scenario], phase, column, **axes))
+        return out
+
+    def _select_one(self, strategy, scenario, phase, column, **axes) -> dict[float, float]:
+        d = self.setup_rows if scenario == SETUP_LOOP else self.ok
+        if column not in d.columns:
+            return {}
+        # all of the scenario's rounds, where it was measured in rounds
+        m = d["axis.strategy"].isin(self._kernel_peers(strategy) if phase == "kernel" else (strategy,))
+        m &= d["phase"] == phase
+        m &= d["base_scenario"] == CALIBRATION_PREFIX + scenario
+        for k, v in axes.items():
+            col = d[f"axis.{k}"]
+            m &= (col.astype(float) - v).abs() < 1e-9 if isinstance(v, float) else col == v
+        sub = d[m]
+        return sub.groupby("axis.bytes")[column].median().to_dict() if not sub.empty else {}
+
+    @property
+    def cached_host(self) -> tuple[str, ...]:
+        """The calibrated strategies whose host memory is ordinary cached memory to the host, their
+        host rates pooled (CACHED_HOST), with write-combined memory among them where its host reads
+        measured as cached memory's (WC_CACHED_READ)."""
+        if "cached_host" not in self._values:
+            pool = tuple(s for s in CACHED_HOST if s in self.strategies)
+            whole = dict(reuse=1, host_writes=1.0, gpu_writes=1.0, host_reads=1.0)
+            wc = self._select(WRITE_COMBINED, "sizes", "host_read", **whole) if WRITE_COMBINED in self.strategies else {}
+            ref = pd.DataFrame([self._select(s, "sizes", "host_read", **whole) for s in pool]).median().to_dict() \
+                if pool else {}
+            ratios = [wc[b] / ref[b] for b in wc if ref.get(b, 0) > 0]
+            if ratios and max(ratios) <= WC_CACHED_READ:
+                pool += (WRITE_COMBINED,)
+            self._values["cached_host"] = pool
+        return self._values["cached_host"]
+
+    def _kernel_peers(self, strategy) -> tuple[str, ...]:
+        """The strategies whose kernel phase stands for the strategy's, their measurements pooled:
+        for an explicit copy, every one that copies whole iterations into a cudaMalloc'd buffer (the
+        same kernel on the same memory; a pipelined plan's kernel runs chunk by chunk); else the
+        strategy alone."""
+        st = strategies.get(strategy)
+        if st.copies and not st.pipelined:
+            return tuple(s for s in strategies.EXPLICIT if not strategies.get(s).pipelined)
+        return (strategy,)
+
+    def curve(self, strategy, name) -> Curve:
+        """One of the strategy's per-iteration curves (see the module's docstring), cached."""
+        if name not in OWN_CURVES.get(strategy, ()):
+            strategy = BORROWS.get(strategy, strategy)
+        key = (strategy, name)
+        if key not in self._curves:
+            self._curves[key] = Curve(self._build(strategy, name), fitted_tail=name in FIXED_OR_PROPORTIONAL)
+        return self._curves[key]
+
+    def _passes(self, strategy, gw: float, scenario="resident", **axes) -> tuple[dict, dict]:
+        """(fixed part, each pass) of the kernel phase per iteration, from one and three passes."""
+        k1 = self._select(strategy, scenario, "kernel", reuse=1, gpu_writes=gw, **axes)
+        k3 = self._select(strategy, scenario, "kernel", reuse=3, gpu_writes=gw, **axes)
+        each = {b: max((k3[b] - k1[b]) / 2, 1e-7) for b in k1 if b in k3}
+        fixed = {b: max(k1[b] - each[b], 0.0) for b in each}
+        return fixed, each
+
+    def _build(self, strategy, name) -> dict:
+        whole = dict(reuse=1, host_writes=1.0, gpu_writes=1.0, host_reads=1.0)
+        if name in ("host_write", "host_read") and strategy in self.cached_host:
+            # the same memory to the host whoever allocated it: the median of their measurements per
+            # size (each alone varies ±30% from run to run, with no order between them)
+            pts = pd.DataFrame([self._select(s, "sizes", name, **whole) for s in self.cached_host])
+            return pts.median().to_dict()
+        if name in ("host_write", "host_read", "h2d", "d2h"):
+            return self._select(strategy, "sizes", name, **whole)
+        if name == "pass_ro":
+            return self._passes(strategy, 0.0)[1]
+        if name == "pass_rw":
+            return self._passes(strategy, 1.0)[1]
+        if name == "fixed":
+            return self._passes(strategy, 0.0)[0]
+        if name == "migrate":  # the whole-buffer loop's kernel beyond its fixed part and its pass
+            k = self._select(strategy, "sizes", "kernel", **whole)
+            fixed, each = self.curve(strategy, "fixed"), self.curve(strategy, "pass_rw")
+            return {b: max(t - fixed(b) - each(b), 1e-7) for b, t in k.items()}
+        if name == "migrate_dup":  # READ_MOSTLY: read-only copies made again after the host's writes
+            k = self._select(strategy, "host", "kernel", reuse=1, host_writes=1.0, gpu_writes=0.0, host_reads=0.0)
+            fixed, each = self.curve(strategy, "fixed"), self.curve(strategy, "pass_ro")
+            return {b: max(t - fixed(b) - each(b), 1e-7) for b, t in k.items()}
+        if name == "fault_write":  # the host writing pages that sit on the GPU
+            return self._select(strategy, "host", "host_write", reuse=1, host_writes=1.0, gpu_writes=0.0,
+                                host_reads=0.0)
+        if name == "fault_read":
+            return self._select(strategy, "sizes", "host_read", **whole)
+        if name == "local_read":  # managed pages read where they are (READ_MOSTLY's copies)
+            return self._select(strategy, "host-read", "host_read", reuse=1, host_writes=0.0, gpu_writes=0.0,
+                                host_reads=1.0)
+        if name == "pipe_issue":  # the pipelined loop's own issuing (its row's extras), per iteration
+            return self._select(strategy, "sizes", "pipelined", column="it_issue_s", **whole)
+        if name in ("alloc", "host_init", "free", "first"):
+            if name in SETUP_FROM_SETUP_LOOP:  # as an application pays them, where measured so (SETUP_LOOP)
+                measured = self._select(strategy, SETUP_LOOP, name, column="time_median_s")
+                if measured:
+                    return measured
+            # READ_MOSTLY has no whole-buffer loop (its kernel may not write): its read-only host-read loop
+            scenario, axes = self._setup_reference(strategy)
+            return self._select(strategy, scenario, name, column="time_median_s", **axes)
+        if name == "gap":
+            return self._gaps(strategy)
+        raise KeyError(name)
+
+    def _setup_reference(self, strategy) -> tuple[str, dict]:
+        """The calibration loop whose setup phases and first iteration stand for the strategy's."""
+        if kind(strategy) == "read-mostly":
+            return "host-read", dict(reuse=1, host_writes=0.0, gpu_writes=0.0, host_reads=1.0)
+        return "sizes", dict(reuse=1, host_writes=1.0, gpu_writes=1.0, host_reads=1.0)
+
+    def _gap_rows(self) -> pd.DataFrame:
+        """Per calibrated loop (steady iterations timed): its strategy, bytes, timed GPU and host
+        phases per iteration, and its gap (the wall clock of a steady iteration less its phases)."""
+        if self._gap_table is None:
+            d = self.ok
+            steady = d[d["phase"].isin(STEADY_PHASES)]
+            # a case's phases against its own run's wall clock, where the frame pools several runs (RUN)
+            keys = ["scenario", "case"] + ([RUN] if RUN in d.columns else [])
+            per_case = steady.groupby(keys)
+            sums = per_case["per_iteration"].sum()
+            n_gpu = per_case["phase"].agg(lambda p: int(p.isin(GPU_STEPS).sum()))
+            n_host = per_case["phase"].agg(lambda p: int(p.isin(HOST_STEPS).sum()))
+            rows = []
+            if "wall_steady_s" in d.columns:
+                for _, r in d[d["phase"] == "total"].iterrows():
+                    key = tuple(r[k] for k in keys)
+                    if key in sums.index and not math.isnan(r["wall_steady_s"]):
+                        rows.append({"strategy": r["axis.strategy"], "bytes": float(r["axis.bytes"]),
+                                     "n_gpu": n_gpu[key], "n_host": n_host[key],
+                                     "gap": r["wall_steady_s"] - sums[key],
+                                     "long": r["scenario"] in LONG_SCENARIOS})
+            self._gap_table = pd.DataFrame(rows, columns=["strategy", "bytes", "n_gpu", "n_host", "gap", "long"])
+        return self._gap_table
+
+    @staticmethod
+    def _long_where_measured(d: pd.DataFrame, by: list[str]) -> pd.DataFrame:
+        """The rows of long loops (LONG_LOOPS) where a group of ``by`` has them, else the group's
+        short loops."""
+        has_long = d.groupby(by)["long"].transform("any") if len(d) else d["long"]
+        return d[d["long"] | ~has_long.astype(bool)]
+
+    def phase_costs(self) -> tuple[float, float]:
+        """The host's time per timed step beside the steps themselves (an event recorded and waited
+        for, the range, the clock): (each GPU step beyond the first, each host step), fitted over
+        the calibrated loops of unmanaged memory up to GAP_FIT_BYTES (the long ones alone where the
+        calibration has them), with an intercept per strategy and size (where the steps are short
+        and the gap is not lost in their noise; managed memory's gaps also hold the faults the host
+        takes between steps)."""
+        key = ("phase_costs",)
+        if key not in self._values:
+            d = self._gap_rows()
+            d = d[(d["bytes"] <= GAP_FIT_BYTES) & ~d["strategy"].map(lambda s: strategies.get(s).managed)]
+            if d["long"].any():  # long loops alone: a short loop's steps cost more (see LONG_LOOPS)
+                d = d[d["long"]]
+            costs = (GAP_FALLBACK, GAP_FALLBACK)
+            if len(d) and d["n_gpu"].nunique() + d["n_host"].nunique() > 2:
+                groups = pd.get_dummies(d["strategy"] + "@" + d["bytes"].astype(str)).to_numpy(float)
+                x = np.column_stack([d["n_gpu"] - 1, d["n_host"], groups])
+                fit = np.linalg.lstsq(x, d["gap"].to_numpy(float), rcond=None)[0]
+                costs = (max(float(fit[0]), 0.0), max(float(fit[1]), 0.0))
+            self._values[key] = costs
+        return self._values[key]
+
+    def _gaps(self, strategy) -> dict:
+        """The gap of a steady iteration of one GPU step and no host step, per size: the median
+        over the strategy's calibrated loops of their gaps less their steps' costs."""
+        d = self._gap_rows()
+        d = self._long_where_measured(d[d["strategy"] == strategy], ["bytes"])
+        per_gpu, per_host = self.phase_costs()
+        base = d["gap"] - per_gpu * (d["n_gpu"] - 1) - per_host * d["n_host"]
+        return {b: max(float(v), 1e-7) for b, v in base.groupby(d["bytes"]).median().items()}
+
+    def gap(self, strategy, nbytes: float, n_gpu: int, n_host: int) -> float:
+        """The host's time per steady iteration outside its timed steps, for an iteration of
+        ``n_gpu`` GPU steps and ``n_host`` host steps."""
+        per_gpu, per_host = self.phase_costs()
+        return self.curve(strategy, "gap")(nbytes) + per_gpu * max(n_gpu - 1, 0) + per_host * n_host
+
+    def _pattern_ratio(self, strategy, pattern: str, gw: float, scenario: str, at: float) -> float | None:
+        """A pass in ``pattern`` over one in streaming order at ``at`` bytes, as ``scenario``
+        measured it (cached; None where it did not)."""
+        name, moving = ("pass_rw", 1.0) if gw > 0 else ("pass_ro", 0.0)
+        key = (strategy, scenario, pattern, name)
+        if key not in self._values:
+            each = self._passes(strategy, moving, scenario, pattern=pattern)[1].get(at)
+            floor = self.pass_floor(strategy, moving)
+            base = self.curve(strategy, name)(at) - floor
+            self._values[key] = max(each - floor, 1e-9) / base if each and base > 0 else None
+        return self._values[key]
+
+    def pass_time(self, strategy, gw: float, nbytes: float) -> float:
+        """One pass in streaming order over ``nbytes`` of resident data, read-only and in place
+        weighted by ``gw`` (the fraction of what it touches that it writes)."""
+        ro = self.curve(strategy, "pass_ro")(nbytes)
+        return ro + gw * (self.curve(strategy, "pass_rw")(nbytes) - ro)
+
+    def pass_floor(self, strategy, gw: float) -> float:
+        """What a pass costs whatever its bytes: its launch (the pass curve's least value, at the
+        smallest sizes), read-only and in place weighted by ``gw``."""
+        strategy = BORROWS.get(strategy, strategy)
+
+        def least(name):
+            curve = self.curve(strategy, name)
+            return float(curve.ys.min()) if curve else 0.0
+        return least("pass_ro") + gw * (least("pass_rw") - least("pass_ro"))
+
+    def pass_ratio(self, strategy, pattern: str, gw: float, nbytes: float = PATTERN_BYTES) -> float:
+        """A pass in ``pattern`` over one in streaming order (resident data) over ``nbytes``: as
+        measured at 16 MiB (calibration-loop-patterns; 1 where unmeasured) and, where the calibration
+        has it, at 256 MiB (calibration-loop-patterns-large: past the GPU's L2, where a random word
+        costs a sector of DRAM), constant past them. Between them, where the device's L2 size is
+        known: the 16 MiB ratio up to it, then toward the 256 MiB one with the share of the data the
+        L2 cannot hold (log-linearly in size where it is not known: from a strided ratio of ~0 at
+        16 MiB, launch-bound in the L2, that predicted 120 MiB stride-4 passes over the DRAM's peak)."""
+        strategy = BORROWS.get(strategy, strategy)  # the kernel's side is the borrowed strategy's
+        if pattern == "streaming":
+            return 1.0
+        small = self._pattern_ratio(strategy, pattern, gw, "patterns", PATTERN_BYTES) or 1.0
+        if nbytes <= PATTERN_BYTES:
+            return small
+        large = self._pattern_ratio(strategy, pattern, gw, "patterns-large", PATTERN_LARGE_BYTES)
+        if large is None:
+            return small
+        l2 = float(self.device.get("l2_bytes") or 0)
+        if PATTERN_BYTES < l2 < PATTERN_LARGE_BYTES:
+            # the share of the pass's words that miss the L2 (whatever of the data it cannot hold), as a
+            # share of the misses at PATTERN_LARGE_BYTES: nothing misses up to the L2's size
+            def misses(b):
+                return max(1.0 - l2 / b, 0.0)
+            at = min(misses(nbytes) / misses(PATTERN_LARGE_BYTES), 1.0)
+            return small + at * (large - small)
+        at = min(math.log(nbytes / PATTERN_BYTES) / math.log(PATTERN_LARGE_BYTES / PATTERN_BYTES), 1.0)
+        return float(math.exp((1 - at) * math.log(small) + at * math.log(large)))
+
+    def migrate_ratio(self, strategy, pattern: str) -> float:
+        """The first pass's migration in ``pattern`` over streaming's, at 16 MiB."""
+        strategy = BORROWS.get(strategy, strategy)  # the kernel's side is the borrowed strategy's
+        if pattern == "streaming":
+            return 1.0
+        key = (strategy, "migrate", pattern)
+        if key not in self._values:
+            gw, each_name, base_name = self._moving(strategy)
+            k = self._select(strategy, "patterns-moving", "kernel", reuse=1, pattern=pattern, host_writes=1.0,
+                             gpu_writes=gw, host_reads=1.0).get(PATTERN_BYTES)
+            fixed = self.curve(strategy, "fixed")(PATTERN_BYTES)
+            each = self.curve(strategy, each_name)(PATTERN_BYTES) * self.pass_ratio(strategy, pattern, gw)
+            base = self.curve(strategy, base_name)(PATTERN_BYTES)
+            self._values[key] = max(k - fixed - each, 1e-7) / base if k and base > 0 else 1.0
+        return self._values[key]
+
+    @staticmethod
+    def _moving(strategy) -> tuple[float, str, str]:
+        """(gpu_writes, pass curve, migration curve) of the 'moving' variants a strategy is scaled by:
+        READ_MOSTLY's read-only copies, the others' in-place migration."""
+        return (0.0, "pass_ro", "migrate_dup") if kind(strategy) == "read-mostly" else (1.0, "pass_rw", "migrate")
+
+    def touched_ratio(self, strategy, what: str, t: float) -> float:
+        """Sparse pages' cost over the plain curve at the same bytes, measured at 1/16 of 64 MiB and
+        taken log-linearly between 1 (the whole buffer) and there, constant below; 1 where the
+        calibration did not resolve the passes (three measured no longer than one)."""
+        strategy = BORROWS.get(strategy, strategy)  # the kernel's side is the borrowed strategy's
+        if t >= 1.0:
+            return 1.0
+        key = (strategy, "touched", what)
+        if key not in self._values:
+            B, T = 64 * 1024**2, 64 * 1024**2 * TOUCHED_REF
+            if what == "pass":
+                each = self._passes(strategy, 1.0, "touched", touched=TOUCHED_REF)[1].get(B)
+                if each is not None and each <= 1e-7:
+                    each = None  # three passes measured no longer than one: lost in the kernel phase's noise
+                base = self.curve(strategy, "pass_rw")(T)
+            else:
+                gw, each_name, base_name = self._moving(strategy)
+                k = self._select(strategy, "touched-moving", "kernel", reuse=1, touched=TOUCHED_REF,
+                                 host_writes=1.0, gpu_writes=gw, host_reads=1.0).get(B)
+                fixed = self.curve(strategy, "fixed")(T)
+                pas = self.curve(strategy, each_name)(T) * self.touched_ratio(strategy, "pass", TOUCHED_REF)
+                each = max(k - fixed - pas, 1e-7) if k else None
+                base = self.curve(strategy, base_name)(T)
+            self._values[key] = each / base if each and base > 0 else 1.0
+        r = self._values[key]
+        return r ** min(1.0, math.log(t) / math.log(TOUCHED_REF))
+
+    def walk(self, strategy, gw: float) -> float | None:
+        """One warp's walk of one 64 KiB page, a pass's launch included (calibration-loop-walk:
+        16 pages, passes one and three apart), read-only and in place weighted by ``gw``; None
+        where the calibration did not measure it."""
+        strategy = BORROWS.get(strategy, strategy)  # the kernel's side is the borrowed strategy's
+        key = (strategy, "walk")
+        if key not in self._values:
+            ro, rw = (self._passes(strategy, g, WALK_LOOP, pattern="warp-pages",
+                                   touched=WALK_TOUCHED)[1].get(PATTERN_BYTES) for g in (0.0, 1.0))
+            self._values[key] = (ro, rw) if ro and rw else None
+        both = self._values[key]
+        return None if both is None else both[0] + gw * (both[1] - both[0])
+
