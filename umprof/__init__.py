@@ -5,8 +5,7 @@ The Python API (the CLI calls the same functions)::
     import umprof
 
     rs = umprof.load("results/nvidia-h200-default.parquet")    # .frame, .meta, .devices
-    rec = umprof.recommend({"bytes": "256MiB", "reuse": 16, "iterations": 100},
-                           calibration="results/nvidia-h200-loop-calibration.parquet")
+    rec = umprof.recommend({"bytes": "256MiB", "reuse": 16, "iterations": 100}, gpu="H200")
     rec.to_frame()                                               # ranked: setup, steady, whole, phases
     print(rec.reason)
 
@@ -20,6 +19,7 @@ downward only): ``core`` → ``nsight`` → ``measure`` → ``model`` → ``view
 
 from umprof.api import (
            calibrate,
+           calibrations,
            compare,
            estimate,
            load,
@@ -34,5 +34,5 @@ from umprof.api import (
 from umprof.core.results import ResultSet
 from umprof.core.version import SCHEMA_VERSION, __version__
 
-__all__ = ["ResultSet", "SCHEMA_VERSION", "__version__", "calibrate", "compare", "estimate", "load", "load_calibration",
+__all__ = ["ResultSet", "SCHEMA_VERSION", "__version__", "calibrate", "calibrations", "compare", "estimate", "load", "load_calibration",
            "recommend", "report", "run", "select", "verify", "workloads"]

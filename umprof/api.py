@@ -216,14 +216,16 @@ def _runs_frame(sets: list[ResultSet]):
 
 
 def load_calibration(sources, device: int | None = None):
-    """A Calibration from saved results with lifecycle cases (paths or ResultSets; e.g. the
-    committed ``results/nvidia-h200-calibration.parquet``); ``device``: only the rows measured
-    on that GPU (a calibration run with ``--device all``)."""
+    """A Calibration from saved calibrations (paths or ResultSets; several pool case by case); a
+    quick calibration is completed by the shipped calibration it names (see :func:`calibrations`);
+    ``device``: only the rows measured on that GPU (a calibration run with ``--device all``)."""
+    from umprof.core import calibrations as store
     from umprof.model.predict import Calibration
 
-    sets = _result_sets(sources)
-    if not sets:
-        raise UsageError("no calibration given: pass result files of `umprof run calibration`")
+    items = [sources] if isinstance(sources, (str, Path, ResultSet)) else list(sources)
+    if not items:
+        raise UsageError("no calibration given: pass result files of `umprof calibrate -o FILE`")
+    sets = [s if isinstance(s, ResultSet) else _calibration_rows(store.describe(s)) for s in items]
     frame = _runs_frame(sets)  # several calibrations pool case by case, each case's gaps against its own run
     infos = [d for r in sets for d in r.devices]
     if device is not None:
@@ -234,24 +236,191 @@ def load_calibration(sources, device: int | None = None):
             raise UsageError(f"option '--device': the calibration was measured on GPU {have}, not GPU {device}")
         infos = [d for d in infos if d.get("index") == device] or infos
     device = infos[0] if infos else {}
-    names = [str(s) for s in ([sources] if isinstance(sources, (str, Path)) else sources)
-             if not isinstance(s, ResultSet)]
+    names = [str(s) for s in items if not isinstance(s, ResultSet)]
     return Calibration(frame, device, ", ".join(names))
 
 
-def calibrate(output=None, *, device: int = 0, force: bool = False, console=None, argv=None):
-    """Measure the calibration group on this GPU now (about 13 minutes: 784 s on the H200, 800 s on the H100), save
-    it, and return its Calibration."""
-    from umprof.measure.gpu import load_pycuda
+def _calibration_rows(cf) -> ResultSet:
+    """A calibration file's rows; a quick one's completed by its shipped base: the base's scenarios
+    that the quick calibration did not measure, beside every row it did (each scenario whole from
+    one or the other)."""
+    import pandas as pd
+
+    from umprof.core import calibrations as store
+    from umprof.measure.scenario import round_base
+
+    rs = ResultSet.load(cf.path)
+    if cf.profile != "quick":
+        return rs
+    base = store.SHIPPED_DIR / str(cf.base or "")
+    if not cf.base or not base.is_file():
+        raise UsageError(f"{cf.path}: a quick calibration completed by {cf.base!r}, which this umprof does not "
+                         "ship: measure a full one with `umprof calibrate`")
+    whole = ResultSet.load(base)
+    mine = set(round_base(rs.frame["scenario"].astype(str)))
+    keep = ~round_base(whole.frame["scenario"].astype(str)).isin(mine)
+    return ResultSet(pd.concat([whole.frame[keep], rs.frame], ignore_index=True), rs.meta, rs.devices)
+
+
+def calibrations() -> list:
+    """The calibrations this umprof can answer from: shipped ones (one per GPU model its release was
+    measured on), then this machine's (``umprof calibrate``), as
+    :class:`~umprof.core.calibrations.CalibrationFile` (GPU, profile, date, host, driver, path)."""
+    from umprof.core import calibrations as store
+
+    return store.shipped() + store.cached()
+
+
+def calibration_estimate(profile: str = "full", gpu: str | None = None) -> float:
+    """Seconds a calibration of this profile should take: the shipped calibration of the same GPU's
+    case times where there is one (same cases), else the run's own estimate."""
+    from umprof.core import calibrations as store
+    from umprof.measure import calibration as profiles
+
+    chosen = profiles.scenarios(profile)
+    base = next((c for c in store.shipped() if gpu and c.matches(gpu)), None)
+    if base is not None:
+        frame = ResultSet.load(base.path).frame
+        totals = frame[frame["phase"] == "total"].set_index(["scenario", "case"])["case_wall_s"]
+        times = [totals.get((s.name, c.label)) for s in chosen for c in s.cases()]
+        if all(t is not None for t in times):
+            # the quick profile samples less: its cases at its own timeout, where shorter
+            timeout = profiles.profile(profile).timing.get("timeout")
+            short = [min(float(t), 2 * timeout) if timeout else float(t) for t in times]
+            return float(sum(short)) + 10.0  # opening the GPU and compiling the kernels
+    return estimate(chosen, um_counters="off").total_s
+
+
+def calibrate(output=None, *, quick: bool = False, device: int = 0, force: bool = False, console=None, argv=None):
+    """Measure this GPU's calibration (``quick``: about a minute, completed by the GPU model's shipped
+    calibration; else the full one, about 5 minutes) into the user's cache (or ``output``) and return
+    its :class:`~umprof.core.calibrations.CalibrationFile`. An unfinished one there (Ctrl-C) is resumed:
+    the cases it measured are kept. One that is complete is returned as it is, unless ``force``."""
+    from umprof.core import calibrations as store
+    from umprof.measure import calibration as profiles
+    from umprof.measure.budget import format_seconds
+    from umprof.measure.gpu import identify
+    from umprof.measure.runner import run_scenarios
+
+    gpu = identify(device)  # no GPU: say so before promising a calibration
+    profile = "quick" if quick else "full"
+    base = None
+    if profiles.profile(profile).needs_base:
+        base = next((c for c in store.shipped() if c.matches(gpu["name"], gpu["memory_bytes"])), None)
+        if base is None:
+            raise UsageError(f"option '--quick': a quick calibration takes the kernels' figures from the shipped "
+                             f"calibration of its GPU, and umprof ships none for {gpu['name']} (it ships: "
+                             f"{', '.join(store.known_gpus()) or 'none'}); run `umprof calibrate` for a full one")
+    import platform
+
+    path = Path(output) if output else store.writable_cache() / store.cache_path(
+        gpu["name"], gpu["memory_bytes"], gpu["driver"], platform.node(), profile).name
+    resume = False
+    if path.exists() and not force:
+        earlier = store.describe(path)
+        if earlier.complete and earlier.profile == profile:
+            if console is not None:
+                console.print(f"already calibrated: {path} ({earlier.summary()}); --force measures it again")
+            return earlier
+        resume = earlier.profile == profile
+        if not resume:
+            raise UsageError(f"{path}: already exists and holds a {earlier.profile} calibration; pass --force to "
+                             "overwrite it or -o to write elsewhere")
+    chosen = profiles.scenarios(profile)
+    total = sum(len(s.cases()) for s in chosen)
+    if console is not None:
+        what = "resuming" if resume else "calibrating"
+        console.print(f"{what} {gpu['name']} ({profile}: {total} cases, about "
+                      f"{format_seconds(calibration_estimate(profile, gpu['name']))}); saving to {path}")
+    facts = {"profile": profile, "base": base.name if base else None, "complete": False, "cases": total}
+    rs, _ = run_scenarios(chosen, output=path, force=force, resume=resume, device=device, um_counters="off",
+                          argv=argv or ["umprof.calibrate"], console=console, progress=console is not None,
+                          meta={store.META_KEY: facts})
+    measured = int(rs.frame.loc[rs.frame["phase"] == "total", ["scenario", "case"]].drop_duplicates().shape[0])
+    rs.meta[store.META_KEY] = dict(facts, complete=measured >= total, cases=measured)
+    rs.save(path)
+    return store.describe(path, "cached" if not output else "file")
+
+
+def calibration_for(*, gpu: str | None = None, device: int = 0, calibrate_now: bool = False, console=None):
+    """The calibration that answers here, and what it is: ``gpu`` names a shipped GPU model (answers
+    offline, no GPU needed); else this machine's GPU's cached calibration, then its model's shipped one;
+    with none, ``calibrate_now`` measures one, else a UsageError says how long one takes. Returns
+    ``(Calibration, CalibrationFile, differences)``: what differs between this machine and where the
+    calibration was measured, in words (empty when nothing does, or offline)."""
+    from umprof.core import calibrations as store
+    from umprof.core.errors import GpuUnavailable
+    from umprof.measure.budget import format_seconds
+    from umprof.measure.gpu import identify
+
+    if gpu is not None:
+        cf = store.shipped_for(gpu)
+        return _loaded(cf), cf, []
+    try:
+        here = identify(device)
+    except GpuUnavailable as e:
+        known = ", ".join(store.known_gpus()) or "none"
+        raise GpuUnavailable(f"{e}; to answer without a GPU pass --gpu NAME (shipped: {known}) or --from FILE") from None
+    import platform
+
+    cf = store.for_gpu(here["name"], here["memory_bytes"], here["driver"], platform.node())
+    if cf is None:
+        if not calibrate_now:
+            raise UsageError(f"no calibration of {here['name']} here: `umprof calibrate` measures one (about "
+                             f"{format_seconds(calibration_estimate('full', here['name']))}), or pass --calibrate-now")
+        cf = calibrate(device=device, console=console)
+    return _loaded(cf), cf, _differences(cf, here)
+
+
+def check_calibration_gpu(sources, gpu: str | None = None, device: int = 0) -> None:
+    """Refuse calibration files of another GPU than the one answered for: ``gpu`` where given (a
+    model's name, 'H100'), else this machine's GPU where there is one (offline, any file answers)."""
+    from umprof.core import calibrations as store
+    from umprof.core.errors import GpuUnavailable
+    from umprof.measure.gpu import identify
+
+    files = [store.describe(s) for s in ([sources] if isinstance(sources, (str, Path)) else sources)
+             if not isinstance(s, ResultSet)]
+    for cf in files:
+        store.check(cf)
+    if gpu is not None:
+        want = gpu
+    else:
+        try:
+            want = identify(device)["name"]
+        except GpuUnavailable:
+            return
+    for cf in files:
+        if want.lower() not in cf.gpu.lower():
+            raise UsageError(f"{cf.path}: a calibration of {cf.gpu}, not of {want}; pass --gpu "
+                             f"{cf.gpu.replace('NVIDIA ', '')!r} to answer for that GPU with it")
+
+
+def _loaded(cf):
+    from umprof.core import calibrations as store
     from umprof.model.predict import Calibration
 
-    load_pycuda()  # no GPU: say so before promising a calibration
-    output = output or default_output("calibration")
-    if console is not None:
-        console.print(f"calibrating on GPU {device} (`umprof run calibration`, about 13 minutes); saving to {output}")
-    rs = run("calibration", output=output, device=device, force=force, console=console,
-             argv=argv or ["umprof.calibrate"], progress=console is not None)
-    return Calibration.from_results(rs, output)
+    store.check(cf)
+    rs = _calibration_rows(cf)
+    return Calibration(rs.frame, rs.devices[0] if rs.devices else {}, cf.summary())
+
+
+def _differences(cf, here: dict) -> list[str]:
+    """What differs between this machine and the one the calibration was measured on."""
+    import platform
+
+    from umprof.measure.runner import host_cpu
+
+    out = []
+    if cf.driver and here.get("driver") and cf.driver != here["driver"]:
+        out.append(f"driver {here['driver']} here, {cf.driver} there")
+    cpu = host_cpu()
+    if cf.cpu and cf.cpu != cpu:
+        out.append(f"host CPU {cpu} here, {cf.cpu} there")
+    if cf.origin == "shipped" and cf.host and cf.host != platform.node():
+        out.append("another machine of the same GPU model: `umprof calibrate --quick` measures this one's host "
+                   "memory and link in about a minute")
+    return out
 
 
 def workloads(spec) -> list:
@@ -273,28 +442,29 @@ def workloads(spec) -> list:
     return out
 
 
-def recommend(workload, calibration=None, *, steady: bool = False, device: int = 0, save_calibration=None,
-              force: bool = False, console=None):
+def recommend(workload, calibration=None, *, steady: bool = False, gpu: str | None = None, device: int = 0,
+              calibrate_now: bool = False, console=None):
     """Strategies ranked for a workload: a :class:`~umprof.model.recommend.Recommendation`
     (``.ranked`` predictions with their phases, ``.reason``, ``.to_frame()``) for one Workload or
     mapping; a list of them for a TOML file or a list.
 
-    ``calibration``: saved results (paths or ResultSets), a Calibration, or None to calibrate
-    on the GPU now (saved to ``save_calibration``). ``steady``: rank by the steady iteration alone
-    (a loop that runs for hours) instead of the whole run of the workload's iterations.
+    ``calibration``: saved calibrations (paths or ResultSets) or a Calibration; None: the one
+    :func:`calibration_for` finds (``gpu``: a shipped GPU model's, offline; else this machine's
+    cached one, then its GPU model's shipped one; ``calibrate_now`` measures one where there is
+    none). ``steady``: rank by the steady iteration alone (a loop that runs for hours) instead of
+    the whole run of the workload's iterations.
     """
     from umprof.model import recommend as rmod
     from umprof.model.predict import Calibration
+    from umprof.model.workload import Workload
 
-    ws = workloads(workload)  # bad workloads are reported before any calibration is measured
+    ws = workloads(workload)  # bad workloads are reported before any calibration is read or measured
     if isinstance(calibration, Calibration):
         cal = calibration
     elif calibration is None:
-        cal = calibrate(save_calibration, device=device, force=force, console=console)
+        cal = calibration_for(gpu=gpu, device=device, calibrate_now=calibrate_now, console=console)[0]
     else:
         cal = load_calibration(calibration)
-    from umprof.model.workload import Workload
-
     recs = rmod.recommend_all(cal, ws, steady)
     return recs[0] if isinstance(workload, (Workload, Mapping)) else recs
 
@@ -373,8 +543,8 @@ def compare(a, b, *, phases: str = "total", across_devices: bool = False, floor:
 
 def report(results, path="umprof-report.html", *, workloads_from=None, force: bool = False) -> Path:
     """Write one self-contained HTML report of result files (paths or ResultSets) and return its path.
-    Its recommendation section uses ``workloads_from`` (TOML paths; default: the shipped
-    verification set) when the results hold a calibration."""
+    Its recommendation section uses ``workloads_from`` (TOML paths; default: the six typical loops
+    of ``scenarios/workloads/typical.toml``) when the results hold a calibration."""
     from umprof.core.resources import scenarios_dir
     from umprof.views import html
 
@@ -385,7 +555,7 @@ def report(results, path="umprof-report.html", *, workloads_from=None, force: bo
         raise UsageError(f"{out}: already exists; pass --force to overwrite it or -o to write elsewhere")
     items = [results] if isinstance(results, (str, Path, ResultSet)) else list(results)
     names = [str(r) if not isinstance(r, ResultSet) else f"results {i}" for i, r in enumerate(items)]
-    files = list(workloads_from or [scenarios_dir() / "workloads" / "verify.toml"])
+    files = list(workloads_from or [scenarios_dir() / "workloads" / "typical.toml"])
     text = html.build(_result_sets(items), names, workloads(files))
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(text, encoding="utf-8")

@@ -7,7 +7,7 @@ import sys
 import pytest
 
 import umprof
-from tests.unit.data import CAL, RESULTS, ROOT
+from tests.unit.data import CAL, RESULTS, ROOT, WORKLOADS
 from umprof.core.errors import UsageError
 
 
@@ -35,24 +35,25 @@ def test_recommend_one_workload_or_several():
     frame = rec.to_frame()
     assert list(frame["rank"]) == list(range(1, len(frame) + 1)) and frame["vs_best"].iloc[0] == 1.0
     assert rec.reason and rec.top.strategy == frame["strategy"].iloc[0]
-    recs = umprof.recommend(ROOT / "scenarios" / "workloads" / "verify.toml", calibration=[CAL])
+    recs = umprof.recommend(WORKLOADS / "verify.toml", calibration=[CAL])
     assert isinstance(recs, list) and len(recs) >= 14
 
 
 def test_earlier_runs_judge_from_paths_or_from_their_frame_alike():
     """verify, runs_agree and phase_drift read earlier runs from paths or from the one frame
     measured_frame made of them (what `recommend --measured` builds once for every figure)."""
-    from tests.unit.data import CAL7, HOLDOUT9_H200
+    from tests.unit.data import CAL7, holdout
 
-    recs = umprof.recommend(ROOT / "scenarios" / "workloads" / "holdout-9.toml", calibration=CAL7["h200"])
-    frame, where = umprof.api.measured_frame(HOLDOUT9_H200)
-    assert "holdout-9-b" in where and sorted(frame["run"].unique()) == [0, 1]
+    recs = umprof.recommend(WORKLOADS / "holdout-17.toml", calibration=CAL7["h200"])
+    runs = holdout("h200", 17, "-b")
+    frame, where = umprof.api.measured_frame(runs)
+    assert "holdout-17-b" in where and sorted(frame["run"].unique()) == [0, 1]
     assert umprof.api.measured_frame(frame)[0] is frame
-    agree = umprof.api.runs_agree(recs, HOLDOUT9_H200)
+    agree = umprof.api.runs_agree(recs, runs)
     assert agree == umprof.api.runs_agree(recs, frame) and agree["runs"] == 2 and agree["of"] == 28
-    assert umprof.api.phase_drift(recs, HOLDOUT9_H200) == umprof.api.phase_drift(recs, frame)
-    assert umprof.api.runs_agree(recs[0], HOLDOUT9_H200[0]) is None  # one run: nothing to agree with
-    by_path, _ = umprof.api.verify(recs, measured=HOLDOUT9_H200)
+    assert umprof.api.phase_drift(recs, runs) == umprof.api.phase_drift(recs, frame)
+    assert umprof.api.runs_agree(recs[0], runs[0]) is None  # one run: nothing to agree with
+    by_path, _ = umprof.api.verify(recs, measured=runs)
     by_frame, _ = umprof.api.verify(recs, measured=frame)
     assert [v["ok"] for v in by_path] == [v["ok"] for v in by_frame]
 

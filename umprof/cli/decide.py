@@ -27,9 +27,13 @@ def _workloads(files, options: dict):
 
 @click.command()
 @click.option("--from", "sources", multiple=True, type=click.Path(dir_okay=False), metavar="RESULTS",
-              help="Predict from a saved loop calibration (`umprof run calibration -o F`; repeatable: several "
-                   "calibrations, or one measured in parts, pool case by case). "
-                   "Default: calibrate on this GPU now.")
+              help="Predict from a saved calibration (`umprof calibrate -o F`; repeatable: several pool case by "
+                   "case). Default: this machine's cached calibration, else the shipped one of its GPU model.")
+@click.option("--gpu", "gpu_name", default=None, metavar="NAME",
+              help="Answer for a GPU model umprof ships a calibration of (H100, H200), offline: no GPU needed "
+                   "(`umprof calibrations` lists them).")
+@click.option("--calibrate-now", is_flag=True,
+              help="Where no calibration answers for this GPU, measure one first (about 5 minutes) instead of saying so.")
 @click.option("--workload", "workload_files", multiple=True, type=click.Path(dir_okay=False), metavar="FILE",
               help="A workload TOML file ([workload] or [[workload]] tables; see scenarios/workloads/example.toml).")
 @click.option("--bytes", "size", metavar="SIZE", default=None, help="The buffer's size: 64MiB, 1GiB (a multiple of 64 KiB).")
@@ -61,21 +65,20 @@ def _workloads(files, options: dict):
                    "one file's fastest held in another).")
 @click.option("-o", "--output", type=click.Path(dir_okay=False), default=None,
               help="Where --verify saves its measurements. Default: umprof-results/verify-<time>.parquet")
-@click.option("--save-calibration", type=click.Path(dir_okay=False), default=None,
-              help="Where a calibration measured now is saved. Default: umprof-results/calibration-<time>.parquet")
 @click.option("--force", is_flag=True, help="Overwrite result files that exist.")
 @click.option("--device", "device_index", type=common.DEVICES, default=None,
               help="GPUs to answer for: an index, a list (0,1) or all; each gets its own calibration and ranking "
                    "(with --from: the calibration rows measured on that GPU). Default: 0.")
-def recommend(sources, workload_files, size, reuse, touched, pattern, stride, iterations, host_writes, gpu_writes,
-              host_reads, pingpong, steady, as_json, fits, verify, verify_top, verify_rounds, measured, output,
-              save_calibration, force, device_index):
+def recommend(sources, gpu_name, calibrate_now, workload_files, size, reuse, touched, pattern, stride, iterations,
+              host_writes, gpu_writes, host_reads, pingpong, steady, as_json, fits, verify, verify_top, verify_rounds,
+              measured, output, force, device_index):
     """Rank the host-memory strategies for a workload, with predicted time per phase and the reason.
 
     Each answer has two figures: setup (allocation, registration, first touch, free) and the
     steady iteration; the whole run is setup + iterations × steady, and ranks by default.
-    Predictions come from loop measurements: saved ones (--from, e.g. measured on another
-    machine) or a calibration run on this GPU now. --verify then measures the workload itself.
+    Predictions come from a calibration: this machine's (`umprof calibrate`), the one shipped for
+    its GPU model, a shipped one named by --gpu (offline), or files (--from). --verify then
+    measures the workload itself.
     """
     from umprof.model.recommend import drift_note
     from umprof.views.terminal import print_recommendation, runs_agreement, verification_summary
@@ -88,7 +91,12 @@ def recommend(sources, workload_files, size, reuse, touched, pattern, stride, it
                                                 host_reads=host_reads, pingpong=pingpong, fits=fits))
     if verify_top != "all" and (not verify_top.isdigit() or int(verify_top) < 1):
         raise UsageError(f"option '--verify-top': expected a positive integer or 'all', got {verify_top!r}")
+    if gpu_name is not None and (verify or device_index is not None):
+        raise UsageError("option '--gpu' answers for a GPU model offline; --verify and --device measure or read this "
+                         "machine's GPUs: give one or the other")
     console, err = common.out(), common.err()
+    if sources:
+        api.check_calibration_gpu(list(sources), gpu_name, (device_index or [0])[0] if device_index != "all" else 0)
     gpus = _gpus(device_index, sources)
     # the earlier runs read and pooled once, before any calibration: the verdicts, the agreement and the drift of every GPU
     earlier, earlier_names = api.measured_frame(list(measured)) if measured else (None, "")
@@ -96,12 +104,15 @@ def recommend(sources, workload_files, size, reuse, touched, pattern, stride, it
     for gpu in gpus:
         if len(gpus) > 1 and not as_json:
             console.rule(f"GPU {gpu}")
-        cal = (api.load_calibration(sources, device=gpu if len(gpus) > 1 or device_index is not None else None)
-               if sources else api.calibrate(_per_gpu(save_calibration, gpu, gpus), device=gpu, force=force,
-                                             console=err, argv=common.argv()))
+        differences = []
+        if sources:
+            cal = api.load_calibration(sources, device=gpu if len(gpus) > 1 or device_index is not None else None)
+        else:
+            cal, _, differences = api.calibration_for(gpu=gpu_name, device=gpu, calibrate_now=calibrate_now, console=err)
         recs = api.recommend(workloads, cal, steady=steady)
-        if cal.device:
-            err.print(f"predicted from {cal.source or 'a calibration'} ({cal.device.get('name', 'unknown GPU')})")
+        err.print(f"predicted from {cal.source or 'a calibration'} ({cal.device.get('name', 'unknown GPU')})")
+        for d in differences:
+            err.print(f"[yellow]note:[/] {d}")
         verdicts, source = [None] * len(recs), ""
         if verify or measured:
             verdicts, source = api.verify(recs, top=None if verify_top == "all" else int(verify_top),
@@ -117,7 +128,8 @@ def recommend(sources, workload_files, size, reuse, touched, pattern, stride, it
         agree = api.runs_agree(recs, earlier) if measured else None  # None for one run
         drift = api.phase_drift(recs, judged) if any(v is not None for v in verdicts) else {}
         if as_json:
-            docs.append(dict(document(cal, recs, verdicts, source), gpu=gpu, runs_agree=agree, phase_drift=drift))
+            docs.append(dict(document(cal, recs, verdicts, source), gpu=gpu, runs_agree=agree, phase_drift=drift,
+                             calibration_differs=differences))
             continue
         for r, v in zip(recs, verdicts):
             print_recommendation(r, console, v, source)

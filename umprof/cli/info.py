@@ -18,8 +18,9 @@ from umprof.core.units import format_rate, format_size
 @click.option("-a", "--axis", "axes", multiple=True, metavar="NAME=VALUES", help="Override an axis (with --cases).")
 def list_cmd(cases_of, axes):
     """Shipped scenarios: their op, axes and number of cases (× its rounds where it is measured in
-    rounds; * = in the default suite), and their groups."""
-    from umprof.measure.scenario import load_scenario, shipped_scenarios
+    rounds; * = in the default suite), and their groups (the calibration's scenarios as a group:
+    `umprof calibrate` measures them)."""
+    from umprof.measure.scenario import CALIBRATION_FOLDER, load_scenario, shipped_scenarios
 
     console = out()
     if cases_of:
@@ -34,6 +35,8 @@ def list_cmd(cases_of, axes):
         s = load_scenario(path)
         if s.group:
             groups.setdefault(s.group, []).append(name)
+        if path.parent.name == CALIBRATION_FOLDER:
+            continue
         axes_txt = "; ".join(f"{k}: {_values(s.op.axes.by_name[k], v)}" for k, v in s.axes.items())
         count = str(len(s.cases())) + (f" × {s.rounds} rounds" if s.rounds > 1 else "")
         table.add_row(("* " if s.default else "  ") + name, s.op.name, count, axes_txt, s.about)

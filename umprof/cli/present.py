@@ -52,7 +52,7 @@ def plot(result, outdir):
 @click.option("-o", "--output", type=click.Path(dir_okay=False), default="umprof-report.html", show_default=True,
               help="The HTML file to write.")
 @click.option("--workload", "workload_files", multiple=True, type=click.Path(dir_okay=False), metavar="FILE",
-              help="Workloads to recommend for (default: scenarios/workloads/verify.toml when the results hold a calibration).")
+              help="Workloads to recommend for (default: scenarios/workloads/typical.toml when the results hold a calibration).")
 @click.option("--force", is_flag=True, help="Overwrite the HTML file if it exists.")
 def report(results, output, workload_files, force):
     """One self-contained HTML report (figures embedded) from result files: ceilings, strategy breakdown,

@@ -323,3 +323,49 @@ def open_session(device_index: int = 0, allow_oversubscription: bool = False, um
     """
     _no_gpu_asked()
     return Session(device_index, allow_oversubscription, um_counters, **kwargs)
+
+
+def identify(device_index: int = 0) -> dict:
+    """This machine's GPU as a calibration is matched to it: ``name``, ``memory_bytes`` and
+    ``driver`` (NVML's driver version), from NVML where it answers (no CUDA context needed), else
+    from the driver through pycuda; :class:`GpuUnavailable` where neither finds a GPU."""
+    _no_gpu_asked()
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+        try:
+            handle = pynvml.nvmlDeviceGetHandleByIndex(device_index)
+            name = pynvml.nvmlDeviceGetName(handle)
+            return {"name": name.decode() if isinstance(name, bytes) else str(name),
+                    "memory_bytes": int(pynvml.nvmlDeviceGetMemoryInfo(handle).total),
+                    "driver": _text(pynvml.nvmlSystemGetDriverVersion())}
+        finally:
+            pynvml.nvmlShutdown()
+    except Exception:  # no NVML (or no such GPU there): ask the driver
+        pass
+    cuda = load_pycuda()
+    if device_index >= cuda.Device.count():
+        raise GpuUnavailable(f"no GPU {device_index}: the driver shows {cuda.Device.count()}")
+    dev = cuda.Device(device_index)
+    version = cuda.get_driver_version()
+    return {"name": dev.name(), "memory_bytes": int(dev.total_memory()),
+            "driver": f"CUDA {version // 1000}.{version % 1000 // 10}"}
+
+
+def driver_version() -> str:
+    """NVML's driver version ('580.82.07'), or '' where NVML does not answer."""
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+        try:
+            return _text(pynvml.nvmlSystemGetDriverVersion())
+        finally:
+            pynvml.nvmlShutdown()
+    except Exception:
+        return ""
+
+
+def _text(v) -> str:
+    return v.decode() if isinstance(v, bytes) else str(v)

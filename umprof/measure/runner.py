@@ -4,6 +4,7 @@ each case finishes. Input is validated by the caller before the GPU is opened he
 from __future__ import annotations
 
 import math
+import os
 import platform
 import sys
 import time
@@ -180,9 +181,12 @@ def _measure(ctx, case, rule, share, t0) -> list[dict]:
                 samples, over = [warm], True
                 why = f"one sample: the warm-up took {warm.total_s:.2g} s, over the case's budget of {budget:.2g} s"
                 break
+        kept_warmup = not samples and rule.warmup and rule.is_long([warm.total_s])
+        if kept_warmup:  # a long sample's warm-up is its first sample (StoppingRule.long_sample)
+            samples = [warm]
         # what is left of the case's share of a run budget caps the sampling
         cap = None if share is None else max(0.0, share - (time.perf_counter() - t0))
-        start, done = time.perf_counter(), bool(samples)
+        start, done = time.perf_counter(), bool(samples) and not kept_warmup
         while not done:
             run.reset()
             timer = PhaseTimer(session)
@@ -251,8 +255,11 @@ def _add_counted_sample(run, session, rows) -> None:
 def run_meta(argv, rules) -> dict:
     import pandas
 
+    from umprof.measure.gpu import driver_version
+
     meta = {
-        "umprof": __version__, "argv": list(argv), "host": platform.node(),
+        "umprof": __version__, "argv": list(argv), "host": platform.node(), "cpu": host_cpu(),
+        "driver_version": driver_version(),
         "time": datetime.now(timezone.utc).isoformat(timespec="seconds"), "python": platform.python_version(),
         "numpy": np.__version__, "pandas": pandas.__version__, "nvtx": nvtx.available(),
         "timing": {name: vars(r) for name, r in rules.items()},
@@ -264,6 +271,18 @@ def run_meta(argv, rules) -> dict:
     except Exception:
         pass
     return meta
+
+
+def host_cpu() -> str:
+    """The host's CPU model and core count ('AMD EPYC 9454 48-Core Processor, 16 cores'), as a
+    calibration records where it was measured."""
+    name = platform.processor()
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            name = next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), name)
+    except OSError:
+        pass
+    return f"{name or 'unknown CPU'}, {os.cpu_count()} cores"
 
 
 def compiled_kernels(session, scenarios):
@@ -322,14 +341,15 @@ def device_cases(scenario, devices: list[int]) -> list:
 
 def run_scenarios(scenarios, *, output, force=False, device=0, timing=None, allow_oversubscription=False,
                   argv=None, console=None, progress=True, um_counters="sample", budget=None, resume=False,
-                  host=None, rank=0):
+                  host=None, rank=0, meta=None):
     """Run every case of every scenario; returns (ResultSet, cases failed). Saves as it goes.
 
     ``device``: a GPU index, a list of them, or 'all' (:func:`umprof.core.devices.parse_devices`):
     each scenario runs on each GPU in turn (:func:`device_plan`), every row tagged with its GPU,
     ``host`` and ``rank`` (an MPI run's process). ``budget``: seconds for the whole run (None:
     none); each case gets its share of what is left (:class:`~umprof.measure.budget.RunBudget`).
-    ``resume``: keep the cases already in ``output`` and run the others. A case that breaks the
+    ``resume``: keep the cases already in ``output`` and run the others; ``meta``: more of the run's
+    metadata (a calibration's profile). A case that breaks the
     CUDA context (a kernel that traps) is recorded as failed, saved, and :class:`ContextLost`
     raised for the rest to go on elsewhere.
     """
@@ -348,7 +368,7 @@ def run_scenarios(scenarios, *, output, force=False, device=0, timing=None, allo
     host = host or platform.node()
     rules = {s.name: rule_for(s, timing) for s in scenarios}  # validated before the GPU is touched
     spec = parse_devices(device)
-    writer = ResultWriter(output, run_meta(argv or sys.argv, rules), force=force, resume=resume)
+    writer = ResultWriter(output, dict(run_meta(argv or sys.argv, rules), **(meta or {})), force=force, resume=resume)
     devices = resolve_devices(spec, device_count())
     plan = [(d, s, [c for c in cases if (s.name, c.label, d) not in writer.done])
             for d, s, cases in device_plan(scenarios, devices)]
@@ -415,6 +435,7 @@ def run_scenarios(scenarios, *, output, force=False, device=0, timing=None, allo
                                 writer.meta.setdefault("context_lost_in", []).append(f"{s.name} {case.label}")
                         writer.add(rows)
                         if lost:
+                            writer.flush()  # the fresh process resumes from the file
                             raise ContextLost(f"{s.name} {case.label}")
                         shares.finished(rows[0]["case_wall_s"])
                         bar.update(task, advance=1, left=f"~{format_seconds(shares.time_left())} left")
@@ -424,6 +445,8 @@ def run_scenarios(scenarios, *, output, force=False, device=0, timing=None, allo
         writer.meta["wall_s"] = round(time.perf_counter() - t_start, 2)
         writer.flush()
     finally:
+        if writer.pending:  # Ctrl-C or an error: what was measured is saved
+            writer.flush()
         main.close()
     return writer.result(), failed
 

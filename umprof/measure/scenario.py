@@ -24,7 +24,7 @@ from umprof.core.resources import scenarios_dir
 
 _SCENARIO_KEYS = {"name", "about", "op", "kernel", "default", "compile_options", "group", "rounds", "outer"}
 _TOP_KEYS = {"scenario", "axes", "timing"}
-TIMING_KEYS = {"min_samples", "min_time", "max_noise", "timeout", "warmup"}
+TIMING_KEYS = {"min_samples", "min_time", "max_noise", "timeout", "warmup", "long_sample"}
 ROUND_MARK = ".r"  # a later round's results are the scenario's name + ROUND_MARK + its number
 
 
@@ -215,9 +215,15 @@ def _check_kernel_ref(ref, where):
         raise UsageError(f"{where}: expected FILE.cu:SYMBOL (a file in kernels/), got {ref!r}")
 
 
+CALIBRATION_FOLDER = "calibration"  # scenarios/calibration/: the scenarios `umprof calibrate` measures
+
+
 def shipped_scenarios() -> dict[str, Path]:
-    """Name → path of every scenario in the shipped scenarios/ folder."""
-    return {p.stem: p for p in sorted(scenarios_dir().glob("*.toml"))}
+    """Name → path of every scenario shipped in scenarios/ (the user's, at the top) and in
+    scenarios/calibration/ (what a calibration measures)."""
+    root = scenarios_dir()
+    paths = sorted(root.glob("*.toml")) + sorted((root / CALIBRATION_FOLDER).glob("*.toml"))
+    return {p.stem: p for p in paths}
 
 
 def resolve(names: list[str]) -> list[Scenario]:

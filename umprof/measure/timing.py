@@ -25,20 +25,30 @@ class StoppingRule:
 
     HARD_FACTOR = 4
 
+    LONG_MIN_SAMPLES = 2
+
     min_samples: int = 5
     min_time: float = 0.02
     max_noise: float = 0.03
     timeout: float = 0.5
     warmup: int = 1
     max_samples: int = 10_000
+    # a case whose samples take this long or longer (0: no such rule) keeps its warm-up as its first
+    # sample and stops at LONG_MIN_SAMPLES: a long sample is many operations already, and its warm-up
+    # ran the same work (a calibration's 256 MiB loops spent three quarters of their time so)
+    long_sample: float = 0.0
 
     def __post_init__(self):
-        for name in ("min_samples", "min_time", "max_noise", "timeout", "warmup"):
+        for name in ("min_samples", "min_time", "max_noise", "timeout", "warmup", "long_sample"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0:
                 raise ValueError(f"timing setting {name}: expected a non-negative number, got {v!r}")
         self.min_samples = max(1, int(self.min_samples))
         self.warmup = int(self.warmup)
+
+    def is_long(self, totals: list[float]) -> bool:
+        """Whether samples of these totals are long (see ``long_sample``)."""
+        return bool(self.long_sample) and bool(totals) and min(totals) >= self.long_sample
 
     @property
     def hard_timeout(self) -> float:
@@ -54,7 +64,7 @@ class StoppingRule:
         n = len(totals)
         measured = sum(totals)
         rel = noise(totals)
-        met_n = n >= self.min_samples
+        met_n = n >= (self.LONG_MIN_SAMPLES if self.is_long(totals) else self.min_samples)
         met_t = measured >= self.min_time
         met_noise = n >= 2 and not math.isnan(rel) and rel <= self.max_noise
         if met_n and met_t and met_noise:

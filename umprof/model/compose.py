@@ -9,6 +9,8 @@ touched bytes scaled by the pattern's ratio, a warp-pages pass never under one w
 
 from __future__ import annotations
 
+import math
+
 from umprof.model.calibration import (CACHED_HOST, CACHED_UNLESS_COPIED_INTO, FETCH_WORDS, GPU_STEPS, HOST_STEPS,
                                       PATTERN_BYTES, STEADY_PHASES, CalibrationCurves, kind)
 from umprof.model.curves import Curve, at_span
@@ -38,11 +40,11 @@ class PhaseComposition(CalibrationCurves):
             fault = "fault_write" if k in ("on-demand", "prefetch", "read-mostly") else None
             ph["host_write"] = local(self.curve(host_side, "host_write"), bw - remote) \
                 + (c(fault, remote) if fault else 0.0)
-        # copies and prefetches
+        # copies (the application's, in its parts) and prefetches
         if k == "copy":
-            ph["h2d"] = c("h2d", B if pages.first else bw)
+            ph["h2d"] = self._copies(strategy, "h2d", B if pages.first else bw, w.copies)
             if copied_back:
-                ph["d2h"] = c("d2h", br)
+                ph["d2h"] = self._copies(strategy, "d2h", br, w.copies)
         elif k == "prefetch":
             ph["h2d"] = c("h2d", pages.prefetch_in_bytes)
             ph["d2h"] = c("d2h", pages.prefetch_out_bytes)
@@ -60,9 +62,18 @@ class PhaseComposition(CalibrationCurves):
                                sum(ph[p] > 0 for p in GPU_STEPS), sum(ph[p] > 0 for p in HOST_STEPS))
         return ph
 
+    def _copies(self, strategy, direction: str, nbytes: float, parts: int) -> float:
+        """``nbytes`` copied one way in ``parts`` equal copies, each at its own size's time."""
+        if nbytes <= 0:
+            return 0.0
+        parts = max(1, min(int(parts), math.ceil(nbytes)))
+        return parts * self.curve(strategy, direction)(nbytes / parts)
+
     def _kernel(self, strategy, w: Workload, pages: "PageSimulation.Step", walk: bool = True) -> float:
         """The kernel phase of one iteration: fixed part, migration on faults, passes (a warp-pages
-        pass bounded below by one warp's walk of a page unless ``walk`` is False)."""
+        pass bounded below by one warp's walk of a page unless ``walk`` is False); never under the
+        workload's own kernel time (``kernel_s``: an application's kernels, which run as long as
+        their work takes wherever their data is)."""
         c = lambda name, b: self.curve(strategy, name)(b)  # noqa: E731
         B, k = w.bytes, kind(strategy)
         each = self._pass(strategy, w, walk)
@@ -71,7 +82,7 @@ class PhaseComposition(CalibrationCurves):
             name = "migrate_dup" if k == "read-mostly" else "migrate"
             mig = c(name, pages.migrate_bytes) * self.migrate_ratio(strategy, w.pattern) \
                 * self.touched_ratio(strategy, "migrate", w.touched)
-        return c("fixed", B) + mig + w.reuse * each
+        return max(c("fixed", B) + w.reuse * each, w.kernel_s) + mig
 
     def _pass(self, strategy, w: Workload, walk: bool = True) -> float:
         """One pass of the workload's kernel over its touched pages of resident data.

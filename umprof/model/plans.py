@@ -61,7 +61,8 @@ class PlanComposition(PhaseComposition):
             ph["d2h"] = spread("d2h", br)
         # k - 1 whole chunks and the rest (the loop's chunks: whole 64 KiB pages, the last one shorter)
         last = B - (k - 1) * chunk
-        sizes = [(n, dataclasses.replace(w, bytes=size)) for n, size in ((k - 1, chunk), (1, last)) if n and size > 0]
+        sizes = [(n, dataclasses.replace(w, bytes=size, kernel_s=w.kernel_s * size / B, copies=1))
+                 for n, size in ((k - 1, chunk), (1, last)) if n and size > 0]
         step = PageSimulation.Step(first=pages.first)
         ph["kernel"] = sum(n * self._kernel(strategy, wc, step) for n, wc in sizes)
         if w.pattern == "warp-pages" and k > 1:

@@ -9,7 +9,10 @@ random, warp-pages), and what fraction of what they touch they also write (``gpu
 a read-only input, 1 = updated in place); what the host reads after each iteration
 (``host_reads``: 0 = only the kernel's small result); and whether it fits in device memory
 (``fits``; by default from the device's memory). ``pingpong`` is the old name for
-host_writes = gpu_writes = host_reads = 1.
+host_writes = gpu_writes = host_reads = 1. Two keys describe an application read from its trace
+(``umprof advise``): ``copies``, its explicit copies each way per iteration (in equal parts), and
+``kernel_s``, its kernels' own time per iteration on device-resident data, below which no
+strategy's kernel goes.
 
 It is written as CLI options (``umprof recommend --bytes 256MiB --reuse 16 --host-writes 0.1``)
 or a TOML file (``scenarios/workloads/example.toml`` documents every key), and it maps
@@ -43,6 +46,8 @@ class Workload:
     host_reads: float = 1.0
     pingpong: bool = False
     fits: bool | None = None
+    copies: int = 1  # explicit copies each way per iteration, in equal parts (an application's records)
+    kernel_s: float = 0.0  # the kernels' own time per iteration on device-resident data (from a trace): a floor
 
     def __post_init__(self):
         _check(self)
@@ -65,6 +70,10 @@ class Workload:
                      f"host reads {_pct(self.host_reads)}")
         if self.fits is False:
             parts.append("does not fit in device memory")
+        if self.copies > 1:
+            parts.append(f"{self.copies} copies each way")
+        if self.kernel_s > 0:
+            parts.append(f"kernels {self.kernel_s * 1e3:.3g} ms")
         return ", ".join(parts)
 
     @property
@@ -124,6 +133,10 @@ def _check(w: Workload) -> None:
         bad("pingpong", "true or false (host_writes = gpu_writes = host_reads = 1)")
     if w.fits is not None and not isinstance(w.fits, bool):
         bad("fits", "true, false, or absent (decided from the device's memory)")
+    if not isinstance(w.copies, int) or isinstance(w.copies, bool) or not 1 <= w.copies <= 1_000_000:
+        bad("copies", "an integer from 1 to 1000000 (explicit copies each way per iteration)")
+    if isinstance(w.kernel_s, bool) or not isinstance(w.kernel_s, (int, float)) or not 0 <= w.kernel_s < 3600:
+        bad("kernel_s", "seconds of kernel time per iteration, 0 or more (0: the passes' own)")
     if w.touched * (w.bytes // PAGE_BYTES) < 1:
         bad("touched", f"a fraction that selects at least one 64 KiB page of {format_size(w.bytes)}")
 

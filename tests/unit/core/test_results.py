@@ -218,9 +218,9 @@ def test_layout_3_loops_read_with_the_mean_steady_iteration(tmp_path):
 
 def test_committed_loops_add_up_whole_run_setup_and_iterations():
     """The committed verification runs (layout 3), read today: whole = setup + iterations × steady."""
-    from tests.unit.data import HOLDOUT14
+    from tests.unit.data import holdout
 
-    f = ResultSet.load(HOLDOUT14["h200"]).frame
+    f = ResultSet.load(holdout("h200", 14)[0]).frame
     t = f[(f["phase"] == "total") & (f["status"] == "ok") & (f["axis.iterations"].astype(int) >= 2)]
     assert len(t) > 500
     whole = t["wall_setup_s"] + t["axis.iterations"].astype(int) * t["wall_steady_s"]
@@ -286,3 +286,16 @@ def test_scenarios_travel_to_a_fresh_process_as_data():
         back = scenario_from_data(s.to_data(), s.path)
         assert [c.key() for c in back.cases()] == [c.key() for c in s.cases()]
         assert (back.kernel, back.compile_options, back.timing) == (s.kernel, s.compile_options, s.timing)
+
+
+def test_a_writer_rewrites_its_file_at_most_once_a_second_and_when_told(tmp_path):
+    s, c = _case()
+    out = tmp_path / "r.parquet"
+    w = ResultWriter(out, {})
+    w.add(case_rows(s, c, _samples(), None, INFO, {}))  # the first case is written at once
+    assert not w.pending and len(ResultSet.load(out).frame) == 4
+    other = s.cases()[1]
+    w.add([status_row(s, other, "failed", "boom")])  # within the second: kept, not yet written
+    assert w.pending and len(ResultSet.load(out).frame) == 4
+    w.flush()
+    assert not w.pending and len(ResultSet.load(out).frame) == 5

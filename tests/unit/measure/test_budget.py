@@ -213,3 +213,13 @@ def test_a_case_takes_its_strategy_checked_and_knows_whether_cupti_counts_it():
     assert run.use_strategy("managed", info).managed and run.uses_managed_memory is True
     with pytest.raises(CaseSkipped, match="concurrent managed access"):
         run.use_strategy("managed-prefetch", info)
+
+
+def test_a_long_sample_keeps_its_warm_up_as_its_first_sample():
+    run = _SleepyRun(0.03, 0.03, managed=False)
+    rule = StoppingRule(min_samples=5, min_time=0.0, max_noise=1.0, timeout=0.01, warmup=1, long_sample=0.02)
+    rows = measure_case(_ctx(run), CASE, rule)
+    assert rows[-1]["samples"] == 2 and run.n == 2  # the warm-up and one more: two runs in all
+    short = _SleepyRun(0.001, 0.001, managed=False)
+    rows = measure_case(_ctx(short), CASE, rule)
+    assert rows[-1]["samples"] == 5 and short.n == 6  # short samples: the warm-up is not kept

@@ -125,3 +125,13 @@ def test_an_op_can_set_a_phases_gpu_time_it_measured_itself():
     assert t.finish().phases[0].gpu_s == 1.5e-3
     with pytest.raises(KeyError):
         t.set_gpu_time("nope", 1.0)
+
+
+def test_long_samples_stop_at_two():
+    rule = StoppingRule(min_samples=5, min_time=0.0, max_noise=0.01, timeout=0.2, long_sample=0.05)
+    assert rule.is_long([0.06, 0.07]) and not rule.is_long([0.06, 0.01]) and not rule.is_long([])
+    assert rule.check([0.06], 0.06) == (False, None)
+    done, why = rule.check([0.06, 0.09], 0.2)  # two long samples meet the count; the noise stops it at the timeout
+    assert done and "samples" not in why
+    assert rule.check([0.01] * 2, 0.2) == (False, None)  # short ones still need five
+    assert StoppingRule(long_sample=0).is_long([10.0]) is False

@@ -3,13 +3,14 @@
 
 import pytest
 
-from tests.unit.data import WORKLOADS, MiB
+from tests.unit.data import ROOT, WORKLOADS, MiB
 from umprof.core.errors import UsageError
 from umprof.model.workload import Workload, from_mapping, load_workloads
 
 
 def test_example_and_verification_workloads_load():
-    (example,) = load_workloads(WORKLOADS / "example.toml")
+    (example,) = load_workloads(ROOT / "scenarios" / "workloads" / "example.toml")
+    assert len(load_workloads(ROOT / "scenarios" / "workloads" / "typical.toml")) == 6
     assert example.bytes == 256 * MiB and example.reuse == 4 and example.read_only and example.host_writes == 0.1
     verify = load_workloads(WORKLOADS / "verify.toml")
     assert len(verify) >= 14 and len({w.name for w in verify}) == len(verify)

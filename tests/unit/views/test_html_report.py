@@ -6,17 +6,15 @@ import subprocess
 import pytest
 from click.testing import CliRunner
 
-from tests.unit.data import CAL, RESULTS
+from tests.unit.data import CAL, CROSS, RESULTS, VERIFY, WORKLOADS
 from umprof.cli import cli
 
 
 @pytest.fixture(scope="module")
 def report_html(tmp_path_factory):
     out = tmp_path_factory.mktemp("report") / "report.html"
-    files = [RESULTS / f for f in ("nvidia-h200-default.parquet", "nvidia-h200-um.parquet", "nvidia-h200-calibration.parquet",
-                                   "nvidia-h200-loop-calibration.parquet", "nvidia-h200-loop-verify.parquet",
-                                   "nvidia-h200-crossovers.parquet")]
-    r = CliRunner().invoke(cli, ["report", *map(str, files), "-o", str(out)])
+    files = [RESULTS / "nvidia-h200-default.parquet", RESULTS / "nvidia-h200-um.parquet", CAL, VERIFY, CROSS]
+    r = CliRunner().invoke(cli, ["report", *map(str, files), "-o", str(out), "--workload", str(WORKLOADS / "verify.toml")])
     assert r.exit_code == 0, r.output
     return out
 

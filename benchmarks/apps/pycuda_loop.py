@@ -1,0 +1,75 @@
+"""A pycuda application: each step numpy produces a 32 MiB frame, pycuda copies it in, a SourceModule
+kernel maps it to a 32 MiB result, which is copied back and reduced with numpy.
+
+Built and timed by run_apps.py: ``python3 pycuda_loop.py --mem MODE`` (pageable: numpy arrays, the
+default; pinned: ``pagelocked_empty``; write-combined: the same, WRITECOMBINED; zero-copy:
+``pagelocked_empty`` mapped, the kernel reads it in place; managed: ``managed_empty``); prints one
+JSON line.
+"""
+
+import argparse
+import json
+import time
+
+import numpy as np
+import pycuda.autoinit  # noqa: F401 (creates the context)
+import pycuda.driver as cuda
+from pycuda.compiler import SourceModule
+
+KERNEL = SourceModule("""
+__global__ void frame(const float *in, float *out, unsigned long long n, int work) {
+    for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < n;
+         i += (unsigned long long)gridDim.x * blockDim.x) {
+        float x = in[i];
+        for (int k = 0; k < work; ++k) x = x * 0.999f + 0.5f;
+        out[i] = x;
+    }
+}
+""").get_function("frame")
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--mem", default="pageable",
+                   choices=["pageable", "pinned", "write-combined", "zero-copy", "managed"])
+    p.add_argument("--mib", type=float, default=32)
+    p.add_argument("--iters", type=int, default=40)
+    p.add_argument("--work", type=int, default=1)
+    a = p.parse_args()
+    n = int(a.mib * 2**20 // 4)
+    t0 = time.perf_counter()
+    copies = a.mem in ("pageable", "pinned", "write-combined")
+    if a.mem == "pageable":
+        h_in, h_out = np.empty(n, np.float32), np.empty(n, np.float32)
+    elif a.mem in ("pinned", "write-combined"):
+        flags = cuda.host_alloc_flags.WRITECOMBINED if a.mem == "write-combined" else 0
+        h_in, h_out = cuda.pagelocked_empty(n, np.float32, mem_flags=flags), cuda.pagelocked_empty(n, np.float32)
+    elif a.mem == "zero-copy":
+        flags = cuda.host_alloc_flags.DEVICEMAP
+        h_in, h_out = (cuda.pagelocked_empty(n, np.float32, mem_flags=flags) for _ in range(2))
+    else:
+        h_in, h_out = (cuda.managed_empty(n, np.float32, mem_flags=cuda.mem_attach_flags.GLOBAL) for _ in range(2))
+    if copies:
+        d_in, d_out = cuda.mem_alloc(n * 4), cuda.mem_alloc(n * 4)
+    elif a.mem == "zero-copy":
+        d_in, d_out = (np.intp(x.base.get_device_pointer()) for x in (h_in, h_out))
+    else:
+        d_in, d_out = h_in.base, h_out.base  # managed allocations: the kernel takes their pointers
+    base = ((np.arange(n, dtype=np.int64) * 7) & 1023).astype(np.float32)
+    total = 0.0
+    blocks = min((n + 255) // 256, 132 * 16)
+    for it in range(a.iters):
+        np.add(base, np.float32(it % 7), out=h_in)  # the step's new frame: every word written
+        if copies:
+            cuda.memcpy_htod(d_in, h_in)
+        KERNEL(d_in, d_out, np.uint64(n), np.int32(a.work), block=(256, 1, 1), grid=(blocks, 1))
+        if copies:
+            cuda.memcpy_dtoh(h_out, d_out)
+        else:
+            cuda.Context.synchronize()
+        total += float(h_out.sum(dtype=np.float64))
+    print(json.dumps({"app": "pycuda_loop", "mem": a.mem, "loop_s": time.perf_counter() - t0, "checksum": total}))
+
+
+if __name__ == "__main__":
+    main()

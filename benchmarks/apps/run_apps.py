@@ -1,0 +1,128 @@
+"""Build the applications, trace each one's own mode with Nsight Systems, and time every mode by wall clock.
+
+Run on a GPU machine from the checkout's root (nvcc and nsys on PATH):
+
+    python3 benchmarks/apps/run_apps.py OUT_DIR [--rounds 3] [--samples PATH_TO_cuda-samples]
+
+Writes ``OUT_DIR/traces/<app>.sqlite`` (the trace of the application as written, what
+``umprof advise`` reads) and ``OUT_DIR/apps.json``: for each application its own mode, and for
+every mode the wall time of each run (process start to exit), the loop's own time and the checksum
+(every mode must compute the same). Modes run in rounds, the even rounds in reverse order, so that
+a slow spell of the machine weighs on one run of each mode rather than on one mode. NVIDIA's
+cuda-samples (``--samples``) are traced and timed as they are, in one mode.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ALL = ["pageable", "pinned", "write-combined", "zero-copy", "mapped", "managed", "managed-prefetch",
+       "pinned-pipelined", "pageable-staged"]
+APPS = {  # application → the modes it is timed in (its own first)
+    "stream_loop": ALL,
+    "small_copies": ALL,
+    "overlapped": ["pinned-pipelined"] + [m for m in ALL if m != "pinned-pipelined"],
+    "managed_loop": ["managed", "managed-prefetch", "managed-advise-read-mostly", "pageable", "pinned",
+                     "write-combined", "zero-copy", "mapped", "pageable-staged"],
+    "pycuda_loop": ["pageable", "pinned", "write-combined", "zero-copy", "managed"],
+}
+SAMPLES = ["vectorAdd", "simpleStreams", "asyncAPI"]
+TRACE = ["nsys", "profile", "-t", "cuda,nvtx", "--cuda-um-gpu-page-faults=true", "--cuda-um-cpu-page-faults=true",
+         "--export", "sqlite", "--force-overwrite", "true"]
+
+
+def build(out: Path, samples: Path | None) -> dict[str, list[str]]:
+    """name → the command that runs it (the CUDA applications compiled into ``out/bin``)."""
+    bin_dir = out / "bin"
+    bin_dir.mkdir(parents=True, exist_ok=True)
+    cmds = {}
+    for name in APPS:
+        if name == "pycuda_loop":
+            cmds[name] = [sys.executable, str(HERE / "pycuda_loop.py")]
+            continue
+        exe = bin_dir / name
+        subprocess.run(["nvcc", "-O2", "-arch=sm_90", "-std=c++17", "-o", str(exe), str(HERE / f"{name}.cu")],
+                       check=True)
+        cmds[name] = [str(exe)]
+    if samples:
+        for name in SAMPLES:
+            exe = bin_dir / name
+            src = samples / "Samples" / "0_Introduction" / name / f"{name}.cu"
+            subprocess.run(["nvcc", "-O2", "-arch=sm_90", "-I", str(samples / "Common"), "-o", str(exe), str(src)],
+                           check=True)
+            cmds[name] = [str(exe)]
+    return cmds
+
+
+def run_once(cmd: list[str]) -> dict:
+    t0 = time.perf_counter()
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    wall = time.perf_counter() - t0
+    if p.returncode != 0:
+        raise SystemExit(f"{' '.join(cmd)} failed ({p.returncode}): {p.stderr.strip()[-500:]}")
+    line = next((x for x in p.stdout.splitlines()[::-1] if x.startswith("{")), None)
+    return dict(json.loads(line) if line else {}, wall_s=wall)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("out", type=Path)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--samples", type=Path, default=None)
+    a = ap.parse_args()
+    out = a.out
+    (out / "traces").mkdir(parents=True, exist_ok=True)
+    cmds = build(out, a.samples)
+    gpu = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
+                         capture_output=True, text=True).stdout.strip()
+    doc = {"gpu": gpu, "date": datetime.now(timezone.utc).isoformat(timespec="seconds"), "host": platform.node(),
+           "rounds": a.rounds, "apps": {}}
+    for name, cmd in cmds.items():  # warm-up (pycuda compiles its kernel once, into its cache) and the trace
+        run_once(cmd)
+        modes = APPS.get(name, ["as written"])
+        trace = out / "traces" / name
+        subprocess.run(TRACE + ["-o", str(trace)] + cmd, check=True, capture_output=True)
+        (out / "traces" / f"{name}.nsys-rep").unlink(missing_ok=True)
+        doc["apps"][name] = {"own_mode": modes[0], "command": " ".join(Path(c).name for c in cmd),
+                             "modes": {m: {"wall_s": [], "loop_s": [], "checksum": None} for m in modes}}
+    for r in range(a.rounds):
+        for name, cmd in cmds.items():
+            modes = list(doc["apps"][name]["modes"])
+            for m in (modes if r % 2 == 0 else modes[::-1]):
+                res = run_once(cmd + (["--mem", m] if name in APPS else []))
+                rec = doc["apps"][name]["modes"][m]
+                rec["wall_s"].append(res["wall_s"])
+                if "loop_s" in res:
+                    rec["loop_s"].append(res["loop_s"])
+                if rec["checksum"] is None:
+                    rec["checksum"] = res.get("checksum")
+                elif res.get("checksum") != rec["checksum"]:
+                    raise SystemExit(f"{name} --mem {m}: checksum {res.get('checksum')} != {rec['checksum']}")
+            print(f"round {r + 1}: {name} done", flush=True)
+    for name, app in doc["apps"].items():  # every mode must compute what the application's own mode computes
+        sums = {m: v["checksum"] for m, v in app["modes"].items() if v["checksum"] is not None}
+        if len(set(sums.values())) > 1:
+            raise SystemExit(f"{name}: the modes' checksums differ: {sums}")
+    (out / "apps.json").write_text(json.dumps(doc, indent=1))
+    for name, app in doc["apps"].items():
+        for m, v in app["modes"].items():
+            w = sorted(v["wall_s"])[len(v["wall_s"]) // 2]
+            print(f"{name:14s} {m:28s} wall {w:7.3f} s" + ("   (own)" if m == app["own_mode"] else ""))
+    if shutil.which("tar"):
+        subprocess.run(["tar", "czf", str(out / "traces.tar.gz"), "-C", str(out), "traces"], check=True)
+    return 0
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("PYTHONUNBUFFERED", "1")
+    sys.exit(main())

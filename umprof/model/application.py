@@ -1,0 +1,374 @@
+"""What an application does with its data, read from its trace: transfer flows, its loop, its
+unified memory, and the host-memory strategy it uses now.
+
+From :class:`~umprof.nsight.trace_db.TraceTables`, per process and GPU:
+
+* **flows**: its copies grouped by direction, host memory kind, size, stream, synchronous or not,
+  and the enclosing NVTX range where there is one: count, bytes, time, achieved GB/s, and how
+  much of their time overlapped kernels or copies the other way;
+* **the loop**: the repeating pattern of the CUDA calls its host thread makes (each call named by
+  what it is and, for a copy, its direction and bytes): the shortest period that repeats over the
+  run and holds every call that recurs; its iterations are cut at one call of each period, and
+  each gets its copies, kernels, unified-memory migrations and wall time; the steady iteration is
+  their median, the first kept apart;
+* **unified memory**: migrations each way, GPU fault groups and faults, CPU faults, and whether
+  prefetch or advice calls were made;
+* **the strategy**: the one of umprof's that the application's data movement matches (pageable
+  or pinned copies, those copies in chunks over streams, managed memory on demand or prefetched,
+  mapped host memory that kernels read in place).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+COPY_DIRECTIONS = ("h2d", "d2h")
+UM_DIRECTIONS = ("um_h2d", "um_d2h")
+ZERO_COPY_CALLS = ("cudaHostGetDevicePointer", "cuMemHostGetDevicePointer", "cudaHostAlloc", "cuMemHostAlloc")
+REGISTER_CALLS = ("cudaHostRegister", "cuMemHostRegister")
+PREFETCH_CALLS = ("cudaMemPrefetchAsync", "cuMemPrefetchAsync")
+ADVICE_CALLS = ("cudaMemAdvise", "cuMemAdvise")
+MANAGED_CALLS = ("cudaMallocManaged", "cuMemAllocManaged")
+PERIOD_MATCH = 0.9  # the share of a loop's calls that must repeat one period later
+MAX_PERIOD_MULTIPLE = 64  # periods tried: the run's length over a call's count, times 1..this
+PIPELINED_OVERLAP = 0.3  # copies on two or more streams that overlap kernels this much: chunks over streams
+
+
+@dataclass
+class Loop:
+    """An application's loop: how many iterations, and what each does (steady: the median)."""
+
+    iterations: int
+    period: int  # CUDA calls per iteration
+    anchor: str  # the call each iteration is cut at
+    first_s: float  # the first iteration's wall time, with what came before it
+    steady_s: float  # the median iteration's wall time
+    per_iteration: dict  # h2d_bytes, d2h_bytes, um_h2d_bytes, um_d2h_bytes, kernel_s, h2d_s, d2h_s, copies, busy_s
+    first: dict  # the same, for the first iteration
+    largest: dict  # the largest of each over the iterations (a first iteration that copies everything)
+    span: tuple[int, int]  # ns: the loop's start and end on the trace's clock
+
+
+@dataclass
+class Application:
+    """One process's work on one GPU, as its trace shows it."""
+
+    pid: int
+    name: str
+    device: int
+    gpu: str
+    memory_bytes: int
+    wall_s: float  # its first CUDA call to the end of its last GPU work or call
+    copies: pd.DataFrame
+    kernels: pd.DataFrame
+    flows: pd.DataFrame
+    loop: Loop | None
+    um: dict
+    calls: dict  # call name → count
+    strategy: str  # what umprof calls its current way of moving data
+    strategy_why: str
+    notes: list = field(default_factory=list)
+
+    @property
+    def totals(self) -> dict:
+        c, k = self.copies, self.kernels
+        explicit = c[c["direction"].isin(COPY_DIRECTIONS)]
+        return {"h2d_bytes": int(explicit.loc[explicit["direction"] == "h2d", "bytes"].sum()),
+                "d2h_bytes": int(explicit.loc[explicit["direction"] == "d2h", "bytes"].sum()),
+                "copy_s": float(explicit["dur_s"].sum()), "copies": int(len(explicit)),
+                "kernel_s": float(k["dur_s"].sum()), "kernels": int(len(k)), "wall_s": self.wall_s,
+                "um_h2d_bytes": int(self.um["h2d_bytes"]), "um_d2h_bytes": int(self.um["d2h_bytes"])}
+
+
+def applications(t) -> list[Application]:
+    """Every process × GPU of the trace that ran CUDA work, the one with the most GPU time first."""
+    gpu_ops = pd.concat([t.copies[["pid", "device", "start", "end"]], t.kernels[["pid", "device", "start", "end"]],
+                         t.memsets[["pid", "device", "start", "end"]]], ignore_index=True)
+    if gpu_ops.empty:
+        return []
+    busy = (gpu_ops["end"] - gpu_ops["start"]).groupby([gpu_ops["pid"], gpu_ops["device"]]).sum()
+    out = [_application(t, int(pid), int(dev)) for (pid, dev) in busy.sort_values(ascending=False).index]
+    return out
+
+
+def _application(t, pid: int, device: int) -> Application:
+    copies = t.copies[(t.copies["pid"] == pid) & (t.copies["device"] == device)].copy()
+    kernels = t.kernels[(t.kernels["pid"] == pid) & (t.kernels["device"] == device)].copy()
+    calls = t.calls[t.calls["pid"] == pid].sort_values("start", kind="stable")
+    for df in (copies, kernels):
+        df["dur_s"] = (df["end"] - df["start"]) / 1e9
+    copies = _with_calls(copies, calls)
+    copies["direction"] = copies["kind"]
+    copies["host_kind"] = np.where(copies["direction"].isin(["h2d", "um_h2d"]), copies["src"],
+                                   np.where(copies["direction"].isin(["d2h", "um_d2h"]), copies["dst"], "device"))
+    copies["range"] = _enclosing_ranges(copies, t.ranges[t.ranges["pid"] == pid])
+    gpus = t.gpus.set_index("device") if len(t.gpus) else pd.DataFrame()
+    gpu = str(gpus.loc[device, "name"]) if device in gpus.index else "unknown GPU"
+    memory = int(gpus.loc[device, "memory_bytes"]) if device in gpus.index and pd.notna(gpus.loc[device, "memory_bytes"]) else 0
+    names = t.processes.set_index("pid")["name"] if len(t.processes) else pd.Series(dtype=str)
+    name = str(names.get(pid, f"pid {pid}")) if len(names) else f"pid {pid}"
+    starts = [x for x in (calls["start"].min(), copies["start"].min(), kernels["start"].min()) if pd.notna(x)]
+    ends = [x for x in (calls["end"].max(), copies["end"].max(), kernels["end"].max()) if pd.notna(x)]
+    wall = (max(ends) - min(starts)) / 1e9 if starts and ends else 0.0
+    um = _unified_memory(t, pid, device, copies, calls)
+    counts = calls["name"].value_counts().to_dict()
+    app = Application(pid=pid, name=name, device=device, gpu=gpu, memory_bytes=memory, wall_s=wall, copies=copies,
+                      kernels=kernels, flows=flows(copies, kernels), loop=None, um=um, calls=counts,
+                      strategy="", strategy_why="")
+    app.loop = find_loop(calls, copies, kernels)
+    app.strategy, app.strategy_why = current_strategy(app)
+    return app
+
+
+def _with_calls(copies: pd.DataFrame, calls: pd.DataFrame) -> pd.DataFrame:
+    """Each copy with the call that made it (name, host thread, when): synchronous unless an Async call."""
+    c = calls[["correlation", "name", "tid", "start"]].rename(columns={"name": "call", "start": "call_start"})
+    c = c.dropna(subset=["correlation"]).drop_duplicates("correlation")
+    out = copies.merge(c, on="correlation", how="left")
+    out["call"] = out["call"].fillna("")
+    out["sync"] = ~out["call"].str.contains("Async") & (out["call"] != "")
+    out["call_start"] = out["call_start"].fillna(out["start"])
+    return out
+
+
+def _enclosing_ranges(copies: pd.DataFrame, ranges: pd.DataFrame) -> list[str]:
+    """The innermost NVTX range around each copy's call on its thread ('' where none is)."""
+    if ranges.empty or copies.empty:
+        return [""] * len(copies)
+    out = [""] * len(copies)
+    for tid, rs in ranges.groupby("tid"):
+        rs = rs.sort_values("start")
+        starts, ends, names = rs["start"].to_numpy(), rs["end"].to_numpy(), rs["name"].to_numpy()
+        mine = np.flatnonzero((copies["tid"] == tid).to_numpy())
+        times = copies["call_start"].to_numpy()[mine]
+        last = np.searchsorted(starts, times, side="right") - 1
+        for i, t, j in zip(mine, times, last):
+            while j >= 0:  # the latest range that started before the call and had not ended: the innermost
+                if ends[j] >= t:
+                    out[i] = names[j]
+                    break
+                j -= 1
+    return out
+
+
+def _union(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Disjoint intervals covering the given ones, and the covered length before each."""
+    if len(starts) == 0:
+        return np.array([], np.int64), np.array([], np.int64), np.array([0], np.int64)
+    order = np.argsort(starts, kind="stable")
+    s, e = starts[order], ends[order]
+    run_end = np.maximum.accumulate(e)
+    new = np.ones(len(s), bool)
+    new[1:] = s[1:] > run_end[:-1]
+    group = np.cumsum(new) - 1
+    us = s[new]
+    ue = np.zeros(len(us), np.int64)
+    np.maximum.at(ue, group, e)
+    return us, ue, np.concatenate([[0], np.cumsum(ue - us)])
+
+
+def _covered(union, t: np.ndarray) -> np.ndarray:
+    """How much of the union lies before each time in ``t``."""
+    us, ue, cum = union
+    if len(us) == 0:
+        return np.zeros(len(t))
+    i = np.searchsorted(us, t, side="right") - 1
+    inside = np.where(i >= 0, np.minimum(t, ue[np.maximum(i, 0)]) - us[np.maximum(i, 0)], 0)
+    return np.where(i >= 0, cum[np.maximum(i, 0)] + inside, 0)
+
+
+def overlap_share(ops: pd.DataFrame, others: pd.DataFrame) -> np.ndarray:
+    """For each op, the share of its time during which one of ``others`` ran."""
+    if ops.empty:
+        return np.array([])
+    u = _union(others["start"].to_numpy(np.int64), others["end"].to_numpy(np.int64))
+    s, e = ops["start"].to_numpy(np.int64), ops["end"].to_numpy(np.int64)
+    dur = np.maximum(e - s, 1)
+    return (_covered(u, e) - _covered(u, s)) / dur
+
+
+def flows(copies: pd.DataFrame, kernels: pd.DataFrame) -> pd.DataFrame:
+    """The copies grouped into flows (see the module's docstring), the largest time first."""
+    cols = ["direction", "host_kind", "bytes", "stream", "sync", "range", "count", "total_bytes", "time_s",
+            "bytes_per_s", "overlap"]
+    c = copies[copies["direction"].isin(COPY_DIRECTIONS)]
+    if c.empty:
+        return pd.DataFrame(columns=cols)
+    share = np.zeros(len(c))
+    for d in COPY_DIRECTIONS:
+        mine = (c["direction"] == d).to_numpy()
+        other = c[c["direction"] != d]
+        busy = pd.concat([kernels[["start", "end"]], other[["start", "end"]]], ignore_index=True)
+        share[mine] = overlap_share(c[mine], busy)
+    c = c.assign(overlapped_s=share * c["dur_s"].to_numpy())
+    g = c.groupby(["direction", "host_kind", "bytes", "stream", "sync", "range"], dropna=False)
+    f = g.agg(count=("bytes", "size"), total_bytes=("bytes", "sum"), time_s=("dur_s", "sum"),
+              overlapped_s=("overlapped_s", "sum")).reset_index()
+    f["bytes_per_s"] = f["total_bytes"] / f["time_s"].where(f["time_s"] > 0)
+    f["overlap"] = f["overlapped_s"] / f["time_s"].where(f["time_s"] > 0)
+    return f.sort_values("time_s", ascending=False, kind="stable")[cols].reset_index(drop=True)
+
+
+def _unified_memory(t, pid: int, device: int, copies: pd.DataFrame, calls: pd.DataFrame) -> dict:
+    um = copies[copies["direction"].isin(UM_DIRECTIONS)]
+    gf = t.gpu_faults[(t.gpu_faults["pid"] == pid)]
+    names = set(calls["name"])
+    return {"h2d_bytes": int(um.loc[um["direction"] == "um_h2d", "bytes"].sum()),
+            "d2h_bytes": int(um.loc[um["direction"] == "um_d2h", "bytes"].sum()),
+            "h2d_migrations": int((um["direction"] == "um_h2d").sum()),
+            "d2h_migrations": int((um["direction"] == "um_d2h").sum()),
+            "migration_s": float(um["dur_s"].sum()),
+            "gpu_fault_groups": int(len(gf)), "gpu_faults": int(pd.to_numeric(gf["faults"], errors="coerce").fillna(0).sum()),
+            "cpu_faults": int((t.cpu_faults["pid"] == pid).sum()),
+            "managed": bool(names & set(MANAGED_CALLS)) or bool(len(um)),
+            "prefetch": bool(names & set(PREFETCH_CALLS)), "advice": bool(names & set(ADVICE_CALLS))}
+
+
+# -- the loop -------------------------------------------------------------------------------
+
+def call_tokens(calls: pd.DataFrame, copies: pd.DataFrame) -> pd.DataFrame:
+    """The calls of the thread that makes most of them, each named by what it is: its name, and
+    for a copy its direction and bytes."""
+    if calls.empty:
+        return calls.assign(token=pd.Series(dtype=str))
+    tid = calls["tid"].value_counts().index[0]
+    mine = calls[calls["tid"] == tid]
+    what = copies.dropna(subset=["correlation"]).drop_duplicates("correlation").set_index("correlation")
+    detail = mine["correlation"].map(lambda c: f":{what.at[c, 'direction']}:{what.at[c, 'bytes']}"
+                                     if c in what.index else "")
+    return mine.assign(token=mine["name"] + detail.fillna(""))
+
+
+def find_period(codes: np.ndarray) -> int | None:
+    """The shortest period of a sequence of codes: PERIOD_MATCH of it equal one period later, and a
+    period's window holding every code that recurs about once an iteration or more; None if none."""
+    n = len(codes)
+    if n < 4:
+        return None
+    counts = np.bincount(codes)
+    recurring = np.flatnonzero(counts >= 2)
+    if not len(recurring):
+        return None
+    candidates = set()
+    for c in np.unique(counts[recurring]):
+        base = n / c
+        for k in range(1, MAX_PERIOD_MULTIPLE + 1):
+            p = int(round(base * k))
+            if 1 <= p <= n // 2:
+                candidates.add(p)
+    for p in sorted(candidates):
+        if np.mean(codes[:-p] == codes[p:]) < PERIOD_MATCH:
+            continue
+        iterations = n / p
+        wanted = recurring[counts[recurring] >= iterations / 2]
+        mid = codes[(n - p) // 2:(n - p) // 2 + p]
+        if np.isin(wanted, mid).all():
+            return p
+    return None
+
+
+def find_loop(calls: pd.DataFrame, copies: pd.DataFrame, kernels: pd.DataFrame) -> Loop | None:
+    """The application's loop (see the module's docstring), or None where its calls do not repeat."""
+    tokens = call_tokens(calls, copies)
+    if len(tokens) < 4:
+        return None
+    codes, names = pd.factorize(tokens["token"])
+    p = find_period(codes)
+    if p is None:
+        return None
+    mid = (len(codes) - p) // 2
+    window = codes[mid:mid + p]
+    counts = np.bincount(codes)
+    anchor = int(min(set(window), key=lambda c: (counts[c], int(np.flatnonzero(window == c)[0]))))
+    cuts = tokens["start"].to_numpy()[codes == anchor]
+    if len(cuts) < 2:
+        return None
+    begin = int(tokens["start"].iloc[0])
+    end = int(max(tokens["end"].max(), copies["end"].max() if len(copies) else 0,
+                  kernels["end"].max() if len(kernels) else 0))
+    edges = np.concatenate([[begin], cuts[1:], [end]])  # the first iteration keeps what came before it
+    per = _per_iteration(edges, calls, copies, kernels)
+    steady = per.iloc[1:] if len(per) > 2 else per
+    med = steady.median(numeric_only=True).to_dict()
+    return Loop(iterations=len(per), period=p, anchor=str(names[anchor]), first_s=float(per["wall_s"].iloc[0]),
+                steady_s=float(med["wall_s"]), per_iteration=med, first=per.iloc[0].to_dict(),
+                largest=per.max(numeric_only=True).to_dict(), span=(int(edges[0]), int(edges[-1])))
+
+
+def _per_iteration(edges: np.ndarray, calls: pd.DataFrame, copies: pd.DataFrame, kernels: pd.DataFrame) -> pd.DataFrame:
+    """Per iteration (between consecutive edges, by when the host called): bytes each way, copy
+    and kernel time, unified-memory migrations, GPU busy time and wall time."""
+    n = len(edges) - 1
+    issued = calls.dropna(subset=["correlation"]).drop_duplicates("correlation").set_index("correlation")["start"]
+
+    def bin_of(df):
+        t = df["correlation"].map(issued).fillna(df["start"]).to_numpy(np.int64)
+        return np.clip(np.searchsorted(edges, t, side="right") - 1, 0, n - 1)
+
+    rows = pd.DataFrame({"wall_s": np.diff(edges) / 1e9})
+    for name in ("h2d_bytes", "d2h_bytes", "um_h2d_bytes", "um_d2h_bytes", "h2d_s", "d2h_s", "kernel_s", "busy_s",
+                 "h2d_copies", "d2h_copies", "kernels"):
+        rows[name] = 0.0
+    if len(copies):
+        b = bin_of(copies)
+        for d in COPY_DIRECTIONS + UM_DIRECTIONS:
+            m = (copies["direction"] == d).to_numpy()
+            rows[f"{d}_bytes"] += np.bincount(b[m], weights=copies["bytes"].to_numpy(float)[m], minlength=n)
+            if d in COPY_DIRECTIONS:
+                rows[f"{d}_s"] += np.bincount(b[m], weights=copies["dur_s"].to_numpy(float)[m], minlength=n)
+                rows[f"{d}_copies"] += np.bincount(b[m], minlength=n)
+    if len(kernels):
+        b = bin_of(kernels)
+        rows["kernel_s"] += np.bincount(b, weights=kernels["dur_s"].to_numpy(float), minlength=n)
+        rows["kernels"] += np.bincount(b, minlength=n)
+    ops = pd.concat([copies[["start", "end"]], kernels[["start", "end"]]], ignore_index=True)
+    if len(ops):
+        u = _union(ops["start"].to_numpy(np.int64), ops["end"].to_numpy(np.int64))
+        covered = _covered(u, edges.astype(np.int64))
+        rows["busy_s"] = np.diff(covered) / 1e9
+    return rows
+
+
+# -- the strategy it uses now ---------------------------------------------------------------
+
+def current_strategy(app: Application) -> tuple[str, str]:
+    """(umprof's name for how the application moves its data now, why that name)."""
+    c = app.copies[app.copies["direction"].isin(COPY_DIRECTIONS)]
+    um, calls = app.um, set(app.calls)
+    if len(c):
+        kinds = c.groupby("host_kind")["bytes"].sum()
+        kind = str(kinds.idxmax())
+        if kind == "pageable":
+            return "pageable", f"{_share(kinds, 'pageable')} of the copied bytes come from or go to pageable memory"
+        if kind in ("pinned", "managed"):
+            streams = c["stream"].nunique()
+            overlap = float((app.flows["overlap"] * app.flows["time_s"]).sum() / max(app.flows["time_s"].sum(), 1e-12))
+            if streams >= 2 and overlap >= PIPELINED_OVERLAP and not c["sync"].all():
+                return "pinned-pipelined", (f"pinned copies on {streams} streams, {overlap:.0%} of their time beside "
+                                            "kernels or copies the other way: chunks over streams")
+            return "pinned", f"{_share(kinds, kind)} of the copied bytes are pinned (page-locked) memory"
+        return "pageable", f"copies of {kind} memory"
+    if um["managed"]:
+        if um["prefetch"]:
+            return "managed-prefetch", "managed memory, prefetched (cudaMemPrefetchAsync calls)"
+        why = "managed memory migrated on faults" + (" (with cudaMemAdvise calls)" if um["advice"] else ", no prefetch")
+        return "managed", why
+    if calls & set(REGISTER_CALLS):
+        return "mapped", "no copies: registered host memory (cudaHostRegister) that kernels read in place"
+    if calls & set(ZERO_COPY_CALLS):
+        return "zero-copy", "no copies: mapped pinned memory (cudaHostAlloc) that kernels read in place"
+    return "resident", "no copies and no managed memory: the data stays on the GPU"
+
+
+def _share(kinds: pd.Series, kind: str) -> str:
+    total = float(kinds.sum())
+    return f"{kinds.get(kind, 0) / total:.0%}" if total > 0 else "all"
+
+
+def fraction(part: float, whole: float) -> float:
+    """``part / whole``, 0 where the whole is 0."""
+    return float(part) / float(whole) if whole and not math.isnan(whole) else 0.0

@@ -1,0 +1,252 @@
+"""Any application's Nsight Systems trace, read with SQL: its copies, kernels, CUDA calls, unified
+memory and NVTX ranges as tables.
+
+An ``.sqlite`` export is read directly (no nsys needed); an ``.nsys-rep`` is exported once with
+``nsys export --type sqlite`` and the export kept beside it (reused while it is newer than the
+report). Nsight Systems' tables are those of its export schema (``CUPTI_ACTIVITY_KIND_MEMCPY``,
+``..._KERNEL``, ``..._MEMSET``, ``..._RUNTIME``, ``CUDA_UM_*_PAGE_FAULT_EVENTS``, ``NVTX_EVENTS``,
+``TARGET_INFO_GPU``, ``StringIds`` and the ``ENUM_*`` tables that name its codes); columns are
+looked up by name, so a version that adds or drops one still reads, and a trace without a table
+reads as an empty one. Times are nanoseconds on the trace's clock.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+from umprof.core.errors import UsageError
+
+SQLITE_MAGIC = b"SQLite format 3\x00"
+NSYS_MAGIC_HINT = ".nsys-rep"
+# CUPTI's codes where a trace has no ENUM table naming them (CUpti_ActivityMemcpyKind, ...MemoryKind)
+COPY_KINDS = {0: "unknown", 1: "h2d", 2: "d2h", 3: "h2a", 4: "a2h", 5: "a2a", 6: "a2d", 7: "d2a", 8: "d2d",
+              9: "h2h", 10: "p2p", 11: "um_h2d", 12: "um_d2h", 13: "um_d2d"}
+MEM_KINDS = {0: "unknown", 1: "pageable", 2: "pinned", 3: "device", 4: "array", 5: "managed", 6: "device",
+             7: "managed"}
+PID_SHIFT = 24  # a globalTid / globalPid holds the process id in bits 24..47
+
+
+@dataclass
+class TraceTables:
+    """What a trace holds, one DataFrame per kind of record (times in ns)."""
+
+    path: Path
+    gpus: pd.DataFrame  # device, name, memory_bytes
+    processes: pd.DataFrame  # pid, name
+    copies: pd.DataFrame  # start, end, pid, device, stream, correlation, bytes, kind, src, dst
+    kernels: pd.DataFrame  # start, end, pid, device, stream, correlation, name
+    memsets: pd.DataFrame  # start, end, pid, device, stream, correlation, bytes
+    calls: pd.DataFrame  # start, end, pid, tid, correlation, name (CUDA runtime and driver API calls)
+    gpu_faults: pd.DataFrame  # start, end, pid, device, faults
+    cpu_faults: pd.DataFrame  # start, pid
+    ranges: pd.DataFrame  # start, end, pid, tid, name (NVTX push/pop and start/end ranges)
+    notes: list = field(default_factory=list)
+
+    @property
+    def has_cuda(self) -> bool:
+        return bool(len(self.copies) or len(self.kernels) or len(self.memsets))
+
+
+def open_trace(path, nsys: str | None = None) -> TraceTables:
+    """Read a trace: ``.sqlite`` directly, ``.nsys-rep`` through its SQLite export (made once with
+    nsys, kept beside it). Bad input is one :class:`UsageError` naming the file; an ``.nsys-rep``
+    without nsys is a :class:`~umprof.core.errors.ToolUnavailable`."""
+    path = Path(path)
+    if not path.is_file():
+        raise UsageError(f"{path}: no such trace file (expected an Nsight Systems .nsys-rep or its .sqlite export)")
+    head = path.read_bytes()[:16] if path.stat().st_size else b""
+    if head == SQLITE_MAGIC:
+        return read_sqlite(path)
+    if path.suffix == NSYS_MAGIC_HINT:
+        return read_sqlite(export_sqlite(path, nsys))
+    what = "an empty file" if not head else f"{path.suffix or 'no suffix'} content"
+    raise UsageError(f"{path}: not an Nsight Systems trace (got {what}); expected a .nsys-rep report or the .sqlite "
+                     "that `nsys export --type sqlite` makes of it")
+
+
+def export_sqlite(report: Path, nsys: str | None = None) -> Path:
+    """The report's SQLite export beside it (``app.nsys-rep`` → ``app.sqlite``), made now unless a
+    newer one is there; written to a temporary name first, so that no half export is left."""
+    import subprocess
+
+    from umprof.nsight.nsys import find_nsys
+
+    out = report.with_suffix(".sqlite")
+    if out.is_file() and out.stat().st_mtime >= report.stat().st_mtime:
+        return out
+    exe = find_nsys(nsys)
+    tmp = out.with_name(f".{out.stem}.exporting.sqlite")
+    tmp.unlink(missing_ok=True)
+    proc = subprocess.run([exe, "export", "--type", "sqlite", "--force-overwrite", "true", "--output", str(tmp),
+                           str(report)], capture_output=True, text=True)
+    if proc.returncode != 0 or not tmp.is_file():
+        tmp.unlink(missing_ok=True)
+        detail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["no output"]
+        raise UsageError(f"{report}: nsys could not export it ({detail[0]}); is it a complete Nsight Systems report?")
+    tmp.replace(out)
+    return out
+
+
+def read_sqlite(path: Path) -> TraceTables:
+    """The tables of an Nsight Systems SQLite export (see the module's docstring)."""
+    try:
+        con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    except sqlite3.DatabaseError as e:
+        raise UsageError(f"{path}: an SQLite file that could not be read ({e}): truncated, or not a trace?") from None
+    try:
+        if not tables & {"CUPTI_ACTIVITY_KIND_RUNTIME", "CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY",
+                         "TARGET_INFO_SESSION_START_TIME", "StringIds"}:
+            raise UsageError(f"{path}: an SQLite database, but not an Nsight Systems export (none of its tables: "
+                             f"found {', '.join(sorted(tables)[:5]) or 'no tables'})")
+        r = _Reader(con, tables)
+        return TraceTables(path=path, gpus=r.gpus(), processes=r.processes(), copies=r.copies(), kernels=r.kernels(),
+                           memsets=r.memsets(), calls=r.calls(), gpu_faults=r.gpu_faults(), cpu_faults=r.cpu_faults(),
+                           ranges=r.ranges(), notes=r.notes)
+    except sqlite3.DatabaseError as e:
+        raise UsageError(f"{path}: the trace could not be read ({e}): truncated or damaged?") from None
+    finally:
+        con.close()
+
+
+class _Reader:
+    def __init__(self, con: sqlite3.Connection, tables: set[str]):
+        self.con, self.tables, self.notes = con, tables, []
+        self._strings: dict[int, str] | None = None
+
+    def columns(self, table: str) -> set[str]:
+        return {r[1] for r in self.con.execute(f"PRAGMA table_info({table})")} if table in self.tables else set()
+
+    def frame(self, table: str, wanted: dict[str, str], where: str = "") -> pd.DataFrame:
+        """``SELECT`` the columns of ``wanted`` (our name → the trace's) that the table has; the rest
+        come back empty."""
+        have = self.columns(table)
+        if not have:
+            return pd.DataFrame(columns=list(wanted))
+        cols = [f'"{src}" AS "{ours}"' for ours, src in wanted.items() if src in have]
+        df = pd.read_sql_query(f"SELECT {', '.join(cols)} FROM {table} {where}", self.con)
+        for ours in wanted:
+            if ours not in df:
+                df[ours] = pd.NA
+        return df[list(wanted)]
+
+    def strings(self) -> dict[int, str]:
+        if self._strings is None:
+            self._strings = dict(self.con.execute("SELECT id, value FROM StringIds").fetchall()) \
+                if "StringIds" in self.tables else {}
+        return self._strings
+
+    def enum(self, table: str, default: dict[int, str], mapping) -> dict[int, str]:
+        """A code → name table from the trace's ENUM table (its names mapped to ours), else CUPTI's."""
+        if table not in self.tables:
+            return default
+        out = {}
+        for code, name, label in self.con.execute(f"SELECT id, name, label FROM {table}"):
+            out[int(code)] = mapping(f"{name} {label or ''}".lower(), default.get(int(code), "unknown"))
+        return out or default
+
+    def gpus(self) -> pd.DataFrame:
+        have = self.columns("TARGET_INFO_GPU")
+        if not have:
+            return pd.DataFrame(columns=["device", "name", "memory_bytes"])
+        dev = "cuDevice" if "cuDevice" in have else "id"
+        df = self.frame("TARGET_INFO_GPU", {"device": dev, "name": "name", "memory_bytes": "totalMemory"})
+        return df.drop_duplicates("device").reset_index(drop=True)
+
+    def processes(self) -> pd.DataFrame:
+        df = self.frame("PROCESSES", {"global": "globalPid", "pid": "pid", "name": "name"})
+        return df[["pid", "name"]] if len(df) else pd.DataFrame(columns=["pid", "name"])
+
+    def copies(self) -> pd.DataFrame:
+        df = self.frame("CUPTI_ACTIVITY_KIND_MEMCPY", {
+            "start": "start", "end": "end", "global": "globalPid", "device": "deviceId", "stream": "streamId",
+            "correlation": "correlationId", "bytes": "bytes", "kind": "copyKind", "src": "srcKind", "dst": "dstKind",
+            "cause": "migrationCause"})
+        kinds = self.enum("ENUM_CUDA_MEMCPY_OPER", COPY_KINDS, _copy_kind)
+        mems = self.enum("ENUM_CUDA_MEM_KIND", MEM_KINDS, _mem_kind)
+        df["kind"] = df["kind"].map(lambda k: kinds.get(int(k), "unknown") if pd.notna(k) else "unknown")
+        for col in ("src", "dst"):
+            df[col] = df[col].map(lambda k: mems.get(int(k), "unknown") if pd.notna(k) else "unknown")
+        return _with_pid(df)
+
+    def kernels(self) -> pd.DataFrame:
+        have = self.columns("CUPTI_ACTIVITY_KIND_KERNEL")
+        name = "shortName" if "shortName" in have else "demangledName"
+        df = self.frame("CUPTI_ACTIVITY_KIND_KERNEL", {
+            "start": "start", "end": "end", "global": "globalPid", "device": "deviceId", "stream": "streamId",
+            "correlation": "correlationId", "name": name})
+        strings = self.strings()
+        df["name"] = df["name"].map(lambda i: strings.get(int(i), str(i)) if pd.notna(i) else "kernel")
+        return _with_pid(df)
+
+    def memsets(self) -> pd.DataFrame:
+        return _with_pid(self.frame("CUPTI_ACTIVITY_KIND_MEMSET", {
+            "start": "start", "end": "end", "global": "globalPid", "device": "deviceId", "stream": "streamId",
+            "correlation": "correlationId", "bytes": "bytes"}))
+
+    def calls(self) -> pd.DataFrame:
+        df = self.frame("CUPTI_ACTIVITY_KIND_RUNTIME", {
+            "start": "start", "end": "end", "tid": "globalTid", "correlation": "correlationId", "name": "nameId"})
+        strings = self.strings()
+        df["name"] = df["name"].map(lambda i: _api_name(strings.get(int(i), "")) if pd.notna(i) else "")
+        df["global"] = df["tid"]
+        return _with_pid(df)
+
+    def gpu_faults(self) -> pd.DataFrame:
+        return _with_pid(self.frame("CUDA_UM_GPU_PAGE_FAULT_EVENTS", {
+            "start": "start", "end": "end", "global": "globalPid", "device": "deviceId",
+            "faults": "numberOfPageFaults"}))
+
+    def cpu_faults(self) -> pd.DataFrame:
+        return _with_pid(self.frame("CUDA_UM_CPU_PAGE_FAULT_EVENTS", {"start": "start", "global": "globalPid"}))
+
+    def ranges(self) -> pd.DataFrame:
+        have = self.columns("NVTX_EVENTS")
+        if not have:
+            return pd.DataFrame(columns=["start", "end", "pid", "tid", "name"])
+        df = self.frame("NVTX_EVENTS", {"start": "start", "end": "end", "tid": "globalTid", "text": "text",
+                                        "text_id": "textId", "type": "eventType"},
+                        where="WHERE end IS NOT NULL AND end > start")
+        strings = self.strings()
+        df["name"] = [t if isinstance(t, str) and t else strings.get(int(i), "") if pd.notna(i) else ""
+                      for t, i in zip(df["text"], df["text_id"])]
+        df["global"] = df["tid"]
+        return _with_pid(df)[["start", "end", "pid", "tid", "name"]]
+
+
+def _with_pid(df: pd.DataFrame) -> pd.DataFrame:
+    """The process id from Nsight's global id (bits 24..47), the global id dropped."""
+    g = pd.to_numeric(df["global"], errors="coerce").fillna(0).astype("int64")
+    df = df.drop(columns=["global"])
+    df["pid"] = (g >> PID_SHIFT) & 0xFFFFFF
+    for col in ("start", "end"):
+        if col in df:
+            df[col] = pd.to_numeric(df[col], errors="coerce").astype("int64")
+    return df
+
+
+def _copy_kind(text: str, default: str) -> str:
+    unified = "unified" in text or "uvm" in text
+    for key, ours in (("htod", "h2d"), ("host-to-device", "h2d"), ("dtoh", "d2h"), ("device-to-host", "d2h"),
+                      ("dtod", "d2d"), ("device-to-device", "d2d"), ("ptop", "p2p"), ("peer-to-peer", "p2p"),
+                      ("htoh", "h2h"), ("host-to-host", "h2h")):
+        if key in text:
+            return ("um_" + ours) if unified and ours in ("h2d", "d2h", "d2d") else ours
+    return default
+
+
+def _mem_kind(text: str, default: str) -> str:
+    for key in ("pageable", "pinned", "managed", "device", "array"):
+        if key in text:
+            return key
+    return default
+
+
+def _api_name(name: str) -> str:
+    """A CUDA call's name without its version suffix: 'cudaMemcpyAsync_v3020' → 'cudaMemcpyAsync'."""
+    head, _, tail = name.rpartition("_v")
+    return head if head and tail.isdigit() else name
