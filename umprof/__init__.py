@@ -18,6 +18,7 @@ downward only): ``core`` → ``nsight`` → ``measure`` → ``model`` → ``view
 """
 
 from umprof.api import (
+           advise,
            calibrate,
            calibrations,
            compare,
@@ -34,5 +35,5 @@ from umprof.api import (
 from umprof.core.results import ResultSet
 from umprof.core.version import SCHEMA_VERSION, __version__
 
-__all__ = ["ResultSet", "SCHEMA_VERSION", "__version__", "calibrate", "calibrations", "compare", "estimate", "load", "load_calibration",
+__all__ = ["ResultSet", "SCHEMA_VERSION", "__version__", "advise", "calibrate", "calibrations", "compare", "estimate", "load", "load_calibration",
            "recommend", "report", "run", "select", "verify", "workloads"]

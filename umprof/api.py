@@ -560,3 +560,47 @@ def report(results, path="umprof-report.html", *, workloads_from=None, force: bo
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(text, encoding="utf-8")
     return out
+
+
+def advise(trace, calibration=None, *, gpu: str | None = None, nsys: str | None = None,
+           all_processes: bool = False) -> list:
+    """Advice for an application from its Nsight Systems trace (``.sqlite``, or ``.nsys-rep`` exported
+    once with nsys): a :class:`~umprof.model.advise.AppAdvice` per process and GPU that ran CUDA work,
+    the busiest first (only it unless ``all_processes``): its flows, loop, unified memory, current
+    strategy, each strategy's predicted time and saving, and the advice.
+
+    ``calibration``: saved calibrations (paths or ResultSets) or a Calibration; ``gpu``: a shipped GPU
+    model's; else the calibration for the trace's GPU (this machine's cached one of that GPU, then the
+    shipped one), one line naming the GPU where there is none."""
+    from umprof.core import calibrations as store
+    from umprof.model import advise as amod
+    from umprof.model.application import applications
+    from umprof.model.predict import Calibration
+    from umprof.nsight.trace_db import open_trace
+
+    t = open_trace(trace, nsys)
+    if not t.has_cuda:
+        raise UsageError(f"{trace}: a trace with no CUDA activity (no copies, kernels or memsets): trace the "
+                         "application with `nsys profile -t cuda ...`")
+    apps = applications(t)
+    apps = apps if all_processes else apps[:1]
+    cals: dict[str, tuple] = {}
+    out = []
+    for app in apps:
+        if app.gpu not in cals:
+            if isinstance(calibration, Calibration):
+                cals[app.gpu] = (calibration, calibration.source)
+            elif calibration is not None:
+                cal = load_calibration(calibration)
+                cals[app.gpu] = (cal, cal.source)
+            else:
+                cf = store.shipped_for(gpu) if gpu else store.for_gpu(app.gpu, app.memory_bytes or None)
+                if cf is None:
+                    known = ", ".join(store.known_gpus()) or "none"
+                    raise UsageError(f"{trace}: traced on {app.gpu}, which no calibration here describes (shipped: "
+                                     f"{known}); run `umprof calibrate` on a machine with that GPU and pass "
+                                     "--from FILE, or --gpu NAME to answer as if it were a shipped one")
+                cals[app.gpu] = (_loaded(cf), cf.summary())
+        cal, source = cals[app.gpu]
+        out.append(amod.advise(app, cal, source))
+    return out

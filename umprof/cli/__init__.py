@@ -1,7 +1,7 @@
 """cli: the ``umprof`` command line (click), thin: parse, call the library, print.
 
 One module per command group: ``info`` (list, devices), ``run`` (run, the ncu pass),
-``calibrate`` (calibrate, calibrations), ``decide`` (recommend), ``analyse`` (crossovers, compare), ``present`` (show, plot, report),
+``calibrate`` (calibrate, calibrations), ``decide`` (recommend), ``advise`` (advise), ``analyse`` (crossovers, compare), ``present`` (show, plot, report),
 ``nsight`` (trace, import-nsys). Shared options and helpers are in ``common``.
 
 Exit codes: 0 done; 1 a case failed (the others were still measured and saved);
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import click
 
-from umprof.cli import analyse, calibrate, decide, info, nsight, present, run
+from umprof.cli import advise, analyse, calibrate, decide, info, nsight, present, run
 from umprof.core.errors import UmprofError
 from umprof.core.version import __version__
 
@@ -37,7 +37,7 @@ def cli():
     """Profile how data moves between host and NVIDIA GPUs, and choose a host-memory strategy."""
 
 
-for _module in (info, run, calibrate, decide, analyse, present, nsight):
+for _module in (info, run, calibrate, decide, advise, analyse, present, nsight):
     for _command in _module.COMMANDS:
         cli.add_command(_command)
 

@@ -26,6 +26,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from umprof.nsight.nsys_import import unnumbered
+
 COPY_DIRECTIONS = ("h2d", "d2h")
 UM_DIRECTIONS = ("um_h2d", "um_d2h")
 ZERO_COPY_CALLS = ("cudaHostGetDevicePointer", "cuMemHostGetDevicePointer", "cudaHostAlloc", "cuMemHostAlloc")
@@ -105,7 +107,7 @@ def _application(t, pid: int, device: int) -> Application:
     copies["direction"] = copies["kind"]
     copies["host_kind"] = np.where(copies["direction"].isin(["h2d", "um_h2d"]), copies["src"],
                                    np.where(copies["direction"].isin(["d2h", "um_d2h"]), copies["dst"], "device"))
-    copies["range"] = _enclosing_ranges(copies, t.ranges[t.ranges["pid"] == pid])
+    copies["range"] = [unnumbered(r) for r in _enclosing_ranges(copies, t.ranges[t.ranges["pid"] == pid])]
     gpus = t.gpus.set_index("device") if len(t.gpus) else pd.DataFrame()
     gpu = str(gpus.loc[device, "name"]) if device in gpus.index else "unknown GPU"
     memory = int(gpus.loc[device, "memory_bytes"]) if device in gpus.index and pd.notna(gpus.loc[device, "memory_bytes"]) else 0
@@ -237,10 +239,11 @@ def call_tokens(calls: pd.DataFrame, copies: pd.DataFrame) -> pd.DataFrame:
         return calls.assign(token=pd.Series(dtype=str))
     tid = calls["tid"].value_counts().index[0]
     mine = calls[calls["tid"] == tid]
-    what = copies.dropna(subset=["correlation"]).drop_duplicates("correlation").set_index("correlation")
-    detail = mine["correlation"].map(lambda c: f":{what.at[c, 'direction']}:{what.at[c, 'bytes']}"
-                                     if c in what.index else "")
-    return mine.assign(token=mine["name"] + detail.fillna(""))
+    what = copies.dropna(subset=["correlation"]).drop_duplicates("correlation")[["correlation", "direction", "bytes"]]
+    joined = mine[["correlation"]].merge(what, on="correlation", how="left")
+    detail = (":" + joined["direction"].astype(str) + ":" + joined["bytes"].astype("Int64").astype(str)) \
+        .where(joined["direction"].notna(), "")
+    return mine.assign(token=mine["name"].to_numpy() + detail.to_numpy())
 
 
 def find_period(codes: np.ndarray) -> int | None:

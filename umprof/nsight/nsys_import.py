@@ -83,9 +83,14 @@ def _enclosing(r, by_id, merge_numbered: bool) -> tuple[str, str | None, bool]:
                 if bare.startswith("case "):
                     case = bare[len("case "):]
                 else:
-                    case = (re.sub(r"\s+#?\d+$", "", bare) or bare) if merge_numbered else bare
+                    case = unnumbered(bare) if merge_numbered else bare
         parent = p.parentid
     return case or TOP_LEVEL, scenario, untimed
+
+
+def unnumbered(name: str) -> str:
+    """A range's name without a trailing number: 'iteration 3' and 'iteration 4' are one 'iteration'."""
+    return re.sub(r"\s+#?\d+$", "", name) or name
 
 
 def _gpu_bytes(reports):

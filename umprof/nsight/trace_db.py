@@ -220,7 +220,7 @@ class _Reader:
 
 def _with_pid(df: pd.DataFrame) -> pd.DataFrame:
     """The process id from Nsight's global id (bits 24..47), the global id dropped."""
-    g = pd.to_numeric(df["global"], errors="coerce").fillna(0).astype("int64")
+    g = pd.to_numeric(df["global"], errors="coerce").fillna(0).to_numpy("int64")
     df = df.drop(columns=["global"])
     df["pid"] = (g >> PID_SHIFT) & 0xFFFFFF
     for col in ("start", "end"):

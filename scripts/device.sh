@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# umprof's checks on a GPU machine, step by step (each step's logs and results under $OUT):
+#   source .device/bootstrap.sh && bash scripts/device.sh STEP [STEP ...]
+# Steps:
+#   tests      the GPU test suite (logs the margins of its timing checks)
+#   default    the default suite, timed from process start
+#   um         the unified-memory scenarios (um-advice, um-sparse, um-pages)
+#   calibrate  the full calibration, then a quick one, each timed from process start
+#   apps       benchmarks/apps: build, trace each application as written, time every mode (needs the
+#              cuda-samples in .device/cuda-samples for NVIDIA's three)
+# A step's files are named after the GPU (nvidia-h100-80gb-hbm3-..., nvidia-h200-...).
+set -uo pipefail
+OUT="${OUT:-device-out}"
+mkdir -p "$OUT"
+gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1 | tr ' ' '-' | tr -cd 'A-Za-z0-9_-' | tr 'A-Z' 'a-z')
+timed() {  # timed LABEL LOG COMMAND...: run, log, and say how long it took from process start to exit
+  local label=$1 log=$2; shift 2
+  local start; start=$(date +%s.%N)
+  "$@" >> "$log" 2>&1
+  local rc=$?
+  echo "$label: exit $rc, $(python3 -c "print(f'{$(date +%s.%N) - $start:.1f}')") s (wall clock, $(date -u +%FT%TZ))" | tee -a "$log"
+}
+for step in "$@"; do
+  case "$step" in
+    tests)
+      export UMPROF_MARGINS="$OUT/$gpu-margins.jsonl"
+      timed "GPU suite" "$OUT/$gpu-gpu-tests.log" python3 -m pytest -m gpu -q -p no:cacheprovider tests/gpu
+      tail -3 "$OUT/$gpu-gpu-tests.log" ;;
+    default)
+      timed "default suite" "$OUT/$gpu-default-run.txt" python3 -m umprof run -o "$OUT/$gpu-default.parquet" --force ;;
+    um)
+      timed "unified memory" "$OUT/$gpu-um-run.txt" python3 -m umprof run um-advice um-sparse um-pages \
+        -o "$OUT/$gpu-um.parquet" --force ;;
+    calibrate)
+      timed "full calibration" "$OUT/$gpu-calibrate.log" python3 -m umprof calibrate -o "$OUT/$gpu-calibration-full.parquet" --force
+      timed "quick calibration" "$OUT/$gpu-calibrate.log" python3 -m umprof calibrate --quick -o "$OUT/$gpu-calibration-quick.parquet" --force ;;
+    apps)
+      samples=(); [ -d .device/cuda-samples ] && samples=(--samples .device/cuda-samples)
+      timed "applications" "$OUT/$gpu-apps.log" python3 benchmarks/apps/run_apps.py "$OUT/apps" "${samples[@]}"
+      mv "$OUT/apps/apps.json" "$OUT/$gpu-apps.json" 2>/dev/null
+      mv "$OUT/apps/traces.tar.gz" "$OUT/$gpu-traces.tar.gz" 2>/dev/null
+      rm -rf "$OUT/apps"
+      tail -45 "$OUT/$gpu-apps.log" ;;
+    *) echo "unknown step: $step (tests, default, um, calibrate, apps)"; exit 2 ;;
+  esac
+done

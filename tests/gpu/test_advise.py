@@ -1,0 +1,67 @@
+"""`umprof advise` on applications traced here: a pageable loop and a managed one, each seen for
+what it is, and advised from the shipped calibration of this GPU's model."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from umprof import api
+from umprof.core.errors import ToolUnavailable
+from umprof.nsight import nsys as nsysmod
+
+ROOT = Path(__file__).resolve().parents[2]
+APPS = ROOT / "benchmarks" / "apps"
+
+
+@pytest.fixture(scope="module")
+def nsys(session):
+    try:
+        return nsysmod.find_nsys()
+    except ToolUnavailable as e:
+        pytest.skip(str(e))
+
+
+def _trace(nsys, tmp_path, app, *args):
+    exe = tmp_path / app
+    subprocess.run(["nvcc", "-O2", "-arch=sm_90", "-std=c++17", "-o", str(exe), str(APPS / f"{app}.cu")], check=True)
+    rep = tmp_path / app
+    subprocess.run(nsysmod.profile_command(nsys, rep, [str(exe), *args]), check=True, capture_output=True)
+    return Path(f"{rep}.nsys-rep")
+
+
+def test_a_pageable_loop_is_seen_and_advised_away_from_pageable(nsys, tmp_path):
+    rep = _trace(nsys, tmp_path, "stream_loop", "--iters", "12", "--in", "32", "--out", "32")
+    (adv,) = api.advise(rep)
+    app = adv.app
+    assert app.strategy == "pageable" and app.loop is not None and app.loop.iterations in (12, 13)
+    p = app.loop.per_iteration
+    assert p["h2d_bytes"] == p["d2h_bytes"] == 32 * 2**20
+    f = app.flows.iloc[0]
+    assert f["host_kind"] == "pageable" and f["bytes"] == 32 * 2**20 and f["sync"]
+    assert Path(str(rep).replace(".nsys-rep", ".sqlite")).is_file()  # exported once, kept beside it
+    loop = adv.loop_advice
+    assert loop.strategy != "pageable" and loop.saving_s > 0
+    doc = json.loads(subprocess.run([sys.executable, "-m", "umprof", "advise", str(rep), "--json"], capture_output=True,
+                                    text=True, check=True, cwd=ROOT).stdout)
+    assert doc["totals"]["h2d_bytes"] >= 12 * 32 * 2**20 and doc["advice"][0]["strategy"] == loop.strategy
+
+
+def test_a_managed_loop_without_prefetch_is_seen_with_its_migrations(nsys, tmp_path):
+    rep = _trace(nsys, tmp_path, "managed_loop", "--iters", "8", "--in", "64")
+    (adv,) = api.advise(rep)
+    app = adv.app
+    assert app.strategy == "managed" and app.um["managed"] and not app.um["prefetch"]
+    assert app.um["h2d_bytes"] >= 64 * 2**20 and app.um["gpu_faults"] > 0
+    assert adv.workload is not None and 0.05 < adv.workload.host_writes < 0.2
+
+
+def test_a_trace_without_cuda_is_refused_in_one_line(nsys, tmp_path):
+    rep = tmp_path / "true"
+    subprocess.run(nsysmod.profile_command(nsys, rep, ["/bin/true"], um_faults=False), check=True, capture_output=True)
+    r = subprocess.run([sys.executable, "-m", "umprof", "advise", f"{rep}.nsys-rep"], capture_output=True, text=True,
+                       cwd=ROOT, env=dict(os.environ))
+    assert r.returncode == 2 and "no CUDA activity" in r.stderr and "Traceback" not in r.stderr

@@ -1,0 +1,44 @@
+"""`umprof advise`: read an application's Nsight Systems trace and say what its transfers should use."""
+
+from __future__ import annotations
+
+import click
+
+from umprof import api
+from umprof.cli import common
+
+
+@click.command()
+@click.argument("trace", type=click.Path(dir_okay=False))
+@click.option("--from", "sources", multiple=True, type=click.Path(dir_okay=False), metavar="RESULTS",
+              help="Predict from this calibration (repeatable). Default: the one of the trace's GPU: this machine's "
+                   "cached one, else the shipped one.")
+@click.option("--gpu", "gpu_name", default=None, metavar="NAME",
+              help="Predict with a shipped GPU model's calibration (H100, H200) whatever the trace ran on.")
+@click.option("--nsys", default=None, metavar="PATH", help="nsys, to export an .nsys-rep (once; kept beside it).")
+@click.option("--all", "all_processes", is_flag=True, help="Every process and GPU of the trace, not only the busiest.")
+@click.option("--json", "as_json", is_flag=True, help="One JSON document (gpu, totals, flows, loop, advice, ...).")
+def advise(trace, sources, gpu_name, nsys, all_processes, as_json):
+    """Read an application's trace and say what its transfers should use, and what that saves.
+
+    TRACE is what `nsys profile -t cuda[,nvtx] -o app ./app` wrote (app.nsys-rep; exported once to
+    app.sqlite beside it, which needs nsys) or that export itself (read without nsys). Annotations
+    are not needed. The advice is for the application's loop (its repeating CUDA calls) and for each
+    flow of copies, predicted from the calibration of the trace's GPU.
+    """
+    if sources:
+        api.check_calibration_gpu(list(sources), gpu_name) if gpu_name else None
+    found = api.advise(trace, list(sources) or None, gpu=gpu_name, nsys=nsys, all_processes=all_processes)
+    if as_json:
+        docs = [a.to_dict() for a in found]
+        doc = dict(docs[0], trace=str(trace)) if len(docs) == 1 else {"trace": str(trace), "applications": docs}
+        common.echo_json(doc)
+        return
+    from umprof.views.advice import print_advice
+
+    console = common.out()
+    for a in found:
+        print_advice(a, console)
+
+
+COMMANDS = [advise]

@@ -1,0 +1,297 @@
+"""Advice for an application read from its trace: what its transfers should use, and what that saves.
+
+The application's loop (:mod:`umprof.model.application`) becomes umprof's workload: one buffer of
+its inputs and outputs (the largest an iteration copied or migrated each way, the first iteration
+that copies everything included), the share of it written by the host and copied in each iteration,
+the share copied back, what the kernels write, its copies' granularity (``copies``), its kernels'
+own time per iteration (``kernel_s``, where its data was on the GPU) and its iterations. The
+calibration of the trace's GPU predicts the loop under the strategy it uses now and under every
+other; a strategy's predicted time is what the trace measured less the difference of the two
+predictions, so that what the model does not see (context creation, the application's own host
+work) cancels out.
+
+The advice is the fastest strategy, or, where strategies are within the prediction's own error
+of it (PREDICTION_ERROR), the one of them that changes least (CHANGE_COST), said as a tie; where
+the best saving is within the loop's noise (NOISE), the application is told it is already near
+its best; where copies and migrations are a small share of the run, the most any strategy could
+save is said. Each flow of copies gets its own line where its memory or granularity costs time
+the calibration can price: pageable copies pinned, many small copies batched.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+
+from umprof.core.units import format_size, format_time
+from umprof.measure import strategies
+from umprof.measure.ops.lifecycle import PAGE_BYTES
+from umprof.model.application import Application, fraction
+from umprof.model.predict import Calibration, Prediction
+from umprof.model.workload import Workload
+
+PREDICTION_ERROR = 0.10  # verification: median errors 5-15% per set on both GPUs; closer than this is a tie
+NOISE = 0.05  # a saving under this share of the loop's measured time is not worth a change
+SMALL_COPY = 256 * 1024  # copies this small, many to an iteration, pay their latency more than their bytes
+MANY_COPIES = 16
+# how much code a change touches, from none (0) to restructuring the loop (4): a tie's second criterion
+CHANGE_COST = {"pageable": 0, "pinned": 1, "write-combined": 1, "mapped": 2, "zero-copy": 2, "managed": 2,
+               "managed-prefetch": 3, "managed-advise-read-mostly": 3, "managed-advise-prefer-gpu": 3,
+               "managed-advise-prefer-host": 3, "managed-advise-accessed-by-gpu": 3, "pageable-staged": 4,
+               "pinned-pipelined": 4, "system": 2}
+CHANGES = {
+    "pageable": "keep malloc'd host buffers and cudaMemcpy",
+    "pinned": "allocate the host buffers with cudaMallocHost (or cudaHostRegister the existing ones); keep the copies",
+    "write-combined": "allocate the buffers the host only writes with cudaHostAlloc(..., cudaHostAllocWriteCombined); "
+                      "keep the copies",
+    "zero-copy": "allocate the host buffers with cudaHostAlloc(..., cudaHostAllocMapped) and give the kernels "
+                 "cudaHostGetDevicePointer's pointers; drop the copies",
+    "mapped": "cudaHostRegister(buffer, size, cudaHostRegisterMapped) the existing host buffers and give the kernels "
+              "their device pointers; drop the copies",
+    "managed": "one cudaMallocManaged buffer for host and GPU; drop the copies",
+    "managed-prefetch": "cudaMallocManaged buffers, cudaMemPrefetchAsync to the GPU before the kernels and back to the "
+                        "host before it reads; drop the copies",
+    "managed-advise-read-mostly": "cudaMallocManaged and cudaMemAdvise(..., cudaMemAdviseSetReadMostly, gpu): the GPU "
+                                  "only reads it",
+    "managed-advise-prefer-gpu": "cudaMallocManaged and cudaMemAdvise(..., cudaMemAdviseSetPreferredLocation, gpu)",
+    "managed-advise-prefer-host": "cudaMallocManaged and cudaMemAdvise(..., cudaMemAdviseSetPreferredLocation, "
+                                  "cudaCpuDeviceId)",
+    "managed-advise-accessed-by-gpu": "cudaMallocManaged and cudaMemAdvise(..., cudaMemAdviseSetAccessedBy, gpu)",
+    "pageable-staged": "keep the malloc'd buffers and copy through two pinned 32 MiB staging buffers, 8 host threads "
+                       "filling one while the other is copied",
+    "pinned-pipelined": "pinned host buffers, each iteration's copies and kernels in {chunks} (cudaMemcpyAsync and "
+                        "kernels on each chunk's stream), the host writing the next chunk meanwhile",
+    "system": "pass malloc'd memory to the kernels directly (HMM)",
+}
+
+
+@dataclass
+class Advice:
+    """One change and what it saves: for the loop as a whole or one flow of copies."""
+
+    flow: str  # 'loop', or the flow it is for ('h2d pageable 64MiB stream 7')
+    strategy: str
+    change: str
+    now_s: float  # measured in the trace
+    predicted_s: float
+    saving_s: float
+    tie: bool = False  # within the prediction's error of the best
+    note: str = ""
+
+    def to_dict(self) -> dict:
+        return {"flow": self.flow, "strategy": self.strategy, "change": self.change, "now_s": self.now_s,
+                "predicted_s": self.predicted_s, "saving_s": self.saving_s, "tie": self.tie, "note": self.note}
+
+
+@dataclass
+class AppAdvice:
+    """What umprof advises for one application (a process on a GPU) of a trace."""
+
+    app: Application
+    calibration: str
+    workload: Workload | None
+    mapping: str  # how the workload was read from the trace, in words
+    ranking: list[dict] = field(default_factory=list)  # every strategy: predicted and saving, fastest first
+    excluded: dict = field(default_factory=dict)
+    advice: list[Advice] = field(default_factory=list)  # the loop's first, then the flows'
+    verdict: str = ""
+    limits: list[str] = field(default_factory=list)
+
+    @property
+    def loop_advice(self) -> Advice | None:
+        return next((a for a in self.advice if a.flow == "loop"), None)
+
+    def to_dict(self) -> dict:
+        a, loop = self.app, self.app.loop
+        return {
+            "process": {"pid": a.pid, "name": a.name}, "gpu": a.gpu, "device": a.device,
+            "calibration": self.calibration, "strategy_now": a.strategy, "strategy_now_why": a.strategy_why,
+            "totals": a.totals,
+            "flows": [{k: _plain(v) for k, v in r.items()} for r in a.flows.to_dict(orient="records")],
+            "loop": None if loop is None else {
+                "iterations": loop.iterations, "calls_per_iteration": loop.period, "cut_at": loop.anchor,
+                "first_s": loop.first_s, "steady_s": loop.steady_s, "measured_s": _loop_s(a),
+                "per_iteration": loop.per_iteration, "first": {k: _plain(v) for k, v in loop.first.items()}},
+            "unified_memory": a.um,
+            "workload": None if self.workload is None else {"text": self.workload.describe(), "read_as": self.mapping,
+                                                             **self.workload.__dict__},
+            "ranking": self.ranking, "excluded": self.excluded,
+            "advice": [x.to_dict() for x in self.advice], "verdict": self.verdict, "limits": self.limits,
+            "notes": a.notes,
+        }
+
+
+def _plain(v):
+    if isinstance(v, float) and math.isnan(v):
+        return None
+    return getattr(v, "item", lambda: v)()
+
+
+def _loop_s(app: Application) -> float:
+    """The loop's measured time: its first iteration's start to its last's end."""
+    if app.loop is None:
+        return app.wall_s
+    return (app.loop.span[1] - app.loop.span[0]) / 1e9
+
+
+def workload_of(app: Application) -> tuple[Workload | None, str]:
+    """The application's loop as umprof's workload, and how it was read (see the module's docstring);
+    None where it moves no data umprof can model (no copies and no managed memory)."""
+    loop, um = app.loop, app.um
+    if loop is not None:
+        per, big, its = loop.per_iteration, loop.largest, loop.iterations
+    else:
+        t = app.totals
+        per = big = {"h2d_bytes": t["h2d_bytes"], "d2h_bytes": t["d2h_bytes"], "um_h2d_bytes": um["h2d_bytes"],
+                     "um_d2h_bytes": um["d2h_bytes"], "kernel_s": t["kernel_s"], "h2d_copies": t["copies"],
+                     "d2h_copies": 0}
+        its = 1
+    explicit = big.get("h2d_bytes", 0) + big.get("d2h_bytes", 0) > 0
+    prefix = "" if explicit else "um_"
+    b_in, b_out = big.get(f"{prefix}h2d_bytes", 0), big.get(f"{prefix}d2h_bytes", 0)
+    if b_in + b_out <= 0:
+        return None, "no copies and no unified-memory migrations: nothing moves between host and GPU"
+    total = max(PAGE_BYTES, math.ceil((b_in + b_out) / PAGE_BYTES) * PAGE_BYTES)
+    writes = min(1.0, fraction(per.get(f"{prefix}h2d_bytes", 0), total))
+    reads = min(1.0, fraction(per.get(f"{prefix}d2h_bytes", 0), total))
+    gpu_writes = min(1.0, max(fraction(b_out, total), reads)) if b_out > 0 else 0.0
+    # the copies' granularity: how many copies an iteration makes each way (the more of either)
+    copies = max(1, int(round(max(per.get("h2d_copies", 0), per.get("d2h_copies", 0))))) if explicit else 1
+    # the kernels' own time where the data was on the GPU as they ran (copies, prefetches); where they
+    # read it across the link or migrated it on faults, their time is not their own
+    resident = app.strategy in ("pageable", "pinned", "pinned-pipelined", "managed-prefetch", "resident")
+    kernel_s = float(per.get("kernel_s", 0.0)) if resident else 0.0
+    w = Workload(bytes=int(total), name=app.name.rsplit("/", 1)[-1] or "application", iterations=int(its),
+                 host_writes=round(writes, 6), gpu_writes=round(gpu_writes, 6), host_reads=round(reads, 6),
+                 copies=copies if app.strategy not in ("pinned-pipelined",) else 1, kernel_s=kernel_s)
+    how = (f"{'copies' if explicit else 'unified-memory migrations'}: {format_size(b_in)} in and {format_size(b_out)} "
+           f"out at most in an iteration make the buffer ({format_size(total)}); each steady iteration moves "
+           f"{format_size(per.get(prefix + 'h2d_bytes', 0))} in and {format_size(per.get(prefix + 'd2h_bytes', 0))} out"
+           + (f" in {copies} copies each way" if copies > 1 else "")
+           + (f"; kernels {format_time(kernel_s)} per iteration" if kernel_s else "")
+           + f"; {its} iteration{'s' if its != 1 else ''}")
+    return w, how
+
+
+def advise(app: Application, cal: Calibration, source: str = "") -> AppAdvice:
+    """What the application should use, and what that saves (see the module's docstring)."""
+    out = AppAdvice(app=app, calibration=source or cal.source, workload=None, mapping="")
+    w, how = workload_of(app)
+    out.mapping = how
+    if w is None:
+        out.verdict = f"{app.name}: {how}; no host-memory strategy changes its time."
+        return out
+    w = replace(w, fits=w.bytes <= (cal.device.get("memory_total_bytes") or app.memory_bytes or w.bytes))
+    out.workload = w
+    ranked, excluded = cal.rank(w)
+    out.excluded = excluded
+    now_s = _loop_s(app)
+    current = app.strategy if app.strategy in {p.strategy for p in ranked} else None
+    base = next((p for p in ranked if p.strategy == current), None)
+    if base is None:
+        out.limits.append(f"its current way ({app.strategy}) is not one umprof predicts here: savings are against "
+                          "the slowest strategy that applies, not against it")
+        base = ranked[-1]
+    for p in ranked:
+        saving = base.whole_s - p.whole_s
+        out.ranking.append({"strategy": p.strategy, "predicted_s": now_s - saving, "saving_s": saving,
+                            "model_whole_s": p.whole_s, "model_steady_s": p.steady_s})
+    best = ranked[0]
+    tied = [p for p in ranked if p.whole_s <= best.whole_s * (1 + PREDICTION_ERROR)]
+    pick = min(tied, key=lambda p: (0 if p.strategy == current else 1, CHANGE_COST.get(p.strategy, 5), p.whole_s)) \
+        if current in {p.strategy for p in tied} else min(tied, key=lambda p: (CHANGE_COST.get(p.strategy, 5), p.whole_s))
+    saving = base.whole_s - pick.whole_s
+    out.advice.append(Advice("loop", pick.strategy, _change(pick.strategy, w, current), now_s, now_s - saving, saving,
+                             tie=len(tied) > 1, note=_tie_note(tied, pick)))
+    out.advice += _flow_advice(app, cal)
+    out.limits += _limits(app, now_s)
+    out.verdict = _verdict(app, out, pick, tied, saving, now_s, base)
+    return out
+
+
+def _change(strategy: str, w: Workload, current: str | None) -> str:
+    if strategy == current:
+        return "keep it as it is"
+    text = CHANGES.get(strategy, strategy)
+    if strategy == "pinned-pipelined":
+        text = text.format(chunks=strategies.get(strategy).describe_chunking(w.bytes))
+    return text
+
+
+def _tie_note(tied: list[Prediction], pick: Prediction) -> str:
+    if len(tied) < 2:
+        return ""
+    names = ", ".join(p.strategy for p in tied)
+    spread = tied[-1].whole_s / tied[0].whole_s - 1 if tied[0].whole_s > 0 else 0.0
+    return (f"{names}: within {spread:.0%} of each other, predicted (under the prediction's own error, "
+            f"{PREDICTION_ERROR:.0%}); {pick.strategy} changes the least code")
+
+
+def _flow_advice(app: Application, cal: Calibration) -> list[Advice]:
+    """Per flow: pageable copies made from pinned memory; many small copies batched."""
+    out = []
+    its = app.loop.iterations if app.loop is not None else 1
+    for _, f in app.flows.head(8).iterrows():
+        label = f"{f['direction']} {f['host_kind']} {format_size(int(f['bytes']))} stream {f['stream']}" \
+            + (f" in '{f['range']}'" if f["range"] else "")
+        d = f["direction"]
+        if f["host_kind"] == "pageable":
+            pinned = f["count"] * cal.curve("pinned", d)(float(f["bytes"]))
+            if f["time_s"] - pinned > NOISE * f["time_s"]:
+                out.append(Advice(label, "pinned", "allocate this flow's host buffer with cudaMallocHost (or "
+                                  "cudaHostRegister it)", f["time_s"], pinned, f["time_s"] - pinned,
+                                  note=f"{f['count']} copies at {_rate(f['bytes_per_s'])} now; pinned: "
+                                       f"{_rate(f['total_bytes'] / pinned if pinned else math.nan)}"))
+        per_iteration = f["count"] / its
+        if f["bytes"] <= SMALL_COPY and per_iteration >= MANY_COPIES:
+            memory = "pinned" if f["host_kind"] != "pageable" else "pageable"
+            batched = its * cal.curve(memory, d)(float(f["bytes"]) * per_iteration)
+            if f["time_s"] - batched > NOISE * f["time_s"]:
+                out.append(Advice(label, memory, f"batch its {per_iteration:.0f} copies of {format_size(int(f['bytes']))} "
+                                  f"per iteration into one of {format_size(int(f['bytes'] * per_iteration))} (a "
+                                  "contiguous staging buffer)", f["time_s"], batched, f["time_s"] - batched,
+                                  note="each copy pays a latency that one copy of all of them pays once"))
+    return out
+
+
+def _rate(bps) -> str:
+    from umprof.core.units import format_rate
+
+    return format_rate(bps) if bps and not math.isnan(bps) else "-"
+
+
+def _limits(app: Application, now_s: float) -> list[str]:
+    t, um = app.totals, app.um
+    moving = t["copy_s"] + um["migration_s"]
+    if app.wall_s <= 0:
+        return []
+    share = moving / app.wall_s
+    out = []
+    if share < 0.25:
+        out.append(f"copies and migrations take {format_time(moving)} of its {format_time(app.wall_s)} ({share:.0%}): "
+                   f"no host-memory strategy can save much more than that")
+    if app.loop is None:
+        out.append("no loop was found in its CUDA calls: the run is read as one iteration")
+    return out
+
+
+def _verdict(app, out: AppAdvice, pick: Prediction, tied, saving: float, now_s: float, base: Prediction) -> str:
+    current = app.strategy
+    lines = [f"{app.name} on {app.gpu}: {current} now ({app.strategy_why})."]
+    if app.loop is not None:
+        lines.append(f"Its loop: {app.loop.iterations} iterations of {format_time(app.loop.steady_s)} "
+                     f"({format_time(now_s)} measured); read as {out.workload.describe()}.")
+    if pick.strategy == current:
+        lines.append("It already uses the strategy predicted fastest"
+                     + (" or one within the prediction's error of it" if len(tied) > 1 else "") + ": keep it.")
+    elif saving < NOISE * now_s:
+        lines.append(f"{pick.strategy} is predicted {format_time(saving)} faster ({saving / now_s:.0%} of the loop): "
+                     "within the loop's noise; it is already near its best.")
+    else:
+        lines.append(f"Use {pick.strategy}: predicted {format_time(now_s - saving)} instead of {format_time(now_s)} "
+                     f"(saves {format_time(saving)}, {saving / now_s:.0%}).")
+    model_now = base.whole_s
+    if model_now > 0 and abs(model_now / now_s - 1) > 0.3 and base.strategy == current:
+        lines.append(f"(The calibration predicts its loop as it runs now at {format_time(model_now)} against "
+                     f"{format_time(now_s)} measured: savings are its differences, the rest of the run is its own.)")
+    return " ".join(lines)

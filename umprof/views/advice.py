@@ -1,0 +1,90 @@
+"""`umprof advise` in the terminal: what the application does, what it should use, what that saves."""
+
+from __future__ import annotations
+
+import math
+
+from rich.console import Console
+from rich.table import Table
+
+from umprof.core.units import format_rate, format_size, format_time
+
+FLOWS_SHOWN = 10
+
+
+def flows_table(adv) -> Table:
+    """The application's copy flows, the most time first, each beside the link's ceiling."""
+    app = adv.app
+    t = Table(title=f"transfer flows of {app.name} (pid {app.pid}, GPU {app.device})", header_style="bold")
+    for col in ("dir", "host memory", "size", "count", "total", "time", "GB/s", "sync", "stream", "overlapped", "range"):
+        t.add_column(col, justify="right" if col in ("size", "count", "total", "time", "GB/s", "overlapped") else "left")
+    for _, f in app.flows.head(FLOWS_SHOWN).iterrows():
+        t.add_row(f["direction"], f["host_kind"], format_size(int(f["bytes"])), str(int(f["count"])),
+                  format_size(int(f["total_bytes"])), format_time(f["time_s"]), _rate(f["bytes_per_s"]),
+                  "yes" if f["sync"] else "no", str(f["stream"]), _pct(f["overlap"]), f["range"] or "-")
+    if len(app.flows) > FLOWS_SHOWN:
+        t.caption = f"{len(app.flows) - FLOWS_SHOWN} more flows in --json"
+    return t
+
+
+def ranking_table(adv) -> Table:
+    """Every strategy that applies: the loop's predicted time and what it saves against now."""
+    now = adv.advice[0].now_s if adv.advice else math.nan
+    t = Table(title=f"the loop under each strategy (measured now: {format_time(now)})", header_style="bold")
+    for col in ("#", "strategy", "predicted", "saving", "vs now"):
+        t.add_column(col, justify="left" if col == "strategy" else "right")
+    current = adv.app.strategy
+    for i, r in enumerate(adv.ranking, 1):
+        mark = " (now)" if r["strategy"] == current else ""
+        t.add_row(str(i), r["strategy"] + mark, format_time(r["predicted_s"]), format_time(r["saving_s"]),
+                  f"{r['predicted_s'] / now:.2f}x" if now > 0 else "-")
+    return t
+
+
+def print_advice(adv, console: Console) -> None:
+    """Everything `umprof advise` says about one application."""
+    app = adv.app
+    tot = app.totals
+    console.rule(f"{app.name} (pid {app.pid}) on {app.gpu}")
+    console.print(f"[dim]predicted from {adv.calibration}[/]")
+    console.print(f"wall {format_time(tot['wall_s'])}: copies {format_time(tot['copy_s'])} ({tot['copies']}; "
+                  f"{format_size(tot['h2d_bytes'])} in, {format_size(tot['d2h_bytes'])} out), kernels "
+                  f"{format_time(tot['kernel_s'])} ({tot['kernels']})")
+    um = app.um
+    if um["managed"]:
+        console.print(f"unified memory: {format_size(um['h2d_bytes'])} to the GPU in {um['h2d_migrations']} migrations, "
+                      f"{format_size(um['d2h_bytes'])} back in {um['d2h_migrations']} ({format_time(um['migration_s'])}); "
+                      f"{um['gpu_faults']} GPU faults in {um['gpu_fault_groups']} groups, {um['cpu_faults']} CPU faults; "
+                      f"prefetch {'yes' if um['prefetch'] else 'no'}, advice {'yes' if um['advice'] else 'no'}")
+    if len(app.flows):
+        console.print(flows_table(adv))
+    if app.loop is not None:
+        p = app.loop.per_iteration
+        console.print(f"loop: {app.loop.iterations} iterations ({app.loop.period} CUDA calls each, cut at "
+                      f"{app.loop.anchor}); first {format_time(app.loop.first_s)}, then {format_time(app.loop.steady_s)} "
+                      f"each: {format_size(p['h2d_bytes'])} in, {format_size(p['d2h_bytes'])} out, kernels "
+                      f"{format_time(p['kernel_s'])}, GPU busy {format_time(p['busy_s'])}")
+    console.print(f"now: {app.strategy} ({app.strategy_why})")
+    if adv.workload is not None:
+        console.print(f"[dim]read as umprof's workload: {adv.workload.describe()} ({adv.mapping})[/]")
+        console.print(ranking_table(adv))
+    console.print(adv.verdict)
+    for a in adv.advice:
+        where = "the loop" if a.flow == "loop" else f"flow {a.flow}"
+        colour = "green" if a.saving_s > 0 else "dim"
+        console.print(f"[{colour}]advice for {where}: {a.strategy}: {a.change}[/] (now {format_time(a.now_s)}, "
+                      f"predicted {format_time(a.predicted_s)}, saves {format_time(a.saving_s)})"
+                      + (f"; [yellow]tie:[/] {a.note}" if a.tie else (f"; {a.note}" if a.note else "")))
+    for s, why in adv.excluded.items():
+        console.print(f"[dim]not ranked: {s}: {why}[/]")
+    for line in adv.limits + app.notes:
+        console.print(f"[yellow]note:[/] {line}")
+    console.print()
+
+
+def _rate(v) -> str:
+    return format_rate(v) if v and not (isinstance(v, float) and math.isnan(v)) else "-"
+
+
+def _pct(v) -> str:
+    return f"{v:.0%}" if v is not None and not (isinstance(v, float) and math.isnan(v)) else "-"
