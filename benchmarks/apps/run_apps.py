@@ -106,13 +106,17 @@ def main():
                     rec["loop_s"].append(res["loop_s"])
                 if rec["checksum"] is None:
                     rec["checksum"] = res.get("checksum")
-                elif res.get("checksum") != rec["checksum"]:
-                    raise SystemExit(f"{name} --mem {m}: checksum {res.get('checksum')} != {rec['checksum']}")
             print(f"round {r + 1}: {name} done", flush=True)
-    for name, app in doc["apps"].items():  # every mode must compute what the application's own mode computes
+    # every mode must compute what the application's own mode computes (the chunked ones add their
+    # chunks' sums in another order: equal to a few parts in 1e12)
+    bad = []
+    for name, app in doc["apps"].items():
         sums = {m: v["checksum"] for m, v in app["modes"].items() if v["checksum"] is not None}
-        if len(set(sums.values())) > 1:
-            raise SystemExit(f"{name}: the modes' checksums differ: {sums}")
+        own = sums.get(app["own_mode"])
+        wrong = {m: c for m, c in sums.items() if own is not None and abs(c - own) > 1e-9 * max(abs(own), 1.0)}
+        app["checksums_agree"] = not wrong
+        if wrong:
+            bad.append(f"{name}: {wrong} against {own}")
     (out / "apps.json").write_text(json.dumps(doc, indent=1))
     for name, app in doc["apps"].items():
         for m, v in app["modes"].items():
@@ -120,6 +124,9 @@ def main():
             print(f"{name:14s} {m:28s} wall {w:7.3f} s" + ("   (own)" if m == app["own_mode"] else ""))
     if shutil.which("tar"):
         subprocess.run(["tar", "czf", str(out / "traces.tar.gz"), "-C", str(out), "traces"], check=True)
+    if bad:
+        print("checksums differ: " + "; ".join(bad))
+        return 1
     return 0
 
 
