@@ -36,7 +36,7 @@ for step in "$@"; do
       timed "quick calibration" "$OUT/$gpu-calibrate.log" python3 -m umprof calibrate --quick -o "$OUT/$gpu-calibration-quick.parquet" --force ;;
     apps)
       samples=(); [ -d .device/cuda-samples ] && samples=(--samples .device/cuda-samples)
-      timed "applications" "$OUT/$gpu-apps.log" python3 benchmarks/apps/run_apps.py "$OUT/apps" "${samples[@]}"
+      timed "applications" "$OUT/$gpu-apps.log" python3 benchmarks/apps/run_apps.py "$OUT/apps" "${samples[@]}" --rounds "${ROUNDS:-3}"
       mv "$OUT/apps/apps.json" "$OUT/$gpu-apps.json" 2>/dev/null
       mv "$OUT/apps/traces.tar.gz" "$OUT/$gpu-traces.tar.gz" 2>/dev/null
       rm -rf "$OUT/apps"

@@ -5,7 +5,8 @@
 //
 // Modes (umprof's strategy names): pageable, pinned, write-combined, zero-copy, mapped, managed,
 // managed-prefetch, managed-advise-read-mostly (`in` advised read-mostly: the kernel only reads
-// it), pinned-pipelined (chunks over streams, the host writing the next chunk while
+// it), managed-advise-prefer-gpu, managed-advise-prefer-host, managed-advise-accessed-by-gpu (both
+// buffers advised so), pinned-pipelined (chunks over streams, the host writing the next chunk while
 // the last is in flight), pageable-staged (pageable data through two pinned slots, host threads
 // copying into one while the other is copied).
 #pragma once
@@ -177,10 +178,15 @@ static double frame_loop(const Args &a) {
     } else if (m == "zero-copy") {
         CHECK(cudaHostAlloc((void **)&h_in, b_in, cudaHostAllocMapped));
         CHECK(cudaHostAlloc((void **)&h_out, b_out, cudaHostAllocMapped));
-    } else if (m == "managed" || m == "managed-prefetch" || m == "managed-advise-read-mostly") {
+    } else if (m == "managed" || m == "managed-prefetch" || m.rfind("managed-advise-", 0) == 0) {
         CHECK(cudaMallocManaged((void **)&h_in, b_in));
         CHECK(cudaMallocManaged((void **)&h_out, b_out));
     } else {
+        fprintf(stderr, "unknown --mem %s\n", m.c_str());
+        exit(2);
+    }
+    if (m.rfind("managed-advise-", 0) == 0 && m != "managed-advise-read-mostly" && m != "managed-advise-prefer-gpu" &&
+        m != "managed-advise-prefer-host" && m != "managed-advise-accessed-by-gpu") {
         fprintf(stderr, "unknown --mem %s\n", m.c_str());
         exit(2);
     }
@@ -201,6 +207,12 @@ static double frame_loop(const Args &a) {
     for (auto &s : st) CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
     Ring *ring = m == "pageable-staged" ? new Ring(32u << 20) : nullptr;
     if (m == "managed-advise-read-mostly") CHECK(cudaMemAdvise(h_in, b_in, cudaMemAdviseSetReadMostly, gpu_loc));
+    for (float *buf : {h_in, h_out}) {
+        size_t bytes = buf == h_in ? b_in : b_out;
+        if (m == "managed-advise-prefer-gpu") CHECK(cudaMemAdvise(buf, bytes, cudaMemAdviseSetPreferredLocation, gpu_loc));
+        if (m == "managed-advise-prefer-host") CHECK(cudaMemAdvise(buf, bytes, cudaMemAdviseSetPreferredLocation, host_loc));
+        if (m == "managed-advise-accessed-by-gpu") CHECK(cudaMemAdvise(buf, bytes, cudaMemAdviseSetAccessedBy, gpu_loc));
+    }
     produce(h_in, 0, n_in, -1);  // the first input: all of it
     double sum = 0;
     for (int it = 0; it < a.iters; ++it) {

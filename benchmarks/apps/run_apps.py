@@ -27,12 +27,14 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ALL = ["pageable", "pinned", "write-combined", "zero-copy", "mapped", "managed", "managed-prefetch",
-       "pinned-pipelined", "pageable-staged"]
+       "managed-advise-prefer-gpu", "managed-advise-prefer-host", "managed-advise-accessed-by-gpu", "pinned-pipelined",
+       "pageable-staged"]
 APPS = {  # application → the modes it is timed in (its own first)
     "stream_loop": ALL,
     "small_copies": ALL,
     "overlapped": ["pinned-pipelined"] + [m for m in ALL if m != "pinned-pipelined"],
-    "managed_loop": ["managed", "managed-prefetch", "managed-advise-read-mostly", "pageable", "pinned",
+    "managed_loop": ["managed", "managed-prefetch", "managed-advise-read-mostly", "managed-advise-prefer-gpu",
+                     "managed-advise-prefer-host", "managed-advise-accessed-by-gpu", "pageable", "pinned",
                      "write-combined", "zero-copy", "mapped", "pageable-staged"],
     "pycuda_loop": ["pageable", "pinned", "write-combined", "zero-copy", "managed"],
 }

@@ -56,7 +56,7 @@ def test_a_managed_loop_without_prefetch_is_seen_with_its_migrations(nsys, tmp_p
     app = adv.app
     assert app.strategy == "managed" and app.um["managed"] and not app.um["prefetch"]
     assert app.um["h2d_bytes"] >= 64 * 2**20 and app.um["gpu_faults"] > 0
-    assert adv.workload is not None and 0.05 < adv.workload.host_writes < 0.2
+    assert adv.workload is not None and 0.05 < adv.workload.host_writes < 0.5
 
 
 def test_a_trace_without_cuda_is_refused_in_one_line(nsys, tmp_path):

@@ -8,7 +8,8 @@ own time per iteration (``kernel_s``, where its data was on the GPU) and its ite
 calibration of the trace's GPU predicts the loop under the strategy it uses now and under every
 other; a strategy's predicted time is what the trace measured less the difference of the two
 predictions, so that what the model does not see (context creation, the application's own host
-work) cancels out.
+work) cancels out; the application's own allocation and free (its calls that allocate, pin,
+register and free memory, as the trace timed them) stand for the prediction's of its current way.
 
 The advice is the fastest strategy, or, where strategies are within the prediction's own error
 of it (PREDICTION_ERROR), the one of them that changes least (CHANGE_COST), said as a tie; where
@@ -35,7 +36,8 @@ NOISE = 0.05  # a saving under this share of the loop's measured time is not wor
 SMALL_COPY = 256 * 1024  # copies this small, many to an iteration, pay their latency more than their bytes
 MANY_COPIES = 16
 # how much code a change touches, from none (0) to restructuring the loop (4): a tie's second criterion
-CHANGE_COST = {"pageable": 0, "pinned": 1, "write-combined": 1, "mapped": 2, "zero-copy": 2, "managed": 2,
+# (write-combined memory after pinned: the same change, and a host that ever reads it reads it very slowly)
+CHANGE_COST = {"pageable": 0, "pinned": 1, "write-combined": 1.5, "mapped": 2, "zero-copy": 2, "managed": 2,
                "managed-prefetch": 3, "managed-advise-read-mostly": 3, "managed-advise-prefer-gpu": 3,
                "managed-advise-prefer-host": 3, "managed-advise-accessed-by-gpu": 3, "pageable-staged": 4,
                "pinned-pipelined": 4, "system": 2}
@@ -142,19 +144,30 @@ def workload_of(app: Application) -> tuple[Workload | None, str]:
         per, big, its = loop.per_iteration, loop.largest, loop.iterations
     else:
         t = app.totals
+        c = app.copies
         per = big = {"h2d_bytes": t["h2d_bytes"], "d2h_bytes": t["d2h_bytes"], "um_h2d_bytes": um["h2d_bytes"],
-                     "um_d2h_bytes": um["d2h_bytes"], "kernel_s": t["kernel_s"], "h2d_copies": t["copies"],
-                     "d2h_copies": 0}
+                     "um_d2h_bytes": um["d2h_bytes"], "kernel_s": t["kernel_s"],
+                     "h2d_copies": int((c["direction"] == "h2d").sum()), "d2h_copies": int((c["direction"] == "d2h").sum())}
         its = 1
     explicit = big.get("h2d_bytes", 0) + big.get("d2h_bytes", 0) > 0
     prefix = "" if explicit else "um_"
-    b_in, b_out = big.get(f"{prefix}h2d_bytes", 0), big.get(f"{prefix}d2h_bytes", 0)
+    if explicit:  # what an iteration copies, or the largest single copy (a table copied in once)
+        b_in, b_out = (max(per.get(f"{d}_bytes", 0), big.get(f"{d}_largest", 0)) for d in ("h2d", "d2h"))
+    else:  # migrations: the pages they moved (each once), or what the first iteration migrated
+        b_in, b_out = max(um.get("footprint_bytes", 0), big.get("um_h2d_bytes", 0)), 0
     if b_in + b_out <= 0:
         return None, "no copies and no unified-memory migrations: nothing moves between host and GPU"
     total = max(PAGE_BYTES, math.ceil((b_in + b_out) / PAGE_BYTES) * PAGE_BYTES)
     writes = min(1.0, fraction(per.get(f"{prefix}h2d_bytes", 0), total))
     reads = min(1.0, fraction(per.get(f"{prefix}d2h_bytes", 0), total))
     gpu_writes = min(1.0, max(fraction(b_out, total), reads)) if b_out > 0 else 0.0
+    if not explicit:
+        # a page the host touched on the GPU comes back (D2H) and goes out again when the kernels touch it
+        # (H2D): what comes back beyond what goes out is what the host read of the kernels' output, at least
+        # a page (the result it consumes); the trace does not say which pages the kernels wrote
+        reads = min(1.0, max(fraction(per.get("um_d2h_bytes", 0) - per.get("um_h2d_bytes", 0), total),
+                             fraction(PAGE_BYTES, total)))
+        gpu_writes = reads
     # the copies' granularity: how many copies an iteration makes each way (the more of either)
     copies = max(1, int(round(max(per.get("h2d_copies", 0), per.get("d2h_copies", 0))))) if explicit else 1
     # the kernels' own time where the data was on the GPU as they ran (copies, prefetches); where they
@@ -192,20 +205,28 @@ def advise(app: Application, cal: Calibration, source: str = "") -> AppAdvice:
         out.limits.append(f"its current way ({app.strategy}) is not one umprof predicts here: savings are against "
                           "the slowest strategy that applies, not against it")
         base = ranked[-1]
+    # the application's own allocation and free, as its trace measured them, stand for the prediction's
+    measured_base = base.whole_s - base.setup.get("alloc", 0.0) - base.setup.get("free", 0.0) + app.allocation_s
     for p in ranked:
-        saving = base.whole_s - p.whole_s
+        saving = measured_base - p.whole_s if p is not base else 0.0
         out.ranking.append({"strategy": p.strategy, "predicted_s": now_s - saving, "saving_s": saving,
                             "model_whole_s": p.whole_s, "model_steady_s": p.steady_s})
     best = ranked[0]
     tied = [p for p in ranked if p.whole_s <= best.whole_s * (1 + PREDICTION_ERROR)]
     pick = min(tied, key=lambda p: (0 if p.strategy == current else 1, CHANGE_COST.get(p.strategy, 5), p.whole_s)) \
         if current in {p.strategy for p in tied} else min(tied, key=lambda p: (CHANGE_COST.get(p.strategy, 5), p.whole_s))
-    saving = base.whole_s - pick.whole_s
+    saving = measured_base - pick.whole_s if pick is not base else 0.0
+    note = _tie_note(tied, pick)
+    if current is not None and pick.strategy != current and saving < NOISE * now_s:
+        # a change that saves less than the loop's noise is not worth making: keep what it has
+        note = (f"{pick.strategy} is predicted {format_time(saving)} faster ({saving / now_s:.1%} of the loop): "
+                "within its noise")
+        pick, saving = base, 0.0
     out.advice.append(Advice("loop", pick.strategy, _change(pick.strategy, w, current), now_s, now_s - saving, saving,
-                             tie=len(tied) > 1, note=_tie_note(tied, pick)))
+                             tie=len(tied) > 1, note=note))
     out.advice += _flow_advice(app, cal)
     out.limits += _limits(app, now_s)
-    out.verdict = _verdict(app, out, pick, tied, saving, now_s, base)
+    out.verdict = _verdict(app, out, tied, now_s, base)
     return out
 
 
@@ -275,21 +296,22 @@ def _limits(app: Application, now_s: float) -> list[str]:
     return out
 
 
-def _verdict(app, out: AppAdvice, pick: Prediction, tied, saving: float, now_s: float, base: Prediction) -> str:
-    current = app.strategy
+def _verdict(app, out: AppAdvice, tied: list[Prediction], now_s: float, base: Prediction) -> str:
+    """One paragraph: what it does now, its loop as read, and the advice (or why to keep it)."""
+    current, loop = app.strategy, out.loop_advice
     lines = [f"{app.name} on {app.gpu}: {current} now ({app.strategy_why})."]
     if app.loop is not None:
         lines.append(f"Its loop: {app.loop.iterations} iterations of {format_time(app.loop.steady_s)} "
                      f"({format_time(now_s)} measured); read as {out.workload.describe()}.")
-    if pick.strategy == current:
+    if loop.strategy == current and loop.note and "within its noise" in loop.note:
+        lines.append(f"{loop.note}: it is already near its best; keep it.")
+    elif loop.strategy == current:
         lines.append("It already uses the strategy predicted fastest"
                      + (" or one within the prediction's error of it" if len(tied) > 1 else "") + ": keep it.")
-    elif saving < NOISE * now_s:
-        lines.append(f"{pick.strategy} is predicted {format_time(saving)} faster ({saving / now_s:.0%} of the loop): "
-                     "within the loop's noise; it is already near its best.")
     else:
-        lines.append(f"Use {pick.strategy}: predicted {format_time(now_s - saving)} instead of {format_time(now_s)} "
-                     f"(saves {format_time(saving)}, {saving / now_s:.0%}).")
+        lines.append(f"Use {loop.strategy}: predicted {format_time(loop.predicted_s)} instead of {format_time(now_s)} "
+                     f"(saves {format_time(loop.saving_s)}, {loop.saving_s / now_s:.0%})"
+                     + (f"; a tie: {loop.note}" if loop.tie else "") + ".")
     model_now = base.whole_s
     if model_now > 0 and abs(model_now / now_s - 1) > 0.3 and base.strategy == current:
         lines.append(f"(The calibration predicts its loop as it runs now at {format_time(model_now)} against "

@@ -7,15 +7,17 @@ From :class:`~umprof.nsight.trace_db.TraceTables`, per process and GPU:
   and the enclosing NVTX range where there is one: count, bytes, time, achieved GB/s, and how
   much of their time overlapped kernels or copies the other way;
 * **the loop**: the repeating pattern of the CUDA calls its host thread makes (each call named by
-  what it is and, for a copy, its direction and bytes): the shortest period that repeats over the
-  run and holds every call that recurs; its iterations are cut at one call of each period, and
+  what it is and, for a copy, its direction and bytes; calls made once or twice left out): the
+  shortest period that repeats over the run (else over its later half, then its earlier one: a run
+  of two phases) and holds every call that recurs; its iterations are cut at one call of each
+  period, and
   each gets its copies, kernels, unified-memory migrations and wall time; the steady iteration is
   their median, the first kept apart;
 * **unified memory**: migrations each way, GPU fault groups and faults, CPU faults, and whether
   prefetch or advice calls were made;
 * **the strategy**: the one of umprof's that the application's data movement matches (pageable
-  or pinned copies, those copies in chunks over streams, managed memory on demand or prefetched,
-  mapped host memory that kernels read in place).
+  or pinned copies, those copies asynchronous over several streams (chunks over streams), managed
+  memory on demand or prefetched, mapped host memory that kernels read in place).
 """
 
 from __future__ import annotations
@@ -37,7 +39,9 @@ ADVICE_CALLS = ("cudaMemAdvise", "cuMemAdvise")
 MANAGED_CALLS = ("cudaMallocManaged", "cuMemAllocManaged")
 PERIOD_MATCH = 0.9  # the share of a loop's calls that must repeat one period later
 MAX_PERIOD_MULTIPLE = 64  # periods tried: the run's length over a call's count, times 1..this
-PIPELINED_OVERLAP = 0.3  # copies on two or more streams that overlap kernels this much: chunks over streams
+# where a candidate period's windows are looked at, as shares of the loop: no round fractions, which a
+# loop of a round number of iterations would meet at its iterations' edges (where every call is near)
+WINDOWS = (0.113, 0.287, 0.431, 0.509, 0.673, 0.811, 0.947)
 
 
 @dataclass
@@ -73,6 +77,7 @@ class Application:
     calls: dict  # call name → count
     strategy: str  # what umprof calls its current way of moving data
     strategy_why: str
+    allocation_s: float = 0.0  # its calls that allocate, pin, register and free memory
     notes: list = field(default_factory=list)
 
     @property
@@ -120,7 +125,7 @@ def _application(t, pid: int, device: int) -> Application:
     counts = calls["name"].value_counts().to_dict()
     app = Application(pid=pid, name=name, device=device, gpu=gpu, memory_bytes=memory, wall_s=wall, copies=copies,
                       kernels=kernels, flows=flows(copies, kernels), loop=None, um=um, calls=counts,
-                      strategy="", strategy_why="")
+                      strategy="", strategy_why="", allocation_s=allocation_s(calls))
     app.loop = find_loop(calls, copies, kernels)
     app.strategy, app.strategy_why = current_strategy(app)
     return app
@@ -215,11 +220,34 @@ def flows(copies: pd.DataFrame, kernels: pd.DataFrame) -> pd.DataFrame:
     return f.sort_values("time_s", ascending=False, kind="stable")[cols].reset_index(drop=True)
 
 
+ALLOCATION_CALLS = ("cudaMalloc", "cudaFree", "cudaMallocHost", "cudaHostAlloc", "cudaFreeHost", "cudaHostRegister",
+                    "cudaHostUnregister", "cudaMallocManaged", "cuMemAlloc", "cuMemFree", "cuMemHostAlloc",
+                    "cuMemFreeHost", "cuMemAllocHost", "cuMemHostRegister", "cuMemHostUnregister", "cuMemAllocManaged")
+
+
+def allocation_s(calls: pd.DataFrame) -> float:
+    """The host's time in the calls that allocate, pin, register and free memory. The process's first
+    such call often creates its CUDA context too (140-160 ms on the lent H100, where the same call
+    next took 0.1 ms): where a later call of that name was made, the first is counted at its time."""
+    mine = calls[calls["name"].isin(ALLOCATION_CALLS)].sort_values("start", kind="stable")
+    times = ((mine["end"] - mine["start"]) / 1e9).to_numpy(float).copy()
+    if len(mine) >= 2:
+        later = np.flatnonzero(mine["name"].to_numpy()[1:] == mine["name"].iloc[0])
+        if len(later):
+            times[0] = min(times[0], times[1 + later[0]])
+    return float(times.sum())
+
+
 def _unified_memory(t, pid: int, device: int, copies: pd.DataFrame, calls: pd.DataFrame) -> dict:
     um = copies[copies["direction"].isin(UM_DIRECTIONS)]
     gf = t.gpu_faults[(t.gpu_faults["pid"] == pid)]
     names = set(calls["name"])
-    return {"h2d_bytes": int(um.loc[um["direction"] == "um_h2d", "bytes"].sum()),
+    footprint = 0
+    placed = um.dropna(subset=["address"])
+    if len(placed):  # the pages migrations moved, each counted once: the managed memory the run used
+        a = pd.to_numeric(placed["address"]).to_numpy(np.int64)
+        footprint = int(_union(a, a + placed["bytes"].to_numpy(np.int64))[2][-1])
+    return {"h2d_bytes": int(um.loc[um["direction"] == "um_h2d", "bytes"].sum()), "footprint_bytes": footprint,
             "d2h_bytes": int(um.loc[um["direction"] == "um_d2h", "bytes"].sum()),
             "h2d_migrations": int((um["direction"] == "um_h2d").sum()),
             "d2h_migrations": int((um["direction"] == "um_d2h").sum()),
@@ -246,9 +274,11 @@ def call_tokens(calls: pd.DataFrame, copies: pd.DataFrame) -> pd.DataFrame:
     return mine.assign(token=mine["name"].to_numpy() + detail.to_numpy())
 
 
-def find_period(codes: np.ndarray) -> int | None:
-    """The shortest period of a sequence of codes: PERIOD_MATCH of it equal one period later, and a
-    period's window holding every code that recurs about once an iteration or more; None if none."""
+def find_period(codes: np.ndarray) -> tuple[int, int, int] | None:
+    """The loop in a sequence of call codes: ``(period, first, last)``, the shortest period that
+    PERIOD_MATCH of the calls between ``first`` and ``last`` (the span of the calls that recur about
+    once an iteration or more) equal one period later, and whose windows each hold every such call;
+    None if there is none. Calls made once or twice (setup) are the caller's to leave out."""
     n = len(codes)
     if n < 4:
         return None
@@ -264,34 +294,47 @@ def find_period(codes: np.ndarray) -> int | None:
             if 1 <= p <= n // 2:
                 candidates.add(p)
     for p in sorted(candidates):
-        if np.mean(codes[:-p] == codes[p:]) < PERIOD_MATCH:
+        wanted = recurring[counts[recurring] >= n / p / 2]
+        where = np.flatnonzero(np.isin(codes, wanted))
+        first, last = int(where[0]), int(where[-1]) + 1
+        span = codes[first:last]
+        if len(span) < 2 * p or np.mean(span[:-p] == span[p:]) < PERIOD_MATCH:
             continue
-        iterations = n / p
-        wanted = recurring[counts[recurring] >= iterations / 2]
-        mid = codes[(n - p) // 2:(n - p) // 2 + p]
-        if np.isin(wanted, mid).all():
-            return p
+        starts = [int(f * (len(span) - p)) for f in WINDOWS]
+        if all(np.isin(wanted, span[i:i + p]).all() for i in starts):
+            return p, first, last
     return None
 
 
 def find_loop(calls: pd.DataFrame, copies: pd.DataFrame, kernels: pd.DataFrame) -> Loop | None:
     """The application's loop (see the module's docstring), or None where its calls do not repeat."""
     tokens = call_tokens(calls, copies)
+    tokens = tokens[tokens["token"].map(tokens["token"].value_counts()) >= 3]  # setup calls made once or twice
     if len(tokens) < 4:
         return None
     codes, names = pd.factorize(tokens["token"])
-    p = find_period(codes)
-    if p is None:
+    found = find_period(codes)
+    for lo, hi in ((len(codes) // 2, len(codes)), (0, len(codes) // 2)):
+        if found is not None:
+            break
+        # a run of two phases (a warm-up loop, then the loop it times) repeats in each half: the
+        # later half's loop first, the one an application usually times
+        part = find_period(codes[lo:hi])
+        found = None if part is None else (part[0], part[1] + lo, part[2] + lo)
+    if found is None:
         return None
-    mid = (len(codes) - p) // 2
-    window = codes[mid:mid + p]
-    counts = np.bincount(codes)
+    p, first, last = found
+    span = codes[first:last]
+    window = span[(len(span) - p) // 2:(len(span) - p) // 2 + p]
+    counts = np.bincount(span, minlength=len(names))
     anchor = int(min(set(window), key=lambda c: (counts[c], int(np.flatnonzero(window == c)[0]))))
-    cuts = tokens["start"].to_numpy()[codes == anchor]
+    per_window = int((window == anchor).sum())  # a call made k times an iteration: every k-th cuts
+    starts = tokens["start"].to_numpy()[first:last]
+    cuts = starts[span == anchor][::per_window]
     if len(cuts) < 2:
         return None
-    begin = int(tokens["start"].iloc[0])
-    end = int(max(tokens["end"].max(), copies["end"].max() if len(copies) else 0,
+    begin = int(calls["start"].min())
+    end = int(max(calls["end"].max(), copies["end"].max() if len(copies) else 0,
                   kernels["end"].max() if len(kernels) else 0))
     edges = np.concatenate([[begin], cuts[1:], [end]])  # the first iteration keeps what came before it
     per = _per_iteration(edges, calls, copies, kernels)
@@ -314,7 +357,7 @@ def _per_iteration(edges: np.ndarray, calls: pd.DataFrame, copies: pd.DataFrame,
 
     rows = pd.DataFrame({"wall_s": np.diff(edges) / 1e9})
     for name in ("h2d_bytes", "d2h_bytes", "um_h2d_bytes", "um_d2h_bytes", "h2d_s", "d2h_s", "kernel_s", "busy_s",
-                 "h2d_copies", "d2h_copies", "kernels"):
+                 "h2d_copies", "d2h_copies", "h2d_largest", "d2h_largest", "kernels"):
         rows[name] = 0.0
     if len(copies):
         b = bin_of(copies)
@@ -324,6 +367,9 @@ def _per_iteration(edges: np.ndarray, calls: pd.DataFrame, copies: pd.DataFrame,
             if d in COPY_DIRECTIONS:
                 rows[f"{d}_s"] += np.bincount(b[m], weights=copies["dur_s"].to_numpy(float)[m], minlength=n)
                 rows[f"{d}_copies"] += np.bincount(b[m], minlength=n)
+                largest = np.zeros(n)
+                np.maximum.at(largest, b[m], copies["bytes"].to_numpy(float)[m])
+                rows[f"{d}_largest"] = largest
     if len(kernels):
         b = bin_of(kernels)
         rows["kernel_s"] += np.bincount(b, weights=kernels["dur_s"].to_numpy(float), minlength=n)
@@ -348,11 +394,11 @@ def current_strategy(app: Application) -> tuple[str, str]:
         if kind == "pageable":
             return "pageable", f"{_share(kinds, 'pageable')} of the copied bytes come from or go to pageable memory"
         if kind in ("pinned", "managed"):
-            streams = c["stream"].nunique()
-            overlap = float((app.flows["overlap"] * app.flows["time_s"]).sum() / max(app.flows["time_s"].sum(), 1e-12))
-            if streams >= 2 and overlap >= PIPELINED_OVERLAP and not c["sync"].all():
-                return "pinned-pipelined", (f"pinned copies on {streams} streams, {overlap:.0%} of their time beside "
-                                            "kernels or copies the other way: chunks over streams")
+            asynchronous = c[~c["sync"]]
+            streams = asynchronous["stream"].nunique()
+            if streams >= 2 and asynchronous["bytes"].sum() >= c["bytes"].sum() / 2:
+                return "pinned-pipelined", (f"pinned copies, most of their bytes asynchronous on {streams} streams: "
+                                            "chunks over streams")
             return "pinned", f"{_share(kinds, kind)} of the copied bytes are pinned (page-locked) memory"
         return "pageable", f"copies of {kind} memory"
     if um["managed"]:

@@ -37,7 +37,7 @@ class TraceTables:
     path: Path
     gpus: pd.DataFrame  # device, name, memory_bytes
     processes: pd.DataFrame  # pid, name
-    copies: pd.DataFrame  # start, end, pid, device, stream, correlation, bytes, kind, src, dst
+    copies: pd.DataFrame  # start, end, pid, device, stream, correlation, bytes, kind, src, dst, cause, address
     kernels: pd.DataFrame  # start, end, pid, device, stream, correlation, name
     memsets: pd.DataFrame  # start, end, pid, device, stream, correlation, bytes
     calls: pd.DataFrame  # start, end, pid, tid, correlation, name (CUDA runtime and driver API calls)
@@ -165,7 +165,7 @@ class _Reader:
         df = self.frame("CUPTI_ACTIVITY_KIND_MEMCPY", {
             "start": "start", "end": "end", "global": "globalPid", "device": "deviceId", "stream": "streamId",
             "correlation": "correlationId", "bytes": "bytes", "kind": "copyKind", "src": "srcKind", "dst": "dstKind",
-            "cause": "migrationCause"})
+            "cause": "migrationCause", "address": "virtualAddress"})
         kinds = self.enum("ENUM_CUDA_MEMCPY_OPER", COPY_KINDS, _copy_kind)
         mems = self.enum("ENUM_CUDA_MEM_KIND", MEM_KINDS, _mem_kind)
         df["kind"] = df["kind"].map(lambda k: kinds.get(int(k), "unknown") if pd.notna(k) else "unknown")

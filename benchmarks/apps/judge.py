@@ -1,0 +1,85 @@
+"""Judge `umprof advise` on the applications run_apps.py traced and timed: for each, the advice read
+from its trace (its own mode), then every mode measured by wall clock: was the advised mode the
+fastest measured or within 5% of it, and was the predicted saving within 20% of the measured one?
+
+    python3 benchmarks/apps/judge.py APPS.json TRACES_DIR [--gpu NAME] [--json OUT.json]
+
+A mode's measured time is the median of its runs' wall times (process start to exit); the saving
+measured is the own mode's median less the advised mode's. Applications timed in one mode only
+(NVIDIA's cuda-samples as they are) are advised and shown, not judged.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+FASTEST_WITHIN = 0.05
+SAVING_WITHIN = 0.20
+
+
+def judge(apps_json: Path, traces: Path, gpu: str | None = None) -> list[dict]:
+    from umprof import api
+
+    doc = json.loads(Path(apps_json).read_text())
+    rows = []
+    for name, app in doc["apps"].items():
+        trace = Path(traces) / f"{name}.sqlite"
+        (adv,) = api.advise(trace, gpu=gpu)
+        loop = adv.loop_advice
+        walls = {m: statistics.median(v["wall_s"]) for m, v in app["modes"].items() if v["wall_s"]}
+        own = app["own_mode"]
+        advised = loop.strategy if loop is not None else own
+        row = {"app": name, "gpu": doc["gpu"], "own": own, "detected": adv.app.strategy, "advised": advised,
+               "tie": bool(loop and loop.tie), "now_s": walls.get(own), "loop_s": loop.now_s if loop else None,
+               "predicted_saving_s": loop.saving_s if loop else 0.0, "verdict": adv.verdict}
+        if len(walls) > 1 and advised in walls:
+            fastest = min(walls, key=walls.get)
+            measured_saving = walls[own] - walls[advised]
+            row.update(fastest=fastest, fastest_s=walls[fastest], advised_s=walls[advised],
+                       measured_saving_s=measured_saving,
+                       advised_vs_fastest=walls[advised] / walls[fastest] - 1,
+                       held=walls[advised] <= (1 + FASTEST_WITHIN) * walls[fastest],
+                       saving_error=(row["predicted_saving_s"] - measured_saving) / abs(measured_saving)
+                       if measured_saving else None)
+            # a saving within the runs' noise is no saving to judge against 20%: the runs say how far apart
+            # one mode's own runs are
+            spread = statistics.median([max(v["wall_s"]) - min(v["wall_s"]) for v in app["modes"].values() if v["wall_s"]])
+            row["noise_s"] = spread
+            row["saving_held"] = abs(row["predicted_saving_s"] - measured_saving) <= max(SAVING_WITHIN * abs(measured_saving),
+                                                                                         spread)
+        elif advised not in walls and len(walls) > 1:
+            row.update(held=None, note=f"advised {advised}, a mode this application was not timed in")
+        rows.append(row)
+    return rows
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("apps", type=Path)
+    ap.add_argument("traces", type=Path)
+    ap.add_argument("--gpu", default=None)
+    ap.add_argument("--json", type=Path, default=None)
+    a = ap.parse_args()
+    rows = judge(a.apps, a.traces, a.gpu)
+    for r in rows:
+        if "fastest" in r:
+            print(f"{r['app']:14s} own {r['own']:16s} advised {r['advised']:16s}{' (tie)' if r['tie'] else '      '} "
+                  f"fastest {r['fastest']:16s} {r['advised_vs_fastest']:+6.1%}  saving predicted "
+                  f"{r['predicted_saving_s']:7.3f} s measured {r['measured_saving_s']:7.3f} s  held {r['held']} "
+                  f"saving {r['saving_held']}")
+        else:
+            print(f"{r['app']:14s} own {r['own']:16s} advised {r['advised']:16s} (not judged: one mode timed) "
+                  f"{r.get('note', '')}")
+    if a.json:
+        a.json.write_text(json.dumps(rows, indent=1, default=str))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,118 @@
+"""`umprof advise` on real traces (H100, 2026-11-25: benchmarks/apps and NVIDIA's cuda-samples, trimmed) and
+on synthetic ones: what each application does, what umprof advises, and the advice judged by timing
+every mode of the applications (results/advise)."""
+
+import json
+import statistics
+
+import pytest
+from click.testing import CliRunner
+
+from tests.unit.data import RESULTS
+from tests.unit.nsight.synthetic_trace import App, Op, pageable_loop, write_trace
+from tests.unit.nsight.test_trace_db import fixture
+from umprof import api
+from umprof.cli import cli
+from umprof.core.errors import UsageError
+
+MiB = 2**20
+
+
+@pytest.mark.parametrize("name, strategy, iterations, per_iteration", [
+    ("stream_loop", "pageable", 40, {"h2d_bytes": 64 * MiB, "d2h_bytes": 64 * MiB, "h2d_copies": 1}),
+    ("small_copies", "pageable", 60, {"h2d_bytes": 8 * MiB, "h2d_copies": 512, "d2h_copies": 512}),
+    ("overlapped", "pinned-pipelined", 60, {"h2d_bytes": 32 * MiB, "h2d_copies": 8}),
+    ("pycuda_loop", "pageable", 40, {"h2d_bytes": 32 * MiB, "d2h_bytes": 32 * MiB}),
+    ("managed_loop", "managed", 30, {"h2d_bytes": 0}),
+])
+def test_each_application_is_seen_for_what_it_does(tmp_path, name, strategy, iterations, per_iteration):
+    (adv,) = api.advise(fixture(name, tmp_path))
+    app = adv.app
+    assert app.strategy == strategy, app.strategy_why
+    assert app.loop is not None and app.loop.iterations == iterations
+    for k, v in per_iteration.items():
+        assert app.loop.per_iteration[k] == pytest.approx(v), k
+    assert adv.workload is not None and adv.workload.iterations == iterations
+    assert adv.ranking and adv.loop_advice is not None and adv.verdict
+
+
+def test_a_managed_loop_without_prefetch_is_read_from_its_migrations(tmp_path):
+    (adv,) = api.advise(fixture("managed_loop", tmp_path))
+    um, w = adv.app.um, adv.workload
+    assert um["managed"] and not um["prefetch"] and um["gpu_faults"] > 0 and um["cpu_faults"] > 0
+    assert um["footprint_bytes"] > 100 * MiB  # the pages its migrations moved (of its 257 MiB)
+    assert 0.1 < w.host_writes < 0.3 and w.kernel_s == 0  # its kernels' time is the faults', not their own
+
+
+def test_samples_that_move_little_are_told_so(tmp_path):
+    (adv,) = api.advise(fixture("vectorAdd"))
+    assert adv.app.loop is None and adv.loop_advice.strategy == "pageable" and adv.loop_advice.saving_s == 0
+    assert any("no host-memory strategy can save much more" in x for x in adv.limits)
+    assert "near its best; keep it" in adv.verdict
+    (adv,) = api.advise(fixture("simpleStreams"))
+    assert adv.app.loop is not None and adv.app.loop.iterations >= 50  # the streamed loop, the run's later half
+
+
+def _walls(doc, name):
+    return {m: statistics.median(v["wall_s"]) for m, v in doc["apps"][name]["modes"].items()}
+
+
+@pytest.mark.parametrize("gpu", ["h100"])
+@pytest.mark.parametrize("name", ["small_copies", "overlapped", "managed_loop", "pycuda_loop"])
+def test_the_advice_applied_measured_fastest_and_saved_what_it_said(tmp_path, gpu, name):
+    """Every mode of the application timed by wall clock (three rounds, median): the advised one is the
+    fastest or within 5% of it, and its predicted saving is within 20% of the measured one."""
+    doc = json.loads((RESULTS / "advise" / f"nvidia-{gpu}-apps.json").read_text())
+    (adv,) = api.advise(fixture(name, tmp_path))
+    walls, own = _walls(doc, name), doc["apps"][name]["own_mode"]
+    advised = adv.loop_advice.strategy
+    assert walls[advised] <= 1.05 * min(walls.values()), (advised, walls)
+    measured = walls[own] - walls[advised]
+    assert abs(adv.loop_advice.saving_s - measured) <= 0.2 * abs(measured) or abs(measured) < 0.05 * walls[own]
+
+
+def test_json_has_what_a_script_reads(tmp_path):
+    r = CliRunner().invoke(cli, ["advise", str(fixture("stream_loop")), "--json"])
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.stdout)
+    assert doc["gpu"] == "NVIDIA H100 80GB HBM3"
+    assert {"h2d_bytes", "d2h_bytes", "copy_s", "kernel_s", "wall_s"} <= set(doc["totals"])
+    assert doc["totals"]["h2d_bytes"] == 40 * 64 * MiB and doc["flows"][0]["direction"] in ("h2d", "d2h")
+    a = doc["advice"][0]
+    assert {"flow", "strategy", "change", "now_s", "predicted_s", "saving_s"} <= set(a) and a["flow"] == "loop"
+    assert a["now_s"] - a["saving_s"] == pytest.approx(a["predicted_s"])
+
+
+def test_a_gpu_without_a_calibration_is_named_and_gpu_overrides(tmp_path):
+    trace = write_trace(tmp_path / "t.sqlite", pageable_loop(iterations=10, mib=16, gpu="NVIDIA A100-SXM4-40GB"))
+    with pytest.raises(UsageError, match="A100.*no calibration here describes.*--gpu"):
+        api.advise(trace)
+    r = CliRunner().invoke(cli, ["advise", str(trace)])
+    assert r.exit_code == 2 and "A100" in r.output
+    (adv,) = api.advise(trace, gpu="H200")
+    assert "NVIDIA H200" in adv.calibration and adv.app.loop.iterations == 10
+
+
+def test_a_trace_without_cuda_work_is_refused(tmp_path):
+    trace = write_trace(tmp_path / "t.sqlite", App(iterations=3, steps=[Op("host", dur_ns=1000)]))
+    with pytest.raises(UsageError, match="no CUDA activity"):
+        api.advise(trace)
+
+
+def test_strategies_within_the_prediction_s_error_are_a_tie_and_the_least_change_wins(tmp_path):
+    trace = write_trace(tmp_path / "t.sqlite", pageable_loop(iterations=40, mib=64))
+    (adv,) = api.advise(trace, gpu="H200")
+    loop = adv.loop_advice
+    assert loop.tie and "changes the least code" in loop.note
+    tied = loop.note.split(":")[0].split(", ")
+    from umprof.model.advise import CHANGE_COST
+
+    assert loop.strategy in tied and CHANGE_COST[loop.strategy] == min(CHANGE_COST[s] for s in tied)
+
+
+def test_flows_named_by_their_range_and_priced_pinned(tmp_path):
+    trace = write_trace(tmp_path / "t.sqlite", pageable_loop(iterations=12, mib=32, ranges=True))
+    (adv,) = api.advise(trace, gpu="H200")
+    assert set(adv.app.flows["range"]) == {"iteration"}  # numbered ranges are one
+    flows = [a for a in adv.advice if a.flow != "loop"]
+    assert flows and all(a.strategy == "pinned" and a.saving_s > 0 for a in flows)

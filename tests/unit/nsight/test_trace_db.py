@@ -1,0 +1,112 @@
+"""Reading Nsight Systems SQLite exports: real traces of the applications in benchmarks/apps and of
+NVIDIA's cuda-samples (H100, 2026-11-25, Nsight Systems 2025.3.1, trimmed to the tables umprof reads),
+and what bad input gets."""
+
+import gzip
+import re
+import os
+import shutil
+import stat
+
+import pytest
+from click.testing import CliRunner
+
+from tests.unit.data import ROOT
+from umprof.cli import cli
+from umprof.core.errors import ToolUnavailable, UsageError
+from umprof.nsight.trace_db import export_sqlite, open_trace
+
+TRACES = ROOT / "tests" / "fixtures" / "traces"
+
+
+def fixture(name, tmp_path=None):
+    """A committed trace (the large ones are gzipped)."""
+    path = TRACES / f"h100-{name}.sqlite"
+    if path.is_file():
+        return path
+    out = tmp_path / path.name
+    with gzip.open(f"{path}.gz", "rb") as f, open(out, "wb") as g:
+        shutil.copyfileobj(f, g)
+    return out
+
+
+def test_a_real_trace_reads_as_tables():
+    t = open_trace(fixture("stream_loop"))
+    assert list(t.gpus["name"]) == ["NVIDIA H100 80GB HBM3"] and t.gpus["memory_bytes"].iloc[0] > 80e9
+    c = t.copies
+    assert len(c) == 80 and set(c["kind"]) == {"h2d", "d2h"}
+    assert set(c.loc[c["kind"] == "h2d", "src"]) == {"pageable"} and set(c.loc[c["kind"] == "d2h", "dst"]) == {"pageable"}
+    assert len(t.kernels) == 40 and (t.kernels["end"] > t.kernels["start"]).all()
+    assert "cudaMemcpy" in set(t.calls["name"]) and "cudaLaunchKernel" in set(t.calls["name"])
+    assert t.kernels["pid"].nunique() == 1 and t.kernels["pid"].iloc[0] == t.calls["pid"].mode()[0]
+
+
+def test_unified_memory_migrations_are_their_own_kind(tmp_path):
+    t = open_trace(fixture("managed_loop", tmp_path))
+    kinds = t.copies["kind"].value_counts()
+    assert kinds["um_h2d"] > 1000 and kinds["um_d2h"] > 100 and "h2d" not in kinds
+    assert len(t.gpu_faults) > 0 and t.copies["address"].notna().all()
+
+
+@pytest.mark.parametrize("content, message", [
+    (b"", "not an Nsight Systems trace (got an empty file)"),
+    (b"hello, I am text", "not an Nsight Systems trace"),
+])
+def test_what_is_not_a_trace_is_refused_in_one_line(tmp_path, content, message):
+    bad = tmp_path / "app.sqlite"
+    bad.write_bytes(content)
+    with pytest.raises(UsageError, match=re.escape(message)):
+        open_trace(bad)
+    r = CliRunner().invoke(cli, ["advise", str(bad)])
+    assert r.exit_code == 2 and message in r.output and "Traceback" not in r.output
+
+
+def test_a_truncated_trace_and_a_foreign_database_are_refused(tmp_path):
+    cut = tmp_path / "cut.sqlite"
+    cut.write_bytes(fixture("stream_loop").read_bytes()[:20000])
+    r = CliRunner().invoke(cli, ["advise", str(cut)])
+    assert r.exit_code == 2 and str(cut) in r.output and "Traceback" not in r.output
+    import sqlite3
+
+    other = tmp_path / "other.sqlite"
+    sqlite3.connect(other).execute("CREATE TABLE t (x)").connection.commit()
+    with pytest.raises(UsageError, match="not an Nsight Systems export"):
+        open_trace(other)
+    r = CliRunner().invoke(cli, ["advise", str(tmp_path / "missing.sqlite")])
+    assert r.exit_code == 2 and "no such trace file" in r.output
+
+
+def _fake_nsys(tmp_path, body: str):
+    exe = tmp_path / "nsys"
+    exe.write_text("#!/bin/sh\n" + body)
+    exe.chmod(exe.stat().st_mode | stat.S_IEXEC)
+    return str(exe)
+
+
+def test_a_report_is_exported_once_beside_it_and_nothing_half_is_left(tmp_path, monkeypatch):
+    rep = tmp_path / "app.nsys-rep"
+    rep.write_bytes(b"NSYS report")
+    failing = _fake_nsys(tmp_path, 'echo partial > "$7"\necho "broken report" >&2\nexit 1\n')  # $7: --output's
+    with pytest.raises(UsageError, match="could not export"):
+        export_sqlite(rep, failing)
+    assert not (tmp_path / "app.sqlite").exists() and not list(tmp_path.glob(".app*"))
+    src = fixture("vectorAdd")
+    working = _fake_nsys(tmp_path, f'cp "{src}" "$7"\n')
+    out = export_sqlite(rep, working)
+    assert out == tmp_path / "app.sqlite" and open_trace(rep, working).copies.shape[0] == 3
+    os.remove(working)  # a second read takes the export kept beside the report
+    assert open_trace(rep, working).kernels.shape[0] == 1
+
+
+def test_a_report_without_nsys_says_what_to_install(tmp_path, monkeypatch):
+    rep = tmp_path / "app.nsys-rep"
+    rep.write_bytes(b"NSYS report")
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.delenv("UMPROF_NSYS", raising=False)
+    import umprof.nsight.nsys as nsysmod
+
+    monkeypatch.setattr(nsysmod, "_INSTALL_GLOBS", ())
+    with pytest.raises(ToolUnavailable, match="nsys"):
+        open_trace(rep)
+    r = CliRunner().invoke(cli, ["advise", str(rep)])
+    assert r.exit_code == 3 and "nsys" in r.output and "Traceback" not in r.output
