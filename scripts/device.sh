@@ -5,7 +5,7 @@
 #   tests      the GPU test suite (logs the margins of its timing checks)
 #   default    the default suite, timed from process start
 #   um         the unified-memory scenarios (um-advice, um-sparse, um-pages)
-#   calibrate  the full calibration, then a quick one, each timed from process start
+#   calibrate  the full calibration, then a quick one, each timed from process start (full, quick: one)
 #   apps       benchmarks/apps: build, trace each application as written, time every mode (needs the
 #              cuda-samples in .device/cuda-samples for NVIDIA's three)
 # A step's files are named after the GPU (nvidia-h100-80gb-hbm3-..., nvidia-h200-...).
@@ -31,8 +31,9 @@ for step in "$@"; do
     um)
       timed "unified memory" "$OUT/$gpu-um-run.txt" python3 -m umprof run um-advice um-sparse um-pages \
         -o "$OUT/$gpu-um.parquet" --force ;;
-    calibrate)
-      timed "full calibration" "$OUT/$gpu-calibrate.log" python3 -m umprof calibrate -o "$OUT/$gpu-calibration-full.parquet" --force
+    calibrate|full)
+      timed "full calibration" "$OUT/$gpu-calibrate.log" python3 -m umprof calibrate -o "$OUT/$gpu-calibration-full.parquet" --force ;;&
+    calibrate|quick)
       timed "quick calibration" "$OUT/$gpu-calibrate.log" python3 -m umprof calibrate --quick -o "$OUT/$gpu-calibration-quick.parquet" --force ;;
     apps)
       samples=(); [ -d .device/cuda-samples ] && samples=(--samples .device/cuda-samples)
@@ -41,6 +42,7 @@ for step in "$@"; do
       mv "$OUT/apps/traces.tar.gz" "$OUT/$gpu-traces.tar.gz" 2>/dev/null
       rm -rf "$OUT/apps"
       tail -45 "$OUT/$gpu-apps.log" ;;
-    *) echo "unknown step: $step (tests, default, um, calibrate, apps)"; exit 2 ;;
+    full) ;;  # its calibration ran above
+    *) echo "unknown step: $step (tests, default, um, calibrate, full, quick, apps)"; exit 2 ;;
   esac
 done
