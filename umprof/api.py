@@ -548,10 +548,11 @@ def compare(a, b, *, phases: str = "total", across_devices: bool = False, floor:
                           name_a=name(a), name_b=name(b))
 
 
-def report(results, path="umprof-report.html", *, workloads_from=None, force: bool = False) -> Path:
+def report(results, path="umprof-report.html", *, workloads_from=None, traces=(), force: bool = False) -> Path:
     """Write one self-contained HTML report of result files (paths or ResultSets) and return its path.
     Its recommendation section uses ``workloads_from`` (TOML paths; default: the six typical loops
-    of ``scenarios/workloads/typical.toml``) when the results hold a calibration."""
+    of ``scenarios/workloads/typical.toml``) when the results hold a calibration; ``traces``
+    (Nsight Systems traces) add a section of :func:`advise`'s advice with each one's timeline."""
     from umprof.core.resources import scenarios_dir
     from umprof.views import html
 
@@ -561,9 +562,13 @@ def report(results, path="umprof-report.html", *, workloads_from=None, force: bo
     if out.exists() and not force:
         raise UsageError(f"{out}: already exists; pass --force to overwrite it or -o to write elsewhere")
     items = [results] if isinstance(results, (str, Path, ResultSet)) else list(results)
+    if not items and not traces:
+        raise UsageError("report: give result files, traces (--trace), or both")
     names = [str(r) if not isinstance(r, ResultSet) else f"results {i}" for i, r in enumerate(items)]
     files = list(workloads_from or [scenarios_dir() / "workloads" / "typical.toml"])
-    text = html.build(_result_sets(items), names, workloads(files))
+    advice = [a for t in ([traces] if isinstance(traces, (str, Path)) else traces) for a in advise(t)]
+    text = html.build(_result_sets(items), names + [str(t) for t in ([traces] if isinstance(traces, (str, Path)) else traces)],
+                      workloads(files), advice)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(text, encoding="utf-8")
     return out

@@ -48,18 +48,22 @@ def plot(result, outdir):
 
 
 @click.command()
-@click.argument("results", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.argument("results", nargs=-1, type=click.Path(dir_okay=False))
 @click.option("-o", "--output", type=click.Path(dir_okay=False), default="umprof-report.html", show_default=True,
               help="The HTML file to write.")
 @click.option("--workload", "workload_files", multiple=True, type=click.Path(dir_okay=False), metavar="FILE",
               help="Workloads to recommend for (default: scenarios/workloads/typical.toml when the results hold a calibration).")
+@click.option("--trace", "traces", multiple=True, type=click.Path(dir_okay=False), metavar="TRACE",
+              help="An application's Nsight Systems trace (.nsys-rep or .sqlite): its advice and timeline (repeatable).")
 @click.option("--force", is_flag=True, help="Overwrite the HTML file if it exists.")
-def report(results, output, workload_files, force):
-    """One self-contained HTML report (figures embedded) from result files: ceilings, strategy breakdown,
-    copies, crossovers, unified memory, access patterns and the recommendation."""
+def report(results, output, workload_files, traces, force):
+    """One self-contained HTML report (figures embedded) from result files and traces: ceilings, advice for
+    traced applications, strategy breakdown, copies, crossovers, unified memory, access patterns and the
+    recommendation."""
     if not output.lower().endswith((".html", ".htm")):
         raise UsageError(f"option '-o': expected a file ending in .html, got {output!r}")
-    path = api.report(list(results), output, workloads_from=list(workload_files) or None, force=force)
+    path = api.report(list(results), output, workloads_from=list(workload_files) or None, traces=list(traces),
+                      force=force)
     common.out().print(f"wrote {path} ({path.stat().st_size / 1e6:.1f} MB)")
 
 

@@ -1,6 +1,7 @@
 """``umprof report``: one self-contained HTML file a person can read and send on.
 
-Sections, each present when the results hold what it needs: the device and its ceilings;
+Sections, each present when the results hold what it needs: the device and its ceilings; the
+advice for traced applications (a timeline of their copies and kernels beside it);
 the strategy breakdown (every lifecycle phase per strategy and size); copy bandwidth; the
 access-pattern plots; the unified-memory table; the crossovers; and the recommendation
 for the given workloads, with predicted against measured where ``recommend --verify``
@@ -236,13 +237,41 @@ def _topology_section(frame: pd.DataFrame, devices) -> str:
             + _table(shown) + _img(plots.topology_figure(matrix, "GB/s between host and GPUs")))
 
 
-def build(sets: list[ResultSet], names: list[str], workloads=None) -> str:
-    """The report's HTML text."""
-    frame = pd.concat([rs.frame for rs in sets], ignore_index=True)
+def _advise_section(advice) -> str:
+    """Each traced application's copies and kernels on a timeline, beside what it should use and saves."""
+    if not advice:
+        return ""
+    from umprof.views.timeline import timeline_figure
+
+    parts = ["<h2 id='advise'>Advice for traced applications</h2><p>From each application's Nsight Systems trace "
+             "(umprof advise): its copies (colored by the host memory they use) and kernels by stream, its loop, and "
+             "each strategy's predicted time for that loop from the calibration of its GPU.</p>"]
+    for a in advice:
+        app = a.app
+        parts.append(f"<h3>{html.escape(app.name)} (pid {app.pid}) on {html.escape(app.gpu)}</h3>")
+        parts.append(_img(timeline_figure(app)))
+        parts.append(f"<div class='reason'>{html.escape(a.verdict)}</div>")
+        rows = [{"advice for": x.flow, "strategy": x.strategy, "change": x.change, "now": format_time(x.now_s),
+                 "predicted": format_time(x.predicted_s), "saves": format_time(x.saving_s),
+                 "tie": x.note if x.tie else ""} for x in a.advice]
+        parts.append(_table(rows))
+        ranking = [{"strategy": r["strategy"] + (" (now)" if r["strategy"] == app.strategy else ""),
+                    "predicted": format_time(r["predicted_s"]), "saving": format_time(r["saving_s"])} for r in a.ranking]
+        parts.append(_table(ranking, ranked=True))
+        parts.append("".join(f"<p class='muted'>{html.escape(x)}</p>" for x in a.limits))
+        parts.append(f"<p class='muted'>predicted from {html.escape(a.calibration)}</p>")
+    return "".join(parts)
+
+
+def build(sets: list[ResultSet], names: list[str], workloads=None, advice=None) -> str:
+    """The report's HTML text (``advice``: `umprof advise` results for traced applications)."""
+    frame = pd.concat([rs.frame for rs in sets], ignore_index=True) if sets else pd.DataFrame(
+        columns=["scenario", "op", "case", "phase", "status"])
     devices = [d for rs in sets for d in rs.devices]
     merged = ResultSet(frame, sets[0].meta if sets else {}, devices[:1])
     sections = [
-        _device_section(sets),
+        _device_section(sets) if sets else "",
+        _advise_section(advice),
         _topology_section(frame, devices),
         _recommend_section(frame, devices, workloads),
         _breakdown_section(frame),
@@ -251,7 +280,7 @@ def build(sets: list[ResultSet], names: list[str], workloads=None) -> str:
         _um_section(frame),
         _access_section(merged),
     ]
-    titles = {"device": "Device", "topology": "Topology", "recommend": "Recommendation", "breakdown": "Strategy breakdown", "transfers": "Copies",
+    titles = {"device": "Device", "advise": "Advice", "topology": "Topology", "recommend": "Recommendation", "breakdown": "Strategy breakdown", "transfers": "Copies",
               "crossovers": "Crossovers", "um": "Unified memory", "access": "Access patterns"}
     nav = " ".join(f"<a href='#{k}'>{v}</a>" for k, v in titles.items() if any(f"id='{k}'" in s for s in sections))
     head = (f"<h1>umprof report</h1><p class='muted'>{html.escape(', '.join(names))} · umprof {__version__} · "

@@ -116,3 +116,14 @@ def test_flows_named_by_their_range_and_priced_pinned(tmp_path):
     assert set(adv.app.flows["range"]) == {"iteration"}  # numbered ranges are one
     flows = [a for a in adv.advice if a.flow != "loop"]
     assert flows and all(a.strategy == "pinned" and a.saving_s > 0 for a in flows)
+
+
+def test_the_report_shows_each_traced_application_s_timeline_and_advice(tmp_path):
+    out = tmp_path / "r.html"
+    r = CliRunner().invoke(cli, ["report", "--trace", str(fixture("stream_loop")), "-o", str(out)])
+    assert r.exit_code == 0, r.output
+    text = out.read_text()
+    assert "id='advise'" in text and "stream_loop" in text and text.count("data:image/png;base64,") == 1
+    assert "predicted from the shipped calibration of NVIDIA H100 80GB HBM3" in text
+    r = CliRunner().invoke(cli, ["report", "-o", str(tmp_path / "empty.html")])
+    assert r.exit_code == 2 and "--trace" in r.output
