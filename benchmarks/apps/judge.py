@@ -4,6 +4,9 @@ fastest measured or within 5% of it, and was the predicted saving within 20% of 
 
     python3 benchmarks/apps/judge.py APPS.json TRACES_DIR [--gpu NAME] [--json OUT.json]
 
+``--json`` writes the judgement with the timings it judged (results/advise/*-judged-*.json, which
+docs/verification.md is generated from).
+
 A mode's measured time is the median of its runs' wall times (process start to exit); the saving
 measured is the own mode's median less the advised mode's. Applications timed in one mode only
 (NVIDIA's cuda-samples as they are) are advised and shown, not judged.
@@ -77,8 +80,10 @@ def main():
         else:
             print(f"{r['app']:14s} own {r['own']:16s} advised {r['advised']:16s} (not judged: one mode timed) "
                   f"{r.get('note', '')}")
-    if a.json:
-        a.json.write_text(json.dumps(rows, indent=1, default=str))
+    if a.json:  # the judgement beside what it judged: the GPU, the timings of every mode, the calibration
+        doc = json.loads(a.apps.read_text())
+        a.json.write_text(json.dumps({"gpu": doc["gpu"], "date": doc["date"], "rounds": doc["rounds"],
+                                      "judged": rows, "apps": doc["apps"]}, indent=1, default=str))
 
 
 if __name__ == "__main__":

@@ -110,7 +110,9 @@ def recommend(sources, gpu_name, calibrate_now, workload_files, size, reuse, tou
         else:
             cal, _, differences = api.calibration_for(gpu=gpu_name, device=gpu, calibrate_now=calibrate_now, console=err)
         recs = api.recommend(workloads, cal, steady=steady)
-        err.print(f"predicted from {cal.source or 'a calibration'} ({cal.device.get('name', 'unknown GPU')})")
+        gpu_name = cal.device.get("name", "unknown GPU")
+        said = cal.source or "a calibration"
+        err.print(f"predicted from {said}" + ("" if gpu_name in said else f" ({gpu_name})"))
         for d in differences:
             err.print(f"[yellow]note:[/] {d}")
         verdicts, source = [None] * len(recs), ""

@@ -31,7 +31,7 @@ def timeline_figure(app, max_ops: int = 4000):
         if end is None or r["start"] <= end:
             ops.append((f"stream {r['stream']}", r["start"], r["end"], KERNEL, "kernel"))
     rows = sorted({o[0] for o in ops}, key=lambda x: (x == "UM migrations", x))
-    fig, ax = plt.subplots(figsize=(11, 1.4 + 0.45 * max(len(rows), 1)))
+    fig, ax = plt.subplots(figsize=(11, 1.9 + 0.45 * max(len(rows), 1)))
     for i, row in enumerate(rows):
         mine = [o for o in ops if o[0] == row]
         bars = [((o[1] - t0) / 1e6, max((o[2] - o[1]) / 1e6, 1e-4)) for o in mine]
@@ -41,9 +41,9 @@ def timeline_figure(app, max_ops: int = 4000):
     ax.set_xlabel("ms from the first GPU operation")
     shown = (f"the time of {min(app.loop.iterations, MAX_ITERATIONS)} of its {app.loop.iterations} iterations"
              if app.loop else "the run")
-    ax.set_title(f"{app.name.rsplit('/', 1)[-1]} on {app.gpu}: {shown}", fontsize=10)
+    fig.suptitle(f"{app.name.rsplit('/', 1)[-1]} on {app.gpu}: {shown}", fontsize=10)
     handles = [plt.Rectangle((0, 0), 1, 1, color=c) for c in (*COLORS.values(), KERNEL)]
-    ax.legend(handles, [*(f"copy, {k} memory" for k in COLORS), "kernel"], fontsize=7, loc="upper center",
-              bbox_to_anchor=(0.5, -0.25 if len(rows) > 2 else -0.5), ncol=6, frameon=False)
+    ax.legend(handles, [*(f"copy, {k} memory" for k in COLORS), "kernel"], fontsize=7, loc="lower center",
+              bbox_to_anchor=(0.5, 1.0), ncol=6, frameon=False)
     fig.tight_layout()
     return fig

@@ -1,0 +1,198 @@
+"""Write docs/verification.md and docs/figures.md from the committed results, so that the pages cannot
+drift from them.
+
+    python3 scripts/verification_page.py            # writes both pages
+    python3 scripts/verification_page.py --check    # exit 1 if a committed page differs (CI's test does this)
+
+Every figure names its GPU and date. The page has, per GPU: the calibrations (wall time, and the
+verification sets' picks that held with each), the verification sets judged by the shipped
+calibration, and `umprof advise` judged on applications by timing every mode of each.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+RESULTS = ROOT / "results"
+PAGE = ROOT / "docs" / "verification.md"
+FIGURES = ROOT / "docs" / "figures.md"
+WORKLOADS = ROOT / "benchmarks" / "workloads"
+GPUS = {"h100": "NVIDIA H100 80GB HBM3", "h200": "NVIDIA H200"}
+# the verification sets measured on each GPU whose measurements are committed (results/verification), and the
+# runs of each (two runs of one lease are judged pooled)
+SETS = {"h100": {10: ("",), 13: ("",), 14: ("",), 15: ("",), 16: ("", "-b")},
+        "h200": {10: ("",), 11: ("",), 12: ("",), 13: ("",), 14: ("",), 15: ("",), 16: ("", "-b"), 17: ("", "-b")}}
+SHIPPED = {"h100": "nvidia-h100-80gb-hbm3.parquet", "h200": "nvidia-h200.parquet"}
+FIXTURES = ROOT / "tests" / "fixtures" / "results"
+
+
+def held(cal, gpu: str) -> dict:
+    """Set → (whole-run picks held, steady picks held, workloads, median whole error, median steady error)."""
+    from umprof import api
+    from umprof.model import recommend as r
+    from umprof.model.workload import load_workloads
+
+    out = {}
+    for n, runs in SETS[gpu].items():
+        ws = load_workloads(WORKLOADS / f"holdout-{n}.toml")
+        frame = api.measured_frame([RESULTS / "verification" / f"nvidia-{gpu}-loop-holdout-{n}{t}.parquet" for t in runs])[0]
+        row = []
+        for steady in (False, True):
+            vs = r.verify_all(r.recommend_all(cal, ws, steady), frame)
+            errors = [v["table"]["error"].abs().median() for v in vs if v is not None and len(v["table"])]
+            row += [sum(bool(v and v["ok"]) for v in vs), statistics.median(errors)]
+        out[n] = (row[0], row[2], len(ws), row[1], row[3])
+    return out
+
+
+def _calibration_rows(gpu: str) -> list[tuple[str, str, object]]:
+    """(name, what it is, calibration) for every calibration of this GPU with committed files."""
+    from umprof import api
+    from umprof.core import calibrations as store
+
+    rows = []
+    shipped = store.describe(ROOT / "umprof" / "calibrations" / SHIPPED[gpu], "shipped")
+    rows.append(("shipped", f"umprof/calibrations/{SHIPPED[gpu]}, {shipped.date}, {shipped.cases} cases",
+                 api.load_calibration(shipped.path)))
+    for f in sorted((RESULTS / "calibration").glob(f"nvidia-{gpu}-calibration-*.parquet")):
+        cf = store.describe(f)
+        label = f.stem.replace(f"nvidia-{gpu}-calibration-", "")
+        rows.append((label, f"results/calibration/{f.name}, {cf.date}, {cf.cases} cases, {cf.wall_s:.0f} s",
+                     api.load_calibration(f)))
+    old = FIXTURES / f"nvidia-{gpu}-loop-calibration-7.parquet"
+    if old.is_file() and gpu != "h200":  # the H200's shipped calibration is calibration-7 itself
+        rows.append(("calibration-7", "tests/fixtures/results (2026-11-23, 1566 cases, about 13 min: the earlier "
+                     "scenario set)", api.load_calibration(old)))
+    return rows
+
+
+def calibrations_section(gpu: str) -> list[str]:
+    lines = [f"### Calibrations on the {GPUS[gpu]}", "",
+             "Picks that held (within 5% of the measured fastest) over each verification set's workloads, by the "
+             "whole run and by the steady iteration, with each calibration (a quick one is completed by the shipped "
+             "one of its GPU). Wall time: the calibration's own run, from its start to its last case.", ""]
+    sets = list(SETS[gpu])
+    head = "| calibration | file, measured, cases, wall time | " + " | ".join(f"set {n}" for n in sets) + " | all (whole / steady) |"
+    lines += [head, "|" + "---|" * (len(sets) + 3)]
+    for name, what, cal in _calibration_rows(gpu):
+        h = held(cal, gpu)
+        cells = [f"{w} / {s} of {k}" for w, s, k, _, _ in h.values()]
+        total = (sum(x[0] for x in h.values()), sum(x[1] for x in h.values()), sum(x[2] for x in h.values()))
+        lines.append(f"| {name} | {what} | " + " | ".join(cells) + f" | {total[0]} / {total[1]} of {total[2]} |")
+    return lines + [""]
+
+
+def sets_section(gpu: str) -> list[str]:
+    from umprof import api
+    from umprof.core import calibrations as store
+
+    shipped = store.describe(ROOT / "umprof" / "calibrations" / SHIPPED[gpu], "shipped")
+    h = held(api.load_calibration(shipped.path), gpu)
+    lines = [f"### Verification sets on the {GPUS[gpu]}, by the shipped calibration ({shipped.date})", "",
+             "Each set was written before it was measured (benchmarks/workloads), measured in five rounds by wall clock "
+             "(recommend --verify; sets 16 and 17: two runs of one lease, pooled), 2026-11-23 and 2026-11-24.", "",
+             "| set | workloads | whole run: held | median error | steady iteration: held | median error |",
+             "|---|---|---|---|---|---|"]
+    for n, (w, s, k, ew, es) in h.items():
+        lines.append(f"| holdout-{n} | {k} | {w} | {ew:.1%} | {s} | {es:.1%} |")
+    return lines + [""]
+
+
+def advise_section(gpu: str) -> list[str]:
+    files = sorted((RESULTS / "advise").glob(f"nvidia-{gpu}-judged-*.json"))
+    if not files:
+        return [f"### `umprof advise` on the {GPUS[gpu]}", "", "Not measured on this GPU yet.", ""]
+    lines = [f"### `umprof advise` on the {GPUS[gpu]}", "",
+             "Each application traced as written (its own mode), advised from its trace and the shipped calibration; "
+             "then every mode timed by wall clock, process start to exit, in rounds (the median). *held*: the advised "
+             "mode measured fastest or within 5% of the fastest; *saving*: the predicted saving against the measured "
+             "one (own mode less advised mode), within 20%.", ""]
+    for f in files:
+        doc = json.loads(f.read_text())
+        lines += [f"{doc['gpu']}, {doc['date'][:10]}, {doc['rounds']} rounds ({f.relative_to(ROOT)}):", "",
+                  "| application | as written | advised | measured fastest | advised vs fastest | held | predicted saving | "
+                  "measured saving | within 20% |", "|---|---|---|---|---|---|---|---|---|"]
+        for r in doc["judged"]:
+            adv = r["advised"] + (" (tie)" if r.get("tie") else "")
+            if "fastest" not in r:
+                lines.append(f"| {r['app']} | {r['own']} | {adv} | - | - | not judged: {r.get('note') or 'timed as written only'} "
+                             f"| {r['predicted_saving_s']:.3f} s | - | - |")
+                continue
+            within = abs(r["predicted_saving_s"] - r["measured_saving_s"]) <= 0.2 * abs(r["measured_saving_s"])
+            lines.append(f"| {r['app']} | {r['own']} | {adv} | {r['fastest']} | {r['advised_vs_fastest']:+.1%} | "
+                         f"{'yes' if r['held'] else 'no'} | {r['predicted_saving_s']:.3f} s | {r['measured_saving_s']:.3f} s "
+                         f"| {'yes' if within else 'no'} |")
+        lines.append("")
+    return lines
+
+
+def page() -> str:
+    lines = ["# Verification", "",
+             "<!-- generated by scripts/verification_page.py from the committed results; do not edit by hand -->", "",
+             "Today's figures, one section per GPU. Every verification set and application here was written before "
+             "it was measured; none of them was used to choose the model's parts. The history of earlier sets and "
+             "models is in the [changelog](changelog.md) and the repository's history.", ""]
+    for gpu in GPUS:
+        lines += [f"## {GPUS[gpu]}", ""] + calibrations_section(gpu) + sets_section(gpu) + advise_section(gpu)
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def figures() -> str:
+    """Copy bandwidth of the default run on each GPU, beside its ceilings, and the peers' figures."""
+    from umprof.core.results import ResultSet
+    from umprof.core.units import format_rate
+
+    lines = ["# Figures", "", "<!-- generated by scripts/verification_page.py from the committed results; do not edit by "
+             "hand -->", "", "Copies by `cudaMemcpy` in the default suite (`umprof run`, scenario `transfers`), the median "
+             "of each case, beside the ceilings umprof measures them against.", ""]
+    sizes = [4096, 2**20, 16 * 2**20, 256 * 2**20, 2**30]
+    for gpu in GPUS:
+        path = RESULTS / f"nvidia-{gpu}-default.parquet"
+        rs = ResultSet.load(path)
+        d = rs.devices[0]
+        f = rs.frame
+        t = f[(f["scenario"] == "transfers") & (f["status"] == "ok") & f["phase"].isin(["h2d", "d2h", "d2d"])]
+        lines += [f"## {d['name']} ({rs.meta['time'][:10]}, {path.relative_to(ROOT)})", "",
+                  f"PCIe gen {d.get('pcie_gen')} x{d.get('pcie_width')}: {format_rate(d['pcie_bytes_per_s'])} per direction; "
+                  f"DRAM {format_rate(d['dram_bytes_per_s'])} theoretical; device copy {format_rate(d['d2d_bytes_per_s'])} "
+                  "measured.", "",
+                  "| memory | direction | " + " | ".join(("4 KiB", "1 MiB", "16 MiB", "256 MiB", "1 GiB")) + " | at 256 MiB |",
+                  "|---|---|" + "---|" * (len(sizes) + 1)]
+        for (strategy, phase), g in t.groupby(["axis.strategy", "phase"], sort=False):
+            by = g.set_index("axis.bytes")["bytes_per_s"]
+            big = by.get(256 * 2**20)
+            ceiling = d["d2d_bytes_per_s"] if phase == "d2d" else d["pcie_bytes_per_s"]
+            what = "of the device copy" if phase == "d2d" else "of the link"
+            lines.append(f"| {strategy} | {phase} | " + " | ".join(format_rate(by[b]) if b in by else "-" for b in sizes)
+                         + (f" | {big / ceiling:.0%} {what} |" if big else " | - |"))
+        lines.append("")
+    peers = (ROOT / "benchmarks" / "peers.md").read_text().split("\n", 1)[1]
+    lines += ["## The peers", "", "NVIDIA's own tools on the same GPU, measured beside umprof:", "", peers.strip()]
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--check", action="store_true")
+    a = ap.parse_args()
+    pages = {PAGE: page(), FIGURES: figures()}
+    if a.check:
+        stale = [p for p, text in pages.items() if not p.is_file() or p.read_text() != text]
+        for p in stale:
+            print(f"{p} differs from what the committed results give: run scripts/verification_page.py")
+        return 1 if stale else 0
+    for p, text in pages.items():
+        p.parent.mkdir(exist_ok=True)
+        p.write_text(text)
+        print(f"wrote {p}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
