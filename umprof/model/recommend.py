@@ -386,7 +386,7 @@ def phase_drift(recs: list[Recommendation], frame: pd.DataFrame) -> dict[str, di
     predicted over every verified workload and plain strategy (explicit copies, zero-copy, mapped:
     no managed faults, no plan's own steps) whose step the calibration predicts at DRIFT_FLOOR_S or
     more. A family far from 1 says the calibration describes another machine or day: on the lent
-    H200 of 2026-11-23 (sixth session) holdout-9's two runs measured host memory at 1.34x and 1.28x
+    H200 of 2026-11-23 holdout-9's two runs measured host memory at 1.34x and 1.28x
     calibration-7 (measured on another lease), copies at 1.01x, kernels at 1.05-1.07x; holdout-8,
     measured on calibration-7's own kind of lease, 1.03x, 0.98x and 1.06x."""
     from umprof.measure import strategies

@@ -36,7 +36,7 @@ class GpuEnd:
         try:
             self.host = cuda.pagelocked_empty(nbytes, np.uint8, mem_flags=cuda.host_alloc_flags.PORTABLE)
             self.handles.append(self.host.base)
-            with session.current():
+            with self.session.current():
                 self.dev = cuda.mem_alloc(nbytes)
                 self.handles.append(self.dev)
                 if h2d:

@@ -47,7 +47,7 @@ class Leg:
     def __init__(self, session):
         self.session = session
         cuda = session.cuda
-        with session.current():
+        with self.session.current():
             self.stream = cuda.Stream()
             self.start, self.end = cuda.Event(), cuda.Event()
 
