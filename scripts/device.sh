@@ -7,7 +7,10 @@
 #   um         the unified-memory scenarios (um-advice, um-sparse, um-pages)
 #   calibrate  the full calibration, then a quick one, each timed from process start (full, quick: one)
 #   apps       benchmarks/apps: build, trace each application as written, time every mode (needs the
-#              cuda-samples in .device/cuda-samples for NVIDIA's three)
+#              cuda-samples in .device/cuda-samples for NVIDIA's three; ROUNDS=N, default 3)
+#   set        a verification set (SET=holdout-17: benchmarks/workloads/$SET.toml) under every strategy, in
+#              five rounds (TAG=b names a second run of the same set apart); judge it with
+#              `umprof recommend --workload benchmarks/workloads/$SET.toml --measured FILE [--steady]`
 # A step's files are named after the GPU (nvidia-h100-80gb-hbm3-..., nvidia-h200-...).
 set -uo pipefail
 OUT="${OUT:-device-out}"
@@ -42,7 +45,10 @@ for step in "$@"; do
       mv "$OUT/apps/traces.tar.gz" "$OUT/$gpu-traces.tar.gz" 2>/dev/null
       rm -rf "$OUT/apps"
       tail -45 "$OUT/$gpu-apps.log" ;;
+    set)
+      timed "${SET:?SET=holdout-N} ${TAG:-}" "$OUT/$gpu-sets.log" python3 scripts/measure_workloads.py \
+        "benchmarks/workloads/$SET.toml" "$OUT/$gpu-loop-$SET${TAG:+-$TAG}.parquet" ;;
     full) ;;  # its calibration ran above
-    *) echo "unknown step: $step (tests, default, um, calibrate, full, quick, apps)"; exit 2 ;;
+    *) echo "unknown step: $step (tests, default, um, calibrate, full, quick, apps, set)"; exit 2 ;;
   esac
 done

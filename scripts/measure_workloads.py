@@ -2,7 +2,7 @@
 does, without a calibration: `recommend --from CAL --workload FILE --measured OUT` then checks
 any prediction against them offline.
 
-    python3 scripts/measure_workloads.py scenarios/workloads/verify.toml OUT.parquet [STRATEGY,...]
+    python3 scripts/measure_workloads.py benchmarks/workloads/verify.toml OUT.parquet [STRATEGY,...]
 
 A third argument names the strategies to measure (default: every one). In the environment:
 ONLY=name,... measures those workloads alone (each keeps its scenario name); ROUNDS=N measures
