@@ -89,10 +89,19 @@ def _header(path: Path) -> dict:
         if raw is None:
             raise UsageError(f"{path}: a Parquet file, but not one umprof wrote (no 'umprof' metadata)")
         return json.loads(raw)
-    from umprof.core.results import ResultSet
-
-    rs = ResultSet.load(path)
-    return {"schema_version": rs.meta.get("schema_version"), "meta": rs.meta, "devices": rs.devices}
+    try:
+        if path.suffix.lower() == ".csv":
+            with open(path, encoding="utf-8") as f:
+                first = f.readline()
+            if first.startswith("# umprof "):
+                return json.loads(first[len("# umprof "):])
+        else:
+            doc = json.loads(path.read_text(encoding="utf-8"))
+            if isinstance(doc, dict) and "cases" in doc:
+                return doc
+    except (OSError, ValueError):
+        pass
+    raise UsageError(f"{path}: not an umprof result (expected a .parquet, .csv or .json that umprof wrote)")
 
 
 def describe(path: str | Path, origin: str = "file") -> CalibrationFile:
