@@ -93,6 +93,7 @@ class AppAdvice:
     calibration: str
     workload: Workload | None
     mapping: str  # how the workload was read from the trace, in words
+    link_bytes_per_s: float = math.nan  # the PCIe link's ceiling per direction (the calibration's GPU)
     ranking: list[dict] = field(default_factory=list)  # every strategy: predicted and saving, fastest first
     excluded: dict = field(default_factory=dict)
     advice: list[Advice] = field(default_factory=list)  # the loop's first, then the flows'
@@ -109,7 +110,9 @@ class AppAdvice:
             "process": {"pid": a.pid, "name": a.name}, "gpu": a.gpu, "device": a.device,
             "calibration": self.calibration, "strategy_now": a.strategy, "strategy_now_why": a.strategy_why,
             "totals": a.totals,
-            "flows": [{k: _plain(v) for k, v in r.items()} for r in a.flows.to_dict(orient="records")],
+            "link_bytes_per_s": _plain(self.link_bytes_per_s),
+            "flows": [dict({k: _plain(v) for k, v in r.items()}, link_share=_plain(r["bytes_per_s"] / self.link_bytes_per_s))
+                      for r in a.flows.to_dict(orient="records")],
             "loop": None if loop is None else {
                 "iterations": loop.iterations, "calls_per_iteration": loop.period, "cut_at": loop.anchor,
                 "first_s": loop.first_s, "steady_s": loop.steady_s, "measured_s": _loop_s(a),
@@ -188,7 +191,8 @@ def workload_of(app: Application) -> tuple[Workload | None, str]:
 
 def advise(app: Application, cal: Calibration, source: str = "") -> AppAdvice:
     """What the application should use, and what that saves (see the module's docstring)."""
-    out = AppAdvice(app=app, calibration=source or cal.source, workload=None, mapping="")
+    out = AppAdvice(app=app, calibration=source or cal.source, workload=None, mapping="",
+                    link_bytes_per_s=float(cal.device.get("pcie_bytes_per_s") or math.nan))
     w, how = workload_of(app)
     out.mapping = how
     if w is None:

@@ -16,14 +16,18 @@ def flows_table(adv) -> Table:
     """The application's copy flows, the most time first, each beside the link's ceiling."""
     app = adv.app
     t = Table(title=f"transfer flows of {app.name} (pid {app.pid}, GPU {app.device})", header_style="bold")
-    for col in ("dir", "host memory", "size", "count", "total", "time", "GB/s", "sync", "stream", "overlapped", "range"):
-        t.add_column(col, justify="right" if col in ("size", "count", "total", "time", "GB/s", "overlapped") else "left")
+    numbers = ("size", "count", "total", "time", "GB/s", "of link", "overlapped")
+    for col in ("dir", "host memory", "size", "count", "total", "time", "GB/s", "of link", "sync", "stream", "overlapped",
+                "range"):
+        t.add_column(col, justify="right" if col in numbers else "left")
     for _, f in app.flows.head(FLOWS_SHOWN).iterrows():
         t.add_row(f["direction"], f["host_kind"], format_size(int(f["bytes"])), str(int(f["count"])),
                   format_size(int(f["total_bytes"])), format_time(f["time_s"]), _rate(f["bytes_per_s"]),
-                  "yes" if f["sync"] else "no", str(f["stream"]), _pct(f["overlap"]), f["range"] or "-")
+                  _pct(f["bytes_per_s"] / adv.link_bytes_per_s), "yes" if f["sync"] else "no", str(f["stream"]),
+                  _pct(f["overlap"]), f["range"] or "-")
+    t.caption = f"of link: of the PCIe link's {_rate(adv.link_bytes_per_s)} per direction"
     if len(app.flows) > FLOWS_SHOWN:
-        t.caption = f"{len(app.flows) - FLOWS_SHOWN} more flows in --json"
+        t.caption += f"; {len(app.flows) - FLOWS_SHOWN} more flows in --json"
     return t
 
 
@@ -63,7 +67,10 @@ def print_advice(adv, console: Console) -> None:
         console.print(f"loop: {app.loop.iterations} iterations ({app.loop.period} CUDA calls each, cut at "
                       f"{app.loop.anchor}); first {format_time(app.loop.first_s)}, then {format_time(app.loop.steady_s)} "
                       f"each: {format_size(p['h2d_bytes'])} in, {format_size(p['d2h_bytes'])} out, kernels "
-                      f"{format_time(p['kernel_s'])}, GPU busy {format_time(p['busy_s'])}")
+                      f"{format_time(p['kernel_s'])}, GPU busy {format_time(p['busy_s'])}, the host alone "
+                      f"{format_time(max(p['wall_s'] - p['busy_s'], 0.0))}"
+                      + (f"; pages moved {format_size(p['um_h2d_bytes'])} to the GPU and {format_size(p['um_d2h_bytes'])} "
+                         "back" if p["um_h2d_bytes"] or p["um_d2h_bytes"] else ""))
     console.print(f"now: {app.strategy} ({app.strategy_why})")
     if adv.workload is not None:
         console.print(f"[dim]read as umprof's workload: {adv.workload.describe()} ({adv.mapping})[/]")

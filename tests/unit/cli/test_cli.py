@@ -19,6 +19,14 @@ def test_list(runner):
     r = runner.invoke(cli, ["list"])
     assert r.exit_code == 0, r.output
     assert "transfers" in r.output and "host-strategies" in r.output and "lifecycle" in r.output
+    from umprof.core.resources import scenarios_dir
+
+    table = r.output.split("* = run by")[0]
+    for path in scenarios_dir().glob("*.toml"):  # every user scenario in the table
+        assert path.stem in table, path.stem
+    assert "calibration-loop-sizes" not in table  # the calibration's scenarios as a group, not among the user's
+    for group in ("access", "streams", "multi-gpu", "calibration", "crossovers"):
+        assert f"group {group}:" in r.output
 
 
 def test_list_cases_with_override(runner):
