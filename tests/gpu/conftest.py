@@ -39,3 +39,15 @@ def ctx_factory(session):
         return RunContext(session, kernels, info, scenario, info.to_dict())
 
     return make
+
+
+@pytest.fixture(scope="module")
+def nsys(session):
+    """Nsight Systems' nsys, or the test skipped with what is missing."""
+    from umprof.core.errors import ToolUnavailable
+    from umprof.nsight import nsys as nsysmod
+
+    try:
+        return nsysmod.find_nsys()
+    except ToolUnavailable as e:
+        pytest.skip(str(e))

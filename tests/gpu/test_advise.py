@@ -7,22 +7,12 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
 
 from umprof import api
-from umprof.core.errors import ToolUnavailable
 from umprof.nsight import nsys as nsysmod
 
 ROOT = Path(__file__).resolve().parents[2]
 APPS = ROOT / "benchmarks" / "apps"
-
-
-@pytest.fixture(scope="module")
-def nsys(session):
-    try:
-        return nsysmod.find_nsys()
-    except ToolUnavailable as e:
-        pytest.skip(str(e))
 
 
 def _trace(nsys, tmp_path, app, *args):

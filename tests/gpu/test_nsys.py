@@ -6,24 +6,14 @@ import subprocess
 import sys
 
 import pandas as pd
-import pytest
 from click.testing import CliRunner
 
 from umprof.cli import cli
-from umprof.core.errors import ToolUnavailable
 from umprof.core.results import ResultSet
 from umprof.nsight import nsys as nsysmod
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 FIXED = ["--min-samples", "3", "--max-noise", "1", "--min-time", "0", "--warmup", "1", "--timeout", "30"]
-
-
-@pytest.fixture(scope="module")
-def nsys(session):
-    try:
-        return nsysmod.find_nsys()
-    except ToolUnavailable as e:
-        pytest.skip(str(e))
 
 
 def _umprof(*args):
