@@ -320,8 +320,11 @@ def calibrate(output=None, *, quick: bool = False, device: int = 0, force: bool 
                              f"{', '.join(store.known_gpus()) or 'none'}); run `umprof calibrate` for a full one")
     import platform
 
-    path = Path(output) if output else store.writable_cache() / store.cache_path(
-        gpu["name"], gpu["memory_bytes"], gpu["driver"], platform.node(), profile).name
+    if output:
+        path = Path(output)
+    else:
+        store.writable_cache()  # an unwritable cache is said before anything is measured
+        path = store.cache_path(gpu["name"], gpu["memory_bytes"], gpu["driver"], platform.node(), profile)
     resume = False
     if path.exists() and not force:
         earlier = store.describe(path)

@@ -1,8 +1,9 @@
 """Advice for an application read from its trace: what its transfers should use, and what that saves.
 
 The application's loop (:mod:`umprof.model.application`) becomes umprof's workload: one buffer of
-its inputs and outputs (the largest an iteration copied or migrated each way, the first iteration
-that copies everything included), the share of it written by the host and copied in each iteration,
+its inputs and outputs (each way, what a steady iteration copies or the largest single copy, a table
+copied in once; for managed memory the pages its migrations moved), the share of it written by the
+host and copied in each iteration,
 the share copied back, what the kernels write, its copies' granularity (``copies``), its kernels'
 own time per iteration (``kernel_s``, where its data was on the GPU) and its iterations. The
 calibration of the trace's GPU predicts the loop under the strategy it uses now and under every
