@@ -219,10 +219,13 @@ class _Reader:
 
 
 def _with_pid(df: pd.DataFrame) -> pd.DataFrame:
-    """The process id from Nsight's global id (bits 24..47), the global id dropped."""
+    """The process id from Nsight's global id (bits 24..47), the global id dropped; a correlation id
+    of 0 (CUPTI's 'no API call': a unified-memory migration) made empty."""
     g = pd.to_numeric(df["global"], errors="coerce").fillna(0).to_numpy("int64")
     df = df.drop(columns=["global"])
     df["pid"] = (g >> PID_SHIFT) & 0xFFFFFF
+    if "correlation" in df:
+        df["correlation"] = pd.to_numeric(df["correlation"], errors="coerce").astype("Int64").replace(0, pd.NA)
     for col in ("start", "end"):
         if col in df:
             df[col] = pd.to_numeric(df[col], errors="coerce").astype("int64")
