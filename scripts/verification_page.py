@@ -96,7 +96,8 @@ def sets_section(gpu: str) -> list[str]:
     h = held(api.load_calibration(shipped.path), gpu)
     lines = [f"### Verification sets on the {GPUS[gpu]}, by the shipped calibration ({shipped.date})", "",
              "Each set was written before it was measured (benchmarks/workloads), measured in five rounds by wall clock "
-             "(recommend --verify; sets 16 and 17: two runs of one lease, pooled), 2026-11-23 and 2026-11-24.", "",
+             "(recommend --verify; sets 16 and 17: two runs of one lease, pooled), 2026-11-23 and 2026-11-24; the "
+             f"measurements are results/verification/nvidia-{gpu}-loop-holdout-*.parquet.", "",
              "| set | workloads | whole run: held | median error | steady iteration: held | median error |",
              "|---|---|---|---|---|---|"]
     for n, (w, s, k, ew, es) in h.items():
@@ -115,7 +116,9 @@ def advise_section(gpu: str) -> list[str]:
              "one (own mode less advised mode), within 20%.", ""]
     for f in files:
         doc = json.loads(f.read_text())
-        lines += [f"{doc['gpu']}, {doc['date'][:10]}, {doc['rounds']} rounds ({f.relative_to(ROOT)}):", "",
+        traces = f.name.replace("judged", "traces").replace(".json", ".tar.gz")
+        lines += [f"{doc['gpu']}, {doc['date'][:10]}, {doc['rounds']} rounds ({f.relative_to(ROOT)}; the traces: "
+                  f"results/advise/{traces}):", "",
                   "| application | as written | advised | measured fastest | advised vs fastest | held | predicted saving | "
                   "measured saving | within 20% |", "|---|---|---|---|---|---|---|---|---|"]
         for r in doc["judged"]:
