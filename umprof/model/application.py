@@ -98,8 +98,7 @@ def applications(t) -> list[Application]:
     if gpu_ops.empty:
         return []
     busy = (gpu_ops["end"] - gpu_ops["start"]).groupby([gpu_ops["pid"], gpu_ops["device"]]).sum()
-    out = [_application(t, int(pid), int(dev)) for (pid, dev) in busy.sort_values(ascending=False).index]
-    return out
+    return [_application(t, int(pid), int(dev)) for (pid, dev) in busy.sort_values(ascending=False).index]
 
 
 def _application(t, pid: int, device: int) -> Application:
@@ -240,7 +239,7 @@ def allocation_s(calls: pd.DataFrame) -> float:
 
 def _unified_memory(t, pid: int, device: int, copies: pd.DataFrame, calls: pd.DataFrame) -> dict:
     um = copies[copies["direction"].isin(UM_DIRECTIONS)]
-    gf = t.gpu_faults[(t.gpu_faults["pid"] == pid)]
+    gf = t.gpu_faults[(t.gpu_faults["pid"] == pid) & (t.gpu_faults["device"] == device)]
     names = set(calls["name"])
     footprint = 0
     placed = um.dropna(subset=["address"])
