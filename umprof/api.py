@@ -43,7 +43,7 @@ def select(scenario=(), axes=None) -> list:
     is a UsageError, before the GPU is touched."""
     from umprof.measure.scenario import Scenario, apply_overrides, resolve
 
-    items = [scenario] if isinstance(scenario, (str, Path, Scenario)) else list(scenario)
+    items = _listed(scenario, (str, Path, Scenario))
     chosen = [] if items else resolve([])
     for s in items:
         chosen += [s] if isinstance(s, Scenario) else resolve([str(s)])
@@ -200,9 +200,14 @@ def load(path) -> ResultSet:
     return ResultSet.load(path)
 
 
+def _listed(value, single: tuple) -> list:
+    """``value`` as a list: itself alone where it is one of the ``single`` types, else its items
+    (the API takes one source or several wherever it takes sources)."""
+    return [value] if isinstance(value, single) else list(value)
+
+
 def _result_sets(sources) -> list[ResultSet]:
-    items = [sources] if isinstance(sources, (str, Path, ResultSet)) else list(sources)
-    return [s if isinstance(s, ResultSet) else ResultSet.load(s) for s in items]
+    return [s if isinstance(s, ResultSet) else ResultSet.load(s) for s in _listed(sources, (str, Path, ResultSet))]
 
 
 def _runs_frame(sets: list[ResultSet]):
@@ -222,7 +227,7 @@ def load_calibration(sources, device: int | None = None):
     from umprof.core import calibrations as store
     from umprof.model.predict import Calibration
 
-    items = [sources] if isinstance(sources, (str, Path, ResultSet)) else list(sources)
+    items = _listed(sources, (str, Path, ResultSet))
     if not items:
         raise UsageError("no calibration given: pass result files of `umprof calibrate -o FILE`")
     sets = [s if isinstance(s, ResultSet) else _calibration_rows(store.describe(s)) for s in items]
@@ -389,8 +394,7 @@ def check_calibration_gpu(sources, gpu: str | None = None, device: int = 0) -> N
     from umprof.core.errors import GpuUnavailable
     from umprof.measure.gpu import identify
 
-    files = [store.describe(s) for s in ([sources] if isinstance(sources, (str, Path)) else sources)
-             if not isinstance(s, ResultSet)]
+    files = [store.describe(s) for s in _listed(sources, (str, Path, ResultSet)) if not isinstance(s, ResultSet)]
     for cf in files:
         store.check(cf)
     if gpu is not None:
@@ -438,7 +442,7 @@ def workloads(spec) -> list:
     a TOML file's path, or a list of any of these."""
     from umprof.model.workload import Workload, from_mapping, load_workloads
 
-    items = [spec] if isinstance(spec, (Workload, Mapping, str, Path)) else list(spec)
+    items = _listed(spec, (Workload, Mapping, str, Path))
     out = []
     for i, w in enumerate(items):
         if isinstance(w, Workload):
@@ -483,7 +487,7 @@ def _recommendations(recommendations) -> list:
     """One Recommendation or several, as a list."""
     from umprof.model import recommend as rmod
 
-    return [recommendations] if isinstance(recommendations, rmod.Recommendation) else list(recommendations)
+    return _listed(recommendations, (rmod.Recommendation,))
 
 
 def verify(recommendations, *, top: int | None = 3, measured=None, output=None, device: int = 0,
@@ -535,7 +539,7 @@ def measured_frame(measured) -> tuple:
 
     if isinstance(measured, pd.DataFrame):
         return measured, "results"
-    items = [measured] if isinstance(measured, (str, Path, ResultSet)) else list(measured)
+    items = _listed(measured, (str, Path, ResultSet))
     return _runs_frame(_result_sets(items)), ", ".join(str(m) if not isinstance(m, ResultSet) else "results" for m in items)
 
 
@@ -564,14 +568,14 @@ def report(results, path="umprof-report.html", *, workloads_from=None, traces=()
         raise UsageError(f"report path: expected a file ending in .html, got {str(path)!r}")
     if out.exists() and not force:
         raise UsageError(f"{out}: already exists; pass --force to overwrite it or -o to write elsewhere")
-    items = [results] if isinstance(results, (str, Path, ResultSet)) else list(results)
+    items = _listed(results, (str, Path, ResultSet))
     if not items and not traces:
         raise UsageError("report: give result files, traces (--trace), or both")
     names = [str(r) if not isinstance(r, ResultSet) else f"results {i}" for i, r in enumerate(items)]
     files = list(workloads_from or [scenarios_dir() / "workloads" / "typical.toml"])
-    advice = [a for t in ([traces] if isinstance(traces, (str, Path)) else traces) for a in advise(t)]
-    text = html.build(_result_sets(items), names + [str(t) for t in ([traces] if isinstance(traces, (str, Path)) else traces)],
-                      workloads(files), advice)
+    traces = _listed(traces, (str, Path))
+    advice = [a for t in traces for a in advise(t)]
+    text = html.build(_result_sets(items), names + [str(t) for t in traces], workloads(files), advice)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(text, encoding="utf-8")
     return out
