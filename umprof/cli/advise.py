@@ -26,8 +26,8 @@ def advise(trace, sources, gpu_name, nsys, all_processes, as_json):
     are not needed. The advice is for the application's loop (its repeating CUDA calls) and for each
     flow of copies, predicted from the calibration of the trace's GPU.
     """
-    if sources:
-        api.check_calibration_gpu(list(sources), gpu_name) if gpu_name else None
+    if sources and gpu_name:
+        api.check_calibration_gpu(list(sources), gpu_name)
     found = api.advise(trace, list(sources) or None, gpu=gpu_name, nsys=nsys, all_processes=all_processes)
     if as_json:
         docs = [a.to_dict() for a in found]

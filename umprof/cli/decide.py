@@ -95,9 +95,9 @@ def recommend(sources, gpu_name, calibrate_now, workload_files, size, reuse, tou
         raise UsageError("option '--gpu' answers for a GPU model offline; --verify and --device measure or read this "
                          "machine's GPUs: give one or the other")
     console, err = common.out(), common.err()
-    if sources:
-        api.check_calibration_gpu(list(sources), gpu_name, (device_index or [0])[0] if device_index != "all" else 0)
     gpus = _gpus(device_index, sources)
+    if sources:
+        api.check_calibration_gpu(list(sources), gpu_name, gpus[0])
     # the earlier runs read and pooled once, before any calibration: the verdicts, the agreement and the drift of every GPU
     earlier, earlier_names = api.measured_frame(list(measured)) if measured else (None, "")
     docs = []
@@ -110,9 +110,10 @@ def recommend(sources, gpu_name, calibrate_now, workload_files, size, reuse, tou
         else:
             cal, _, differences = api.calibration_for(gpu=gpu_name, device=gpu, calibrate_now=calibrate_now, console=err)
         recs = api.recommend(workloads, cal, steady=steady)
-        gpu_name = cal.device.get("name", "unknown GPU")
+        # the calibration's GPU, not --gpu's name: the loop's next GPU still answers from its own
+        model = cal.device.get("name", "unknown GPU")
         said = cal.source or "a calibration"
-        err.print(f"predicted from {said}" + ("" if gpu_name in said else f" ({gpu_name})"))
+        err.print(f"predicted from {said}" + ("" if model in said else f" ({model})"))
         for d in differences:
             err.print(f"[yellow]note:[/] {d}")
         verdicts, source = [None] * len(recs), ""

@@ -148,3 +148,20 @@ def test_recommend_answers_for_each_gpu_of_a_calibration(tmp_path):
     assert best[1]["steady_s"] > best[0]["steady_s"]
     r = CliRunner().invoke(cli, ["recommend", "--from", str(path), "--device", "3", "--bytes", "256MiB"])
     assert r.exit_code == 2 and "the calibration was measured on GPU [0, 1], not GPU 3" in r.output
+
+
+def test_recommend_each_gpu_answers_from_its_own_calibration(monkeypatch):
+    """--device 0,1 without --gpu: every GPU's calibration is looked up for that GPU, not for the
+    model the previous GPU's calibration named."""
+    from umprof import api
+
+    asked = []
+
+    def calibration_for(*, gpu=None, device=0, calibrate_now=False, console=None):
+        asked.append((gpu, device))
+        return api.load_calibration(CAL), None, []
+
+    monkeypatch.setattr(api, "calibration_for", calibration_for)
+    r = CliRunner().invoke(cli, ["recommend", "--device", "0,1", "--bytes", "64MiB", "--reuse", "4"])
+    assert r.exit_code == 0, r.output
+    assert asked == [(None, 0), (None, 1)]
