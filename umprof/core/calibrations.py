@@ -12,13 +12,13 @@ them). Nothing here touches a GPU.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from umprof.core.errors import UsageError
+from umprof.core.results import read_header, slug
 
 SHIPPED_DIR = Path(__file__).resolve().parents[1] / "calibrations"
 ENV_CACHE = "UMPROF_CACHE_DIR"
@@ -75,41 +75,12 @@ def _norm(name: str) -> str:
     return re.sub(r"\s+", " ", str(name or "")).strip().lower()
 
 
-def _header(path: Path) -> dict:
-    """A result file's header (schema, meta, devices) without reading its rows (Parquet), or whole."""
-    if path.suffix.lower() in (".parquet", ".pq"):
-        import pyarrow.parquet as pq
-
-        try:
-            raw = (pq.read_schema(path).metadata or {}).get(b"umprof")
-        except Exception as e:  # truncated or not Parquet
-            detail = (str(e).strip().splitlines() or [type(e).__name__])[0]
-            raise UsageError(f"{path}: could not read it as a calibration (truncated, or not an umprof result?): "
-                             f"{detail}") from None
-        if raw is None:
-            raise UsageError(f"{path}: a Parquet file, but not one umprof wrote (no 'umprof' metadata)")
-        return json.loads(raw)
-    try:
-        if path.suffix.lower() == ".csv":
-            with open(path, encoding="utf-8") as f:
-                first = f.readline()
-            if first.startswith("# umprof "):
-                return json.loads(first[len("# umprof "):])
-        else:
-            doc = json.loads(path.read_text(encoding="utf-8"))
-            if isinstance(doc, dict) and "cases" in doc:
-                return doc
-    except (OSError, ValueError):
-        pass
-    raise UsageError(f"{path}: not an umprof result (expected a .parquet, .csv or .json that umprof wrote)")
-
-
 def describe(path: str | Path, origin: str = "file") -> CalibrationFile:
     """What a calibration file is (GPU, profile, when, where), from its metadata."""
     path = Path(path)
     if not path.is_file():
         raise UsageError(f"{path}: no such calibration file")
-    header = _header(path)
+    header = read_header(path)
     meta, devices = header.get("meta") or {}, header.get("devices") or []
     dev = devices[0] if devices else {}
     cal = meta.get(META_KEY) or {}
@@ -162,9 +133,9 @@ def cached() -> list[CalibrationFile]:
 
 def cache_path(gpu: str, memory_bytes: int, driver: str, host: str, profile: str) -> Path:
     """The cache file of one GPU, driver, host and profile."""
-    slug = lambda t: re.sub(r"[^a-z0-9]+", "-", str(t).lower()).strip("-") or "unknown"  # noqa: E731
+    name = lambda t: slug(str(t)) or "unknown"  # noqa: E731
     gib = round(memory_bytes / 2**30) if memory_bytes else 0
-    return cache_dir() / f"{slug(gpu)}-{gib}gib-driver-{slug(driver)}-{slug(host)}-{profile}.parquet"
+    return cache_dir() / f"{name(gpu)}-{gib}gib-driver-{name(driver)}-{name(host)}-{profile}.parquet"
 
 
 def writable_cache() -> Path:

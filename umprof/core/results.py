@@ -120,6 +120,43 @@ class ResultSet:
         return cls(frame=frame, meta=header.get("meta", {}), devices=header.get("devices", []))
 
 
+def read_header(path: str | Path) -> dict:
+    """A result file's header (``schema_version``, ``meta``, ``devices``) without reading its rows
+    where the format allows (Parquet's schema, CSV's first line); the message names the file."""
+    path = Path(path)
+    fmt = format_for(path)
+    if not path.is_file():
+        raise UsageError(f"{path}: no such result file")
+    try:
+        if fmt == "parquet":
+            import pyarrow.parquet as pq
+
+            with open(path, "rb") as f:  # one open file, as in ResultSet.load
+                raw = (pq.read_schema(f).metadata or {}).get(b"umprof")
+            if raw is None:
+                raise UsageError(f"{path}: a Parquet file, but not one umprof wrote (no 'umprof' metadata)")
+            header = json.loads(raw)
+        elif fmt == "csv":
+            with open(path, encoding="utf-8") as f:
+                first = f.readline()
+            if not first.startswith("# umprof "):
+                raise UsageError(f"{path}: a CSV file, but not one umprof wrote (first line should start '# umprof ')")
+            header = json.loads(first[len("# umprof "):])
+        else:
+            header = json.loads(path.read_text(encoding="utf-8"))
+            if not isinstance(header, dict) or "cases" not in header:
+                raise UsageError(f"{path}: JSON, but not an umprof result (no 'cases' key)")
+            header.pop("cases")
+    except UsageError:
+        raise
+    except Exception as e:  # truncated, foreign, or not text: one line that names the file
+        detail = (str(e).strip().splitlines() or [type(e).__name__])[0]
+        raise UsageError(f"{path}: could not read it as {fmt} (truncated, or not an umprof result?): {detail}") from None
+    if not isinstance(header, dict):
+        raise UsageError(f"{path}: not an umprof result (its header is not a JSON object)")
+    return header
+
+
 def _upgrade(path: Path, header: dict, frame: pd.DataFrame) -> pd.DataFrame:
     """The frame in this umprof's layout, from any layout it reads; a layout it cannot read
     is refused by name."""
