@@ -25,7 +25,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field, replace
 
-from umprof.core.units import format_size, format_time
+from umprof.core.units import format_rate, format_size, format_time
 from umprof.measure import strategies
 from umprof.measure.ops.lifecycle import PAGE_BYTES
 from umprof.model.application import Application, fraction
@@ -180,7 +180,7 @@ def workload_of(app: Application) -> tuple[Workload | None, str]:
     kernel_s = float(per.get("kernel_s", 0.0)) if resident else 0.0
     w = Workload(bytes=int(total), name=app.name.rsplit("/", 1)[-1] or "application", iterations=int(its),
                  host_writes=round(writes, 6), gpu_writes=round(gpu_writes, 6), host_reads=round(reads, 6),
-                 copies=copies if app.strategy not in ("pinned-pipelined",) else 1, kernel_s=kernel_s)
+                 copies=copies if app.strategy != "pinned-pipelined" else 1, kernel_s=kernel_s)
     how = (f"{'copies' if explicit else 'unified-memory migrations'}: {format_size(b_in)} in and {format_size(b_out)} "
            f"out at most in an iteration make the buffer ({format_size(total)}); each steady iteration moves "
            f"{format_size(per.get(prefix + 'h2d_bytes', 0))} in and {format_size(per.get(prefix + 'd2h_bytes', 0))} out"
@@ -218,11 +218,12 @@ def advise(app: Application, cal: Calibration, source: str = "") -> AppAdvice:
                             "model_whole_s": p.whole_s, "model_steady_s": p.steady_s})
     best = ranked[0]
     tied = [p for p in ranked if p.whole_s <= best.whole_s * (1 + PREDICTION_ERROR)]
-    pick = min(tied, key=lambda p: (0 if p.strategy == current else 1, CHANGE_COST.get(p.strategy, 5), p.whole_s)) \
-        if current in {p.strategy for p in tied} else min(tied, key=lambda p: (CHANGE_COST.get(p.strategy, 5), p.whole_s))
+    # among the tied: the current way where it is one of them, else the one that changes least code
+    pick = min(tied, key=lambda p: (p.strategy != current, CHANGE_COST.get(p.strategy, 5), p.whole_s))
     saving = measured_base - pick.whole_s if pick is not base else 0.0
     note = _tie_note(tied, pick)
-    if current is not None and pick.strategy != current and saving < NOISE * now_s:
+    within_noise = current is not None and pick.strategy != current and saving < NOISE * now_s
+    if within_noise:
         # a change that saves less than the loop's noise is not worth making: keep what it has
         note = (f"{pick.strategy} is predicted {format_time(saving)} faster ({saving / now_s:.1%} of the loop): "
                 "within its noise")
@@ -231,7 +232,7 @@ def advise(app: Application, cal: Calibration, source: str = "") -> AppAdvice:
                              tie=len(tied) > 1, note=note))
     out.advice += _flow_advice(app, cal)
     out.limits += _limits(app, now_s)
-    out.verdict = _verdict(app, out, tied, now_s, base)
+    out.verdict = _verdict(app, out, tied, now_s, base, within_noise)
     return out
 
 
@@ -281,8 +282,6 @@ def _flow_advice(app: Application, cal: Calibration) -> list[Advice]:
 
 
 def _rate(bps) -> str:
-    from umprof.core.units import format_rate
-
     return format_rate(bps) if bps and not math.isnan(bps) else "-"
 
 
@@ -301,14 +300,14 @@ def _limits(app: Application, now_s: float) -> list[str]:
     return out
 
 
-def _verdict(app, out: AppAdvice, tied: list[Prediction], now_s: float, base: Prediction) -> str:
+def _verdict(app, out: AppAdvice, tied: list[Prediction], now_s: float, base: Prediction, within_noise: bool) -> str:
     """One paragraph: what it does now, its loop as read, and the advice (or why to keep it)."""
     current, loop = app.strategy, out.loop_advice
     lines = [f"{app.name} on {app.gpu}: {current} now ({app.strategy_why})."]
     if app.loop is not None:
         lines.append(f"Its loop: {app.loop.iterations} iterations of {format_time(app.loop.steady_s)} "
                      f"({format_time(now_s)} measured); read as {out.workload.describe()}.")
-    if loop.strategy == current and loop.note and "within its noise" in loop.note:
+    if within_noise:
         lines.append(f"{loop.note}: it is already near its best; keep it.")
     elif loop.strategy == current:
         lines.append("It already uses the strategy predicted fastest"
