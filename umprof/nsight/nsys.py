@@ -181,18 +181,19 @@ def export_reports(nsys: str, trace: str | Path, prefix: str | Path, wanted=IMPO
     proc = subprocess.run(cmd + [str(trace)], capture_output=True, text=True)
     log = proc.stdout + proc.stderr
     if proc.returncode != 0 and not any(prefix.parent.glob(prefix.name + "_*.csv")):
-        raise ToolUnavailable(f"nsys stats failed on {trace} (exit {proc.returncode}): {_last_line(log)}")
+        raise ToolUnavailable(f"nsys stats failed on {trace} (exit {proc.returncode}): {last_line(log)}")
     reports = load_reports(prefix, wanted)
     reports.source = str(trace)
     for logical, actual in names.items():
         if actual is None:
             reports.notes[logical] = "this nsys has no such report (under any name umprof knows)"
         elif reports.frames.get(logical) is None and "not exported" in reports.notes.get(logical, ""):
-            reports.notes[logical] = f"nsys wrote nothing for {actual}: {_last_line(log)}"
+            reports.notes[logical] = f"nsys wrote nothing for {actual}: {last_line(log)}"
     return reports
 
 
-def _last_line(text: str) -> str:
+def last_line(text: str) -> str:
+    """A tool's output's last non-empty line ('no output' where there is none): what went wrong, in one line."""
     lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
     return lines[-1] if lines else "no output"
 

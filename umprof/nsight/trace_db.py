@@ -58,7 +58,8 @@ def open_trace(path, nsys: str | None = None) -> TraceTables:
     path = Path(path)
     if not path.is_file():
         raise UsageError(f"{path}: no such trace file (expected an Nsight Systems .nsys-rep or its .sqlite export)")
-    head = path.read_bytes()[:16] if path.stat().st_size else b""
+    with open(path, "rb") as f:  # the magic only: a trace can be gigabytes
+        head = f.read(len(SQLITE_MAGIC))
     if head == SQLITE_MAGIC:
         return read_sqlite(path)
     if path.suffix == NSYS_MAGIC_HINT:
@@ -73,7 +74,7 @@ def export_sqlite(report: Path, nsys: str | None = None) -> Path:
     newer one is there; written to a temporary name first, so that no half export is left."""
     import subprocess
 
-    from umprof.nsight.nsys import find_nsys
+    from umprof.nsight.nsys import last_line, find_nsys
 
     out = report.with_suffix(".sqlite")
     if out.is_file() and out.stat().st_mtime >= report.stat().st_mtime:
@@ -85,8 +86,8 @@ def export_sqlite(report: Path, nsys: str | None = None) -> Path:
                            str(report)], capture_output=True, text=True)
     if proc.returncode != 0 or not tmp.is_file():
         tmp.unlink(missing_ok=True)
-        detail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["no output"]
-        raise UsageError(f"{report}: nsys could not export it ({detail[0]}); is it a complete Nsight Systems report?")
+        raise UsageError(f"{report}: nsys could not export it ({last_line(proc.stderr or proc.stdout)}); is it a "
+                         "complete Nsight Systems report?")
     tmp.replace(out)
     return out
 
