@@ -330,20 +330,16 @@ def identify(device_index: int = 0) -> dict:
     ``driver`` (NVML's driver version), from NVML where it answers (no CUDA context needed), else
     from the driver through pycuda; :class:`GpuUnavailable` where neither finds a GPU."""
     _no_gpu_asked()
-    try:
-        import pynvml
 
-        pynvml.nvmlInit()
-        try:
-            handle = pynvml.nvmlDeviceGetHandleByIndex(device_index)
-            name = pynvml.nvmlDeviceGetName(handle)
-            return {"name": name.decode() if isinstance(name, bytes) else str(name),
-                    "memory_bytes": int(pynvml.nvmlDeviceGetMemoryInfo(handle).total),
-                    "driver": _text(pynvml.nvmlSystemGetDriverVersion())}
-        finally:
-            pynvml.nvmlShutdown()
-    except Exception:  # no NVML (or no such GPU there): ask the driver
-        pass
+    def query(nvml):
+        handle = nvml.nvmlDeviceGetHandleByIndex(device_index)
+        return {"name": _text(nvml.nvmlDeviceGetName(handle)),
+                "memory_bytes": int(nvml.nvmlDeviceGetMemoryInfo(handle).total),
+                "driver": _text(nvml.nvmlSystemGetDriverVersion())}
+
+    found = _nvml(query)  # None: no NVML, or no such GPU there: ask the driver
+    if found is not None:
+        return found
     cuda = load_pycuda()
     if device_index >= cuda.Device.count():
         raise GpuUnavailable(f"no GPU {device_index}: the driver shows {cuda.Device.count()}")
@@ -355,16 +351,23 @@ def identify(device_index: int = 0) -> dict:
 
 def driver_version() -> str:
     """NVML's driver version ('580.82.07'), or '' where NVML does not answer."""
+    return _nvml(lambda nvml: _text(nvml.nvmlSystemGetDriverVersion())) or ""
+
+
+def _nvml(query):
+    """``query(pynvml)`` between NVML's init and shutdown; None where NVML or the query fails."""
     try:
         import pynvml
 
         pynvml.nvmlInit()
-        try:
-            return _text(pynvml.nvmlSystemGetDriverVersion())
-        finally:
-            pynvml.nvmlShutdown()
     except Exception:
-        return ""
+        return None
+    try:
+        return query(pynvml)
+    except Exception:
+        return None
+    finally:
+        pynvml.nvmlShutdown()
 
 
 def _text(v) -> str:

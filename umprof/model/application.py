@@ -313,13 +313,14 @@ def find_loop(calls: pd.DataFrame, copies: pd.DataFrame, kernels: pd.DataFrame) 
         return None
     codes, names = pd.factorize(tokens["token"])
     found = find_period(codes)
-    for lo, hi in ((len(codes) // 2, len(codes)), (0, len(codes) // 2)):
-        if found is not None:
-            break
-        # a run of two phases (a warm-up loop, then the loop it times) repeats in each half: the
-        # later half's loop first, the one an application usually times
+    # a run of two phases (a warm-up loop, then the loop it times) repeats in each half: the later
+    # half's loop first, the one an application usually times
+    halves = ((len(codes) // 2, len(codes)), (0, len(codes) // 2))
+    for lo, hi in halves if found is None else ():
         part = find_period(codes[lo:hi])
-        found = None if part is None else (part[0], part[1] + lo, part[2] + lo)
+        if part is not None:
+            found = (part[0], part[1] + lo, part[2] + lo)
+            break
     if found is None:
         return None
     p, first, last = found
