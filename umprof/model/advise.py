@@ -267,8 +267,8 @@ def _flow_advice(app: Application, cal: Calibration) -> list[Advice]:
             if f["time_s"] - pinned > NOISE * f["time_s"]:
                 out.append(Advice(label, "pinned", "allocate this flow's host buffer with cudaMallocHost (or "
                                   "cudaHostRegister it)", f["time_s"], pinned, f["time_s"] - pinned,
-                                  note=f"{f['count']} copies at {_rate(f['bytes_per_s'])} now; pinned: "
-                                       f"{_rate(f['total_bytes'] / pinned if pinned else math.nan)}"))
+                                  note=f"{f['count']} copies at {format_rate(f['bytes_per_s'])} now; pinned: "
+                                       f"{format_rate(f['total_bytes'] / pinned if pinned else math.nan)}"))
         per_iteration = f["count"] / its
         if f["bytes"] <= SMALL_COPY and per_iteration >= MANY_COPIES:
             memory = "pinned" if f["host_kind"] != "pageable" else "pageable"
@@ -280,9 +280,6 @@ def _flow_advice(app: Application, cal: Calibration) -> list[Advice]:
                                   note="each copy pays a latency that one copy of all of them pays once"))
     return out
 
-
-def _rate(bps) -> str:
-    return format_rate(bps) if bps and not math.isnan(bps) else "-"
 
 
 def _limits(app: Application, now_s: float) -> list[str]:

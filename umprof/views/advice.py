@@ -22,10 +22,10 @@ def flows_table(adv) -> Table:
         t.add_column(col, justify="right" if col in numbers else "left")
     for _, f in app.flows.head(FLOWS_SHOWN).iterrows():
         t.add_row(f["direction"], f["host_kind"], format_size(int(f["bytes"])), str(int(f["count"])),
-                  format_size(int(f["total_bytes"])), format_time(f["time_s"]), _rate(f["bytes_per_s"]),
+                  format_size(int(f["total_bytes"])), format_time(f["time_s"]), format_rate(f["bytes_per_s"]),
                   _pct(f["bytes_per_s"] / adv.link_bytes_per_s), "yes" if f["sync"] else "no", str(f["stream"]),
                   _pct(f["overlap"]), f["range"] or "-")
-    t.caption = f"of link: of the PCIe link's {_rate(adv.link_bytes_per_s)} per direction"
+    t.caption = f"of link: of the PCIe link's {format_rate(adv.link_bytes_per_s)} per direction"
     if len(app.flows) > FLOWS_SHOWN:
         t.caption += f"; {len(app.flows) - FLOWS_SHOWN} more flows in --json"
     return t
@@ -88,9 +88,6 @@ def print_advice(adv, console: Console) -> None:
         console.print(f"[yellow]note:[/] {line}")
     console.print()
 
-
-def _rate(v) -> str:
-    return format_rate(v) if v and not (isinstance(v, float) and math.isnan(v)) else "-"
 
 
 def _pct(v) -> str:

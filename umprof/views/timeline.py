@@ -22,12 +22,12 @@ def timeline_figure(app, max_ops: int = 4000):
     if app.loop is not None:  # from the first GPU operation, as long as that many steady iterations take
         end = t0 + app.loop.steady_s * 1e9 * min(app.loop.iterations, MAX_ITERATIONS)
     ops = []
-    for _, r in copies.iterrows() if len(copies) <= max_ops else copies.head(max_ops).iterrows():
+    for _, r in copies.head(max_ops).iterrows():
         if end is None or r["start"] <= end:
             um = str(r["direction"]).startswith("um_")
             ops.append(("UM migrations" if um else f"stream {r['stream']}", r["start"], r["end"],
                         COLORS.get(r["host_kind"], COLORS["unknown"]), r["direction"]))
-    for _, r in (kernels if len(kernels) <= max_ops else kernels.head(max_ops)).iterrows():
+    for _, r in kernels.head(max_ops).iterrows():
         if end is None or r["start"] <= end:
             ops.append((f"stream {r['stream']}", r["start"], r["end"], KERNEL, "kernel"))
     rows = sorted({o[0] for o in ops}, key=lambda x: (x == "UM migrations", x))
