@@ -212,16 +212,19 @@ def advise(app: Application, cal: Calibration, source: str = "") -> AppAdvice:
         base = ranked[-1]
     # the application's own allocation and free, as its trace measured them, stand for the prediction's
     measured_base = base.whole_s - base.setup.get("alloc", 0.0) - base.setup.get("free", 0.0) + app.allocation_s
+    # every comparison is of the same figures: the current way's own, with its measured allocation
+    whole = {p.strategy: measured_base if p is base else p.whole_s for p in ranked}
+    ranked = sorted(ranked, key=lambda p: whole[p.strategy])
     for p in ranked:
-        saving = measured_base - p.whole_s if p is not base else 0.0
+        saving = measured_base - whole[p.strategy]
         out.ranking.append({"strategy": p.strategy, "predicted_s": now_s - saving, "saving_s": saving,
                             "model_whole_s": p.whole_s, "model_steady_s": p.steady_s})
-    best = ranked[0]
-    tied = [p for p in ranked if p.whole_s <= best.whole_s * (1 + PREDICTION_ERROR)]
+    best = whole[ranked[0].strategy]
+    tied = [p for p in ranked if whole[p.strategy] <= best * (1 + PREDICTION_ERROR)]
     # among the tied: the current way where it is one of them, else the one that changes least code
-    pick = min(tied, key=lambda p: (p.strategy != current, CHANGE_COST.get(p.strategy, 5), p.whole_s))
-    saving = measured_base - pick.whole_s if pick is not base else 0.0
-    note = _tie_note(tied, pick)
+    pick = min(tied, key=lambda p: (p.strategy != current, CHANGE_COST.get(p.strategy, 5), whole[p.strategy]))
+    saving = measured_base - whole[pick.strategy]
+    note = _tie_note(tied, pick, whole)
     within_noise = current is not None and pick.strategy != current and saving < NOISE * now_s
     if within_noise:
         # a change that saves less than the loop's noise is not worth making: keep what it has
@@ -245,11 +248,12 @@ def _change(strategy: str, w: Workload, current: str | None) -> str:
     return text
 
 
-def _tie_note(tied: list[Prediction], pick: Prediction) -> str:
+def _tie_note(tied: list[Prediction], pick: Prediction, whole: dict) -> str:
     if len(tied) < 2:
         return ""
     names = ", ".join(p.strategy for p in tied)
-    spread = tied[-1].whole_s / tied[0].whole_s - 1 if tied[0].whole_s > 0 else 0.0
+    first, last = whole[tied[0].strategy], whole[tied[-1].strategy]
+    spread = last / first - 1 if first > 0 else 0.0
     return (f"{names}: within {spread:.0%} of each other, predicted (under the prediction's own error, "
             f"{PREDICTION_ERROR:.0%}); {pick.strategy} changes the least code")
 

@@ -53,6 +53,19 @@ def test_samples_that_move_little_are_told_so(tmp_path):
     assert adv.app.loop is not None and adv.app.loop.iterations >= 50  # the streamed loop, the run's later half
 
 
+def test_the_ranking_the_tie_and_the_saving_compare_the_same_figures(tmp_path):
+    """The current way's figure is its prediction with the allocation its trace measured: the
+    ranking is in the order of the times it shows, the current way stands where that time puts it,
+    and no advice is 'faster' by a negative time."""
+    for name in ("asyncAPI", "stream_loop", "managed_loop", "vectorAdd"):
+        (adv,) = api.advise(fixture(name, tmp_path))
+        shown = [r["predicted_s"] for r in adv.ranking]
+        assert shown == sorted(shown), name
+        now = next(r for r in adv.ranking if r["strategy"] == adv.app.strategy)
+        assert now["saving_s"] == 0 and now["predicted_s"] == pytest.approx(adv.loop_advice.now_s)
+        assert adv.loop_advice.saving_s >= 0 and "-" not in adv.loop_advice.note.split("faster")[0][-12:], name
+
+
 def _walls(doc, name):
     return {m: statistics.median(v["wall_s"]) for m, v in doc["apps"][name]["modes"].items()}
 
