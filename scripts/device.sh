@@ -5,6 +5,8 @@
 #   tests      the GPU test suite (logs the margins of its timing checks)
 #   default    the default suite, timed from process start
 #   um         the unified-memory scenarios (um-advice, um-sparse, um-pages)
+#   staging    the staging ring swept, then in its scenario and in the loop, and the table against its
+#              ceiling (benchmarks/staging_table.py)
 #   calibrate  the full calibration, then a quick one, each timed from process start (full, quick: one)
 #   apps       benchmarks/apps: build, trace each application as written, time every mode (needs the
 #              cuda-samples in .device/cuda-samples for NVIDIA's three; ROUNDS=N, default 3)
@@ -34,6 +36,10 @@ for step in "$@"; do
     um)
       timed "unified memory" "$OUT/$gpu-um-run.txt" python3 -m umprof run um-advice um-sparse um-pages \
         -o "$OUT/$gpu-um.parquet" --force ;;
+    staging)
+      timed "staging" "$OUT/$gpu-staging.log" python3 -m umprof run staging-sweep staging staging-loop \
+        -o "$OUT/$gpu-staging.parquet" --force
+      python3 benchmarks/staging_table.py "$OUT/$gpu-staging.parquet" --json "$OUT/$gpu-staging.json" | tee -a "$OUT/$gpu-staging.log" ;;
     calibrate|full)
       timed "full calibration" "$OUT/$gpu-calibrate.log" python3 -m umprof calibrate -o "$OUT/$gpu-calibration-full.parquet" --force ;;&
     calibrate|quick)
@@ -49,6 +55,6 @@ for step in "$@"; do
       timed "${SET:?SET=holdout-N} ${TAG:-}" "$OUT/$gpu-sets.log" python3 scripts/measure_workloads.py \
         "benchmarks/workloads/$SET.toml" "$OUT/$gpu-loop-$SET${TAG:+-$TAG}.parquet" ;;
     full) ;;  # its calibration ran above
-    *) echo "unknown step: $step (tests, default, um, calibrate, full, quick, apps, set)"; exit 2 ;;
+    *) echo "unknown step: $step (tests, default, um, staging, calibrate, full, quick, apps, set)"; exit 2 ;;
   esac
 done

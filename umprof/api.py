@@ -278,29 +278,34 @@ def calibrations() -> list:
 
 def calibration_estimate(profile: str = "full", gpu: str | None = None) -> float:
     """Seconds a calibration of this profile should take: the shipped calibration of the same GPU's
-    case times where there is one (same cases), else the run's own estimate."""
+    case times for the cases it measured, the run's own estimate for the rest (all of them where
+    no calibration of that GPU is shipped)."""
     from umprof.core import calibrations as store
     from umprof.measure import calibration as profiles
 
     chosen = profiles.scenarios(profile)
+    own = estimate(chosen, um_counters="off")
     base = next((c for c in store.shipped() if gpu and c.matches(gpu)), None)
-    if base is not None:
-        shipped = ResultSet.load(base.path)
-        totals = shipped.frame[shipped.frame["phase"] == "total"].set_index(["scenario", "case"])
-        wanted = [(s, c.label) for s in chosen for c in s.cases()]
-        if all((s.name, label) in totals.index for s, label in wanted):
-            rules = shipped.meta.get("timing") or {}
-            seconds = 0.0
-            for s, label in wanted:
-                row = totals.loc[(s.name, label)]
-                t, own = float(row["case_wall_s"]), s.timing.get("timeout")
-                was = (rules.get(s.name) or {}).get("timeout")
-                # a case that sampled until its timeout takes the profile's shorter one in its place
-                if own and was and own < was and "timeout" in str(row.get("stop_reason", "")):
-                    t *= own / was
-                seconds += t
-            return seconds + 15.0  # opening the GPU, measuring its device copy, compiling the kernels
-    return estimate(chosen, um_counters="off").total_s
+    if base is None:
+        return own.total_s
+    shipped = ResultSet.load(base.path)
+    totals = shipped.frame[shipped.frame["phase"] == "total"].set_index(["scenario", "case"])
+    rules = shipped.meta.get("timing") or {}
+    estimates = dict(zip(own.names, own.estimates))
+    seconds = 0.0
+    for s in chosen:
+        for c in s.cases():
+            if (s.name, c.label) not in totals.index:
+                seconds += estimates[f"{s.name} {c.label}"]
+                continue
+            row = totals.loc[(s.name, c.label)]
+            t, timeout = float(row["case_wall_s"]), s.timing.get("timeout")
+            was = (rules.get(s.name) or {}).get("timeout")
+            # a case that sampled until its timeout takes the profile's shorter one in its place
+            if timeout and was and timeout < was and "timeout" in str(row.get("stop_reason", "")):
+                t *= timeout / was
+            seconds += t
+    return seconds + 15.0  # opening the GPU, measuring its device copy, compiling the kernels
 
 
 def calibrate(output=None, *, quick: bool = False, device: int = 0, force: bool = False, console=None, argv=None):

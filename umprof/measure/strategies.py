@@ -130,21 +130,42 @@ class WriteCombined(_Explicit):
     host_flags = staticmethod(lambda cuda: cuda.host_alloc_flags.WRITECOMBINED)
 
 
+class PageableRegistered(_Explicit):
+    """The application's malloc'd buffer page-locked where it lies (cuMemHostRegister): no new
+    allocation and no change to the code that fills it, copies at the link's rate after. Pinning
+    every page costs time at setup (and cuMemHostUnregister at the end), in proportion to the
+    bytes: the calibration's setup loop measures it, and it pays back over enough copies."""
+
+    name = "pageable-registered"
+    about = "an existing malloc'd buffer page-locked in place (cuMemHostRegister); copies at the link's rate"
+    host_flags = staticmethod(lambda cuda: 0)  # its copies are asynchronous, as pinned memory's are
+
+    def _host_alloc(self, session, nbytes):
+        host = aligned_empty(nbytes)
+        session.host_register(host.ctypes.data, max(nbytes, 1))
+        return host
+
+    def free(self, session, buf):
+        buf.handles.pop("device").free()
+        host = buf.handles.pop("host")
+        session.host_unregister(host.ctypes.data)
+
+
 class PageableStaged(_Explicit):
-    """Pageable (malloc'd) data whose copies go through a ring of pinned buffers, host threads
-    filling (or emptying) one slot while the DMA of the last runs: pageable data near the link's
-    rate without pinning it all. The ring (2 × 32 MiB, 8 threads) is set up with the buffer."""
+    """Pageable (malloc'd) data whose copies go through a ring of pinned slots, host threads near
+    the GPU filling (or emptying) slots while the DMAs of others run: pageable data near the link's
+    rate without pinning it all. The ring (:func:`~umprof.measure.staging_ring.ring_shape`'s rule:
+    up to 12 threads, 2 slots a thread of 1-8 MiB) is set up with the buffer."""
 
     name = "pageable-staged"
-    about = "malloc'd host memory copied through a ring of 2 x 32 MiB pinned buffers by 8 host threads"
-    slots, chunk, threads = 2, 32 * 1024**2, 8
+    about = "malloc'd host memory copied through a ring of pinned slots by host threads near the GPU"
 
     def allocate(self, session, nbytes):
         from umprof.measure.staging_ring import StagingRing
 
         buf = super().allocate(session, nbytes)
         try:
-            buf.handles["ring"] = StagingRing(session, self.slots, self.chunk, self.threads)
+            buf.handles["ring"] = StagingRing(session, nbytes)
         except BaseException:
             super().free(session, buf)
             raise
@@ -308,6 +329,7 @@ _ALL = [
             advice="accessed-by-gpu"),
     System(),
     PageableStaged(),
+    PageableRegistered(),
     PinnedPipelined(),
 ]
 STRATEGIES = {s.name: s for s in _ALL}

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 
 from umprof.model.calibration import (BORROWS, CACHED_HOST, CACHED_UNLESS_COPIED_INTO, FETCH_WORDS, GPU_STEPS,
-                                      HOST_STEPS, PATTERN_BYTES, STEADY_PHASES, CalibrationCurves, kind)
+                                      HOST_STEPS, PATTERN_BYTES, PLANS, STEADY_PHASES, CalibrationCurves, kind)
 from umprof.model.curves import Curve, at_span
 from umprof.model.pages import PageSimulation
 from umprof.model.workload import Workload
@@ -67,7 +67,7 @@ class PhaseComposition(CalibrationCurves):
         copies the buffer its own way, in one)."""
         if nbytes <= 0:
             return 0.0
-        parts = 1 if strategy in BORROWS else max(1, min(int(parts), math.ceil(nbytes)))
+        parts = 1 if strategy in PLANS else max(1, min(int(parts), math.ceil(nbytes)))
         return parts * self.curve(strategy, direction)(nbytes / parts)
 
     def _kernel(self, strategy, w: Workload, pages: "PageSimulation.Step", walk: bool = True) -> float:

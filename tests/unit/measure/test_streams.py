@@ -48,12 +48,16 @@ def test_parallel_copy_copies_every_byte(threads):
 
 def test_the_streams_group_expands_as_documented():
     by = {s.name: s for s in resolve(["streams"])}
-    assert set(by) == {"overlap", "overlap-strategies", "staging", "bidirectional", "latency"}
+    assert set(by) == {"overlap", "overlap-strategies", "staging", "staging-sweep", "staging-loop", "bidirectional",
+                       "latency"}
     assert len(by["overlap"].cases()) == 4 * 5 * 3  # chunk x streams x compute, pinned
     labels = [c.label for c in by["staging"].cases()]
-    # the ring's axes name the staged cases only; threads name the host copy too
+    # the ring's shape is the rule's (axes at 0, left out of the names); the sweep names it
     assert "method=pageable direction=h2d bytes=256MiB" in labels
-    assert "method=host-copy direction=h2d bytes=256MiB threads=4" in labels
-    assert "method=pageable-staged direction=h2d bytes=256MiB slots=4 chunk=8MiB threads=8" in labels
+    assert "method=host-copy direction=h2d bytes=1GiB" in labels
+    assert "method=pageable-staged direction=d2h bytes=1GiB" in labels and len(labels) == 16
+    sweep = [c.label for c in by["staging-sweep"].cases()]
+    assert "method=pageable-staged direction=h2d bytes=1GiB chunk=8MiB threads=12" in sweep
+    assert "method=host-copy direction=d2h bytes=1GiB threads=15" in sweep and len(sweep) == 2 * (16 + 4 + 1)
     lat = [c.label for c in by["latency"].cases()]
     assert "method=pointer-chase-host" in lat and len(lat) == 3 * 4 + 2

@@ -5,21 +5,24 @@ plain host copy of the same bytes (``host-copy``: the host memory's rate, the ce
 can reach).
 
 The ring itself (:class:`~umprof.measure.staging_ring.StagingRing`) is what the ``pageable-staged``
-strategy moves a loop's copies with. One phase per sample (``h2d`` or ``d2h``) by CUDA events
-around the whole transfer, host copies included. The destination is checked in full.
+strategy moves a loop's copies with; ``slots``, ``chunk`` and ``threads`` of 0 take its rule's
+choice (:func:`~umprof.measure.staging_ring.ring_shape`), as the strategy does, and the host copy
+runs on the rule's threads, pinned to the CPUs near the GPU, unless ``threads`` says otherwise.
+One phase per sample (``h2d`` or ``d2h``) by CUDA events around the whole transfer, host copies
+included. The destination is checked in full; each case's extras say the ring it ran
+(``ring_threads``, ``ring_slots``, ``ring_chunk``, ``ring_bytes``).
 """
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
-
 import numpy as np
 
 from umprof.core.axes import AxisSet, AxisSpec
-from umprof.core.errors import CaseFailed, CaseSkipped
+from umprof.core.errors import CaseFailed
 from umprof.measure.ops.base import CaseRun, Op, register
 from umprof.measure.ops.transfer import byte_pattern
-from umprof.measure.staging_ring import StagingRing, parallel_copy
+from umprof.measure.host_cpus import near_cpus
+from umprof.measure.staging_ring import StagingRing, copy_pool, parallel_copy, ring_shape
 from umprof.measure.strategies import aligned_empty
 
 METHODS = ("pageable", "pageable-staged", "pinned", "host-copy")
@@ -50,12 +53,17 @@ class StagingRun(CaseRun):
                 s.check_device_alloc(n)
                 self.dev = cuda.mem_alloc(n)
                 self.handles.append(self.dev)
-            if self.method == "host-copy" and self.threads > 1:
-                self.pool = ThreadPoolExecutor(self.threads, thread_name_prefix="umprof-staging")
+            if self.method == "host-copy":
+                try:
+                    bus = s.device.pci_bus_id()
+                except Exception:
+                    bus = None
+                cpus = near_cpus(bus)
+                self.threads = self.threads or ring_shape(n, len(cpus)).threads
+                self.pool = copy_pool(self.threads, cpus)
             if self.method == "pageable-staged":
-                if self.slots < 2:
-                    raise CaseSkipped("a staging ring needs at least 2 slots")
-                self.ring = StagingRing(s, self.slots, self.chunk, self.threads)
+                self.ring = StagingRing(s, n, threads=self.threads, slots=self.slots, chunk=self.chunk)
+                self.threads = self.ring.threads
             if self.direction == "h2d":
                 self.host[:] = self.pattern
             elif self.method != "host-copy":
@@ -65,7 +73,9 @@ class StagingRun(CaseRun):
         except BaseException:
             self.close()
             raise
-        self.extra.update(ring_bytes=self.slots * self.chunk if self.method == "pageable-staged" else 0)
+        ring = self.ring.shape if self.ring is not None else None
+        self.extra.update(ring_bytes=ring.pinned_bytes if ring else 0, ring_slots=ring.slots if ring else 0,
+                          ring_chunk=ring.chunk if ring else 0, ring_threads=self.threads or 0)
 
     def reset(self):
         if self.direction == "d2h":
@@ -127,9 +137,11 @@ OP = register(Op(
         AxisSpec("method", "choice", default=METHODS, choices=METHODS),
         AxisSpec("direction", "choice", default=("h2d", "d2h"), choices=("h2d", "d2h")),
         AxisSpec("bytes", "size", default=(256 * 1024**2,), minimum=4096),
-        AxisSpec("slots", "int", default=(4,), minimum=1, maximum=64, about="pinned buffers in the ring"),
-        AxisSpec("chunk", "size", default=(8 * 1024**2,), minimum=4096, about="bytes per ring slot"),
-        AxisSpec("threads", "int", default=(4,), minimum=1, maximum=64, about="host threads copying into the ring"),
+        AxisSpec("slots", "int", default=(0,), minimum=0, maximum=256, quiet_default=True,
+                 about="pinned slots in the ring (0: the rule's)"),
+        AxisSpec("chunk", "size", default=(0,), minimum=0, quiet_default=True, about="bytes per ring slot (0: the rule's)"),
+        AxisSpec("threads", "int", default=(0,), minimum=0, maximum=256, quiet_default=True,
+                 about="host threads copying into the ring, and in the host copy (0: the rule's)"),
     ]),
     phases=("h2d", "d2h"),
     run=StagingRun,
