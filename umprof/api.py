@@ -317,7 +317,6 @@ def calibrate(output=None, *, quick: bool = False, device: int = 0, force: bool 
     from umprof.measure import calibration as profiles
     from umprof.measure.budget import format_seconds
     from umprof.measure.gpu import identify
-    from umprof.measure.runner import run_scenarios
 
     gpu = identify(device)  # no GPU: say so before promising a calibration
     profile = "quick" if quick else "full"
@@ -353,9 +352,11 @@ def calibrate(output=None, *, quick: bool = False, device: int = 0, force: bool 
         console.print(f"{what} {gpu['name']} ({profile}: {total} cases, about "
                       f"{format_seconds(calibration_estimate(profile, gpu['name']))}); saving to {path}")
     facts = {"profile": profile, "base": base.name if base else None, "complete": False, "cases": total}
-    rs, _ = run_scenarios(chosen, output=path, force=force, resume=resume, device=device, um_counters="off",
-                          argv=argv or ["umprof.calibrate"], console=console, progress=console is not None,
-                          meta={store.META_KEY: facts})
+    # a case that loses the CUDA context is recorded as failed and the rest runs in a fresh process,
+    # as `umprof run` does: a long calibration is not lost to one sticky error
+    settings = dict(output=str(path), device=device, um_counters="off", argv=argv or ["umprof.calibrate"],
+                    meta={store.META_KEY: facts})
+    rs = _run_here(chosen, settings, force=force, resume=resume, progress=console is not None, console=console)
     measured = int(rs.frame.loc[rs.frame["phase"] == "total", ["scenario", "case"]].drop_duplicates().shape[0])
     rs.meta[store.META_KEY] = dict(facts, complete=measured >= total, cases=measured)
     rs.save(path)

@@ -28,11 +28,14 @@ import numpy as np
 
 MiB = 1024**2
 GRANULE = 64 * 1024  # slots are whole 64 KiB pages
-# The rule (ring_shape): measured on an H100 and an H200 machine of 16 cores each (2026-11-25), with
-# 1 GiB moved each way. Host copies scale with threads until the memory's bandwidth is shared out;
-# one core stays for the thread that issues the DMAs.
+# The rule (ring_shape), from the sweep at 1 GiB each way on an H100 machine of 16 cores (2026-11-25,
+# scenarios/staging-sweep.toml): H2D rose with threads, 30.9 GB/s on 4 and 43.8 on 12 at 8 MiB slots, and
+# 4 MiB slots did as well as 8 (43.5 and 36.5 GB/s D2H against 43.8 and 34.3) while 2 MiB slots fell
+# behind (28.2) and 16 MiB ones too (38.9). Smaller slots fill the pipe sooner (the first DMA waits for
+# one slot's copy on one thread), so 4 MiB is the most a slot takes. 15 threads on 16 cores left the
+# issuing thread without a core (D2H 21-36 GB/s): one core stays for it, and 12 threads at most.
 MAX_THREADS = 12
-MIN_CHUNK, MAX_CHUNK = 1 * MiB, 8 * MiB
+MIN_CHUNK, MAX_CHUNK = 1 * MiB, 4 * MiB
 DEPTH = 2  # slots per thread: one being copied, one in its DMA
 INLINE_BYTES = 1 * MiB  # a transfer this small is copied on the calling thread: a handoff costs more
 
@@ -54,7 +57,7 @@ def ring_shape(nbytes: int, cpus: int, *, threads: int = 0, slots: int = 0, chun
     """The ring for transfers of up to ``nbytes`` on a host with ``cpus`` usable CPUs near the GPU.
 
     Threads: one fewer than the CPUs (the issuing thread keeps one), at most MAX_THREADS. Slot size:
-    the buffer shared out over the threads, in whole 64 KiB pages, between 1 and 8 MiB (never more
+    the buffer shared out over the threads, in whole 64 KiB pages, between 1 and 4 MiB (never more
     than the buffer). Depth: DEPTH slots a thread, no more than the buffer has chunks. A non-zero
     ``threads``, ``slots`` or ``chunk`` overrides the rule's choice (a sweep measures them).
     """

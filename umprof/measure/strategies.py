@@ -155,7 +155,7 @@ class PageableStaged(_Explicit):
     """Pageable (malloc'd) data whose copies go through a ring of pinned slots, host threads near
     the GPU filling (or emptying) slots while the DMAs of others run: pageable data near the link's
     rate without pinning it all. The ring (:func:`~umprof.measure.staging_ring.ring_shape`'s rule:
-    up to 12 threads, 2 slots a thread of 1-8 MiB) is set up with the buffer."""
+    up to 12 threads, 2 slots a thread of 1-4 MiB) is set up with the buffer."""
 
     name = "pageable-staged"
     about = "malloc'd host memory copied through a ring of pinned slots by host threads near the GPU"

@@ -20,8 +20,9 @@ def test_the_rule_shares_a_buffer_over_threads_in_whole_pages():
     assert small.chunk == MIN_CHUNK and small.slots == 3  # no more slots than the buffer has chunks
     tiny = ring_shape(12 * 1024, 16)
     assert tiny.chunk == 64 * 1024 and tiny.slots == 1  # never more than the buffer, in whole pages
-    mid = ring_shape(40 * MiB, 9)
-    assert mid.threads == 8 and mid.chunk == 5 * MiB and mid.slots == 8
+    mid = ring_shape(24 * MiB, 9)
+    assert mid.threads == 8 and mid.chunk == 3 * MiB and mid.slots == 8
+    assert ring_shape(40 * MiB, 9).chunk == MAX_CHUNK and ring_shape(40 * MiB, 9).slots == 10
     assert ring_shape(1024 * MiB, 16, threads=4, chunk=2 * MiB, slots=3) == staging_ring.RingShape(4, 3, 2 * MiB)
 
 
