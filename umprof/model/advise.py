@@ -30,18 +30,13 @@ from umprof.measure import strategies
 from umprof.measure.ops.lifecycle import PAGE_BYTES
 from umprof.model.application import Application, fraction
 from umprof.model.predict import Calibration, Prediction
+from umprof.model.ties import CHANGE_COST
 from umprof.model.workload import Workload
 
 PREDICTION_ERROR = 0.10  # verification: median errors 5-15% per set on both GPUs; closer than this is a tie
 NOISE = 0.05  # a saving under this share of the loop's measured time is not worth a change
 SMALL_COPY = 256 * 1024  # copies this small, many to an iteration, pay their latency more than their bytes
 MANY_COPIES = 16
-# how much code a change touches, from none (0) to restructuring the loop (4): a tie's second criterion
-# (write-combined memory after pinned: the same change, and a host that ever reads it reads it very slowly)
-CHANGE_COST = {"pageable": 0, "pinned": 1, "write-combined": 1.5, "mapped": 2, "zero-copy": 2, "managed": 2,
-               "managed-prefetch": 3, "managed-advise-read-mostly": 3, "managed-advise-prefer-gpu": 3,
-               "managed-advise-prefer-host": 3, "managed-advise-accessed-by-gpu": 3, "pageable-staged": 4,
-               "pinned-pipelined": 4, "system": 2}
 CHANGES = {
     "pageable": "keep malloc'd host buffers and cudaMemcpy",
     "pinned": "allocate the host buffers with cudaMallocHost (or cudaHostRegister the existing ones); keep the copies",
@@ -60,8 +55,11 @@ CHANGES = {
     "managed-advise-prefer-host": "cudaMallocManaged and cudaMemAdvise(..., cudaMemAdviseSetPreferredLocation, "
                                   "cudaCpuDeviceId)",
     "managed-advise-accessed-by-gpu": "cudaMallocManaged and cudaMemAdvise(..., cudaMemAdviseSetAccessedBy, gpu)",
-    "pageable-staged": "keep the malloc'd buffers and copy through two pinned 32 MiB staging buffers, 8 host threads "
-                       "filling one while the other is copied",
+    "pageable-registered": "cudaHostRegister the existing malloc'd buffers once (after malloc, before the loop; "
+                           "cudaHostUnregister before free) and make the copies cudaMemcpyAsync",
+    "pageable-staged": "keep the malloc'd buffers and copy through a ring of small pinned buffers (cudaMallocHost, "
+                       "4 MiB each, two per thread), host threads near the GPU filling some while the others are "
+                       "copied (cudaMemcpyAsync, an event per buffer)",
     "pinned-pipelined": "pinned host buffers, each iteration's copies and kernels in {chunks} (cudaMemcpyAsync and "
                         "kernels on each chunk's stream), the host writing the next chunk meanwhile",
     "system": "pass malloc'd memory to the kernels directly (HMM)",

@@ -41,8 +41,8 @@ def test_run_dry_run_touches_no_gpu(runner, monkeypatch):
     monkeypatch.setenv("UMPROF_NO_GPU", "1")
     r = runner.invoke(cli, ["run", "--dry-run", "host-strategies", "-a", "bytes=pow2:20..22:2", "-a", "reuse=1"])
     assert r.exit_code == 0, r.output
-    assert "host-strategies (lifecycle, 26 cases, ~" in r.output
-    assert "26 cases: about" in r.output and "(no budget)" in r.output
+    assert "host-strategies (lifecycle, 28 cases, ~" in r.output
+    assert "28 cases: about" in r.output and "(no budget)" in r.output
 
 
 def test_dry_run_of_the_default_suite_shows_its_estimate_and_budget(runner, monkeypatch):

@@ -83,7 +83,7 @@ def test_recommend_json_is_one_document_a_script_reads():
     doc = json.loads(r.stdout)
     assert doc["device"] == "NVIDIA H200" and len(doc["recommendations"]) == 16
     rec = doc["recommendations"][0]
-    assert set(rec) == {"workload", "ranked_by", "ranking", "excluded", "reason", "notes", "verification"}
+    assert set(rec) == {"workload", "ranked_by", "ranking", "excluded", "reason", "notes", "tie", "verification"}
     top = rec["ranking"][0]
     assert set(top) >= {"rank", "strategy", "setup_s", "steady_s", "whole_s", "setup_phases_s", "steady_phases_s"}
     assert top["whole_s"] == pytest.approx(top["setup_s"] + rec["workload"]["iterations"] * top["steady_s"])

@@ -76,8 +76,10 @@ def test_the_advice_applied_measured_fastest_and_saved_what_it_said(tmp_path, gp
     """Every mode of the application timed by wall clock (three rounds, median): the advised one is the
     fastest or within 5% of it, and its predicted saving is within 20% of the measured one."""
     doc = json.loads((RESULTS / "advise" / f"nvidia-{gpu}-judged-a.json").read_text())  # the lease of the fixtures
-    (adv,) = api.advise(fixture(name, tmp_path))
     walls, own = _walls(doc, name), doc["apps"][name]["own_mode"]
+    # advised by the calibration 0.2.0 shipped, measured on the lease the applications were judged on (a
+    # calibration of another machine predicts other savings: its host memory and link differ by 10-20%)
+    (adv,) = api.advise(fixture(name, tmp_path), RESULTS / "calibration" / "nvidia-h100-calibration-full-v020.parquet")
     advised = adv.loop_advice.strategy
     assert walls[advised] <= 1.05 * min(walls.values()), (advised, walls)
     measured = walls[own] - walls[advised]

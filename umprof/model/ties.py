@@ -1,0 +1,57 @@
+"""Strategies the prediction cannot tell apart, and how they are ordered then.
+
+Where the top strategies are predicted within the prediction's own error of the fastest, the
+figures do not decide; a second criterion does, and the answer says which: the change that touches
+less code (CHANGE_COST), then the one that pins less host memory (memory the OS can no longer page,
+which the user's other processes lose), then the predicted figure.
+"""
+
+from __future__ import annotations
+
+import os
+
+from umprof.measure import strategies
+
+CRITERION = "less code to change, then less host memory pinned"
+# how much code a change touches, from none (0) to restructuring the loop (4). Page-locking a buffer
+# in place is one call after its malloc; write-combined memory comes after pinned (the same change,
+# and a host that ever reads it reads it very slowly).
+CHANGE_COST = {"pageable": 0, "pinned": 1, "pageable-registered": 1, "write-combined": 1.5, "mapped": 2,
+               "zero-copy": 2, "managed": 2, "system": 2, "managed-prefetch": 3, "managed-advise-read-mostly": 3,
+               "managed-advise-prefer-gpu": 3, "managed-advise-prefer-host": 3, "managed-advise-accessed-by-gpu": 3,
+               "pageable-staged": 4, "pinned-pipelined": 4}
+UNKNOWN_COST = 5
+
+
+def pinned_bytes(strategy: str, nbytes: int) -> int:
+    """Host bytes the strategy page-locks for a buffer of ``nbytes``: all of it for pinned, write-combined,
+    zero-copy, mapped and registered memory, the ring's slots for a staged plan, none otherwise."""
+    if strategy == "pageable-staged":
+        from umprof.measure.staging_ring import ring_shape
+
+        return ring_shape(nbytes, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
+                          else os.cpu_count() or 1).pinned_bytes
+    st = strategies.get(strategy)
+    if getattr(st, "host_flags", None) is not None or st.over_link and not st.pages_migrate:
+        return int(nbytes)
+    return 0
+
+
+def tie_key(strategy: str, nbytes: int, cost: float) -> tuple:
+    """The order among tied strategies: less code to change, less memory pinned, then the figure."""
+    return (CHANGE_COST.get(strategy, UNKNOWN_COST), pinned_bytes(strategy, nbytes), cost)
+
+
+def tied(costs: list[tuple[str, float]], error: float) -> list[str]:
+    """The strategies (``(name, cost)``, any order) within ``error`` of the fastest, fastest first."""
+    if not costs:
+        return []
+    ranked = sorted(costs, key=lambda c: c[1])
+    best = ranked[0][1]
+    return [name for name, cost in ranked if cost <= best * (1 + error)]
+
+
+def describe(names: list[str], spread: float, figure: str = "predicted") -> str:
+    """'pinned, write-combined or pageable: within 3%, predicted'."""
+    listed = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " or " + names[-1]
+    return f"{listed}: within {spread:.0%}, {figure}"
