@@ -19,6 +19,8 @@ import sys
 
 import pandas as pd
 
+from umprof.core.results import ResultSet
+
 GOAL = 0.85
 GB = 1e9
 
@@ -112,14 +114,16 @@ def main(argv=None) -> int:
     ap.add_argument("results", nargs="+", help="result files of the staging scenarios")
     ap.add_argument("--json", help="write the rows here")
     args = ap.parse_args(argv)
-    frame = pd.concat([pd.read_parquet(p) for p in args.results], ignore_index=True)
+    sets = [ResultSet.load(p) for p in args.results]
+    frame = pd.concat([rs.frame for rs in sets], ignore_index=True)
     rows, sweep_rows = table(frame), sweep(frame)
-    device = str(frame["device"].dropna().iloc[0]) if "device" in frame and frame["device"].notna().any() else "?"
-    print(f"{device}: goal {GOAL:.0%} of min(host copy, pinned link)")
+    device = sets[0].devices[0]["name"] if sets[0].devices else "?"
+    date = str(sets[0].meta.get("time", ""))[:10]
+    print(f"{device}, {date}: goal {GOAL:.0%} of min(host copy, pinned link)")
     print(markdown(rows, sweep_rows))
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"device": device, "goal": GOAL, "rows": rows, "sweep": sweep_rows}, f, indent=1)
+            json.dump({"device": device, "date": date, "goal": GOAL, "rows": rows, "sweep": sweep_rows}, f, indent=1)
     return 0
 
 

@@ -26,7 +26,7 @@ WORKLOADS = ROOT / "benchmarks" / "workloads"
 GPUS = {"h100": "NVIDIA H100 80GB HBM3", "h200": "NVIDIA H200"}
 # the verification sets measured on each GPU whose measurements are committed (results/verification), and the
 # runs of each (two runs of one lease are judged pooled)
-SETS = {"h100": {10: ("",), 13: ("",), 14: ("",), 15: ("",), 16: ("", "-b")},
+SETS = {"h100": {10: ("",), 13: ("",), 14: ("",), 15: ("",), 16: ("", "-b"), 18: ("", "-b")},
         "h200": {10: ("",), 11: ("",), 12: ("",), 13: ("",), 14: ("",), 15: ("",), 16: ("", "-b"), 17: ("", "-b")}}
 SHIPPED = {"h100": "nvidia-h100-80gb-hbm3.parquet", "h200": "nvidia-h200.parquet"}
 FIXTURES = ROOT / "tests" / "fixtures" / "results"
@@ -76,7 +76,12 @@ def calibrations_section(gpu: str) -> list[str]:
     lines = [f"### Calibrations on the {GPUS[gpu]}", "",
              "Picks that held (within 5% of the measured fastest) over each verification set's workloads, by the "
              "whole run and by the steady iteration, with each calibration (a quick one is completed by the shipped "
-             "one of its GPU). Wall time: the calibration's own run, from its start to its last case.", ""]
+             "one of its GPU). Wall time: the calibration's own run, from its start to its last case."
+             + (" Sets 10-16 measured `pageable-staged` with the ring of 0.2.0 (2 x 32 MiB slots, 8 threads, every slot "
+                "copied by all threads together) and no `pageable-registered`; a calibration of 0.3.0 (the shipped one "
+                "and quick-c) prices the staged plan with 0.3.0's ring, which those sets did not run: of the shipped "
+                "one's 27 steady picks that missed there, 8 were the staged plan. Set 18 measured 0.3.0's ring and the "
+                "registered buffer." if gpu == "h100" else ""), ""]
     sets = list(SETS[gpu])
     head = "| calibration | file, measured, cases, wall time | " + " | ".join(f"set {n}" for n in sets) + " | all (whole / steady) |"
     lines += [head, "|" + "---|" * (len(sets) + 3)]
@@ -95,9 +100,12 @@ def sets_section(gpu: str) -> list[str]:
     shipped = store.describe(ROOT / "umprof" / "calibrations" / SHIPPED[gpu], "shipped")
     h = held(api.load_calibration(shipped.path), gpu)
     lines = [f"### Verification sets on the {GPUS[gpu]}, by the shipped calibration ({shipped.date})", "",
-             "Each set was written before it was measured (benchmarks/workloads), measured in five rounds by wall clock "
-             "(recommend --verify; sets 16 and 17: two runs of one lease, pooled), 2026-11-23 and 2026-11-24; the "
-             f"measurements are results/verification/nvidia-{gpu}-loop-holdout-*.parquet.", "",
+             "Each set was written before it was measured (benchmarks/workloads), measured by wall clock as "
+             "recommend --verify measures (sets 10-15: five rounds, 2026-11-23 and 2026-11-24; sets 16 and 17: two runs "
+             "of five rounds on one lease, pooled; set 18, 2026-11-25: a run of one round and a second of two, on two "
+             "leases, pooled); the measurements are "
+             f"results/verification/nvidia-{gpu}-loop-holdout-*.parquet. A strategy that a set's measurement never "
+             "ran (pageable-registered, before set 18) is left out of the ranking that set judges.", "",
              "| set | workloads | whole run: held | median error | steady iteration: held | median error |",
              "|---|---|---|---|---|---|"]
     for n, (w, s, k, ew, es) in h.items():
@@ -175,9 +183,33 @@ def figures() -> str:
             lines.append(f"| {strategy} | {phase} | " + " | ".join(format_rate(by[b]) if b in by else "-" for b in sizes)
                          + (f" | {big / ceiling:.0%} {what} |" if big else " | - |"))
         lines.append("")
+    lines += staging_section()
     peers = (ROOT / "benchmarks" / "peers.md").read_text().split("\n", 1)[1]
     lines += ["## The peers", "", "NVIDIA's own tools on the same GPU, measured beside umprof:", "", peers.strip()]
     return "\n".join(lines).rstrip() + "\n"
+
+
+def staging_section() -> list[str]:
+    """The staging ring against its ceiling on each GPU it was measured on (benchmarks/staging_table.py)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("staging_table", ROOT / "benchmarks" / "staging_table.py")
+    table = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(table)
+    lines = ["## Staging pageable data", "",
+             "umprof's staging ring (`pageable-staged`) in the `staging` scenario and inside the loop (`staging-loop`), "
+             "H2D and D2H, beside its ceiling: the slower of the host's own parallel copy of the same bytes on the ring's "
+             "threads and the pinned link, both measured in the same run (goal: 85% of it). Beside it, cudaMemcpy from "
+             "the same pageable memory and the buffer page-locked in place (`pageable-registered`) with what registering "
+             "cost. Below each, the sweep of threads and slot size. The first run is the rule as shipped; the second, an "
+             "earlier one with slots of up to 8 MiB, is the sweep the rule's 4 MiB came from.", ""]
+    files = sorted((RESULTS / "staging").glob("nvidia-*-staging*.json"), reverse=True)  # the rule's final run first
+    for f in files:
+        doc = json.loads(f.read_text())
+        date = doc.get("date", "")
+        lines += [f"### {doc['device']}{', ' + date if date else ''} ({f.relative_to(ROOT)})", "",
+                  table.markdown(doc["rows"], doc["sweep"]), ""]
+    return lines
 
 
 def main():

@@ -64,7 +64,7 @@ def test_a_cached_calibration_answers_before_the_shipped_one(cache):
 
 
 def test_a_quick_calibration_is_completed_by_its_model_s_shipped_one():
-    quick = RESULTS / "calibration" / "nvidia-h100-calibration-quick-a.parquet"
+    quick = RESULTS / "calibration" / "nvidia-h100-calibration-quick-c.parquet"
     cf = store.describe(quick)
     assert cf.profile == "quick" and cf.base == "nvidia-h100-80gb-hbm3.parquet" and cf.complete
     cal = api.load_calibration(quick)
