@@ -132,7 +132,7 @@ def explain(ranked: list[Prediction], w: Workload, steady: bool = False, tied: l
     if tied and len(tied) > 1:
         by = "per steady iteration" if steady else "over the whole run"
         out = [f"A tie {by}: {ties.describe(tied, spread)}, closer than the prediction can tell apart; ranked by "
-               f"{ties.CRITERION}, {t.strategy} comes first ({format_time(t.cost(steady))}"
+               f"{ties.CRITERION}: {t.strategy} first ({format_time(t.cost(steady))}"
                + (f"; setup {format_time(t.setup_s)} once)." if steady else
                   f" = setup {format_time(t.setup_s)} + {w.iterations} × {format_time(t.steady_s)}).")]
     elif steady:
