@@ -203,12 +203,13 @@ def staging_section() -> list[str]:
              "the same pageable memory and the buffer page-locked in place (`pageable-registered`) with what registering "
              "cost. Below each, the sweep of threads and slot size. The first run is the rule as shipped; the second, an "
              "earlier one with slots of up to 8 MiB, is the sweep the rule's 4 MiB came from.", ""]
-    files = sorted((RESULTS / "staging").glob("nvidia-*-staging*.json"), reverse=True)  # the rule's final run first
+    from umprof.core.results import ResultSet
+
+    files = sorted((RESULTS / "staging").glob("nvidia-*-staging*.parquet"), reverse=True)  # the rule's final run first
     for f in files:
-        doc = json.loads(f.read_text())
-        date = doc.get("date", "")
-        lines += [f"### {doc['device']}{', ' + date if date else ''} ({f.relative_to(ROOT)})", "",
-                  table.markdown(doc["rows"], doc["sweep"]), ""]
+        rs = ResultSet.load(f)
+        lines += [f"### {rs.devices[0]['name']}, {str(rs.meta.get('time', ''))[:10]} ({f.relative_to(ROOT)})", "",
+                  table.markdown(table.table(rs.frame), table.sweep(rs.frame)), ""]
     return lines
 
 
