@@ -53,6 +53,18 @@ def test_samples_that_move_little_are_told_so(tmp_path):
     assert adv.app.loop is not None and adv.app.loop.iterations >= 50  # the streamed loop, the run's later half
 
 
+def test_a_saving_beyond_the_copies_says_where_the_rest_comes_from(tmp_path):
+    """pycuda_loop's copies take 24% of its run; where the advice saves more than they take, the limit
+    says the rest is the host's accesses to its pageable buffers, not that nothing can save more."""
+    (adv,) = api.advise(fixture("pycuda_loop", tmp_path))
+    moving = adv.app.totals["copy_s"] + adv.app.um["migration_s"]
+    (limit,) = [x for x in adv.limits if x.startswith("copies and migrations take")]
+    if adv.loop_advice.saving_s > 1.1 * moving:
+        assert "the rest of the predicted saving" in limit and "pageable memory" in limit
+    else:
+        assert "no host-memory strategy can save much more than that" in limit
+
+
 def test_the_ranking_the_tie_and_the_saving_compare_the_same_figures(tmp_path):
     """The current way's figure is its prediction with the allocation its trace measured: the
     ranking is in the order of the times it shows, the current way stands where that time puts it,
