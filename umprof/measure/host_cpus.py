@@ -65,3 +65,12 @@ def near_cpus(pci_bus_id: str | None, sys_root: Path = SYS, usable: list[int] | 
         return usable
     near = [c for c in cpus if c in set(usable)]
     return near or usable
+
+
+def session_cpus(session) -> list[int]:
+    """The usable CPUs near a session's GPU (all usable ones where its bus id is unknown)."""
+    try:
+        bus = session.device.pci_bus_id()
+    except Exception:  # a stand-in session, or a pycuda without the call
+        bus = None
+    return near_cpus(bus)

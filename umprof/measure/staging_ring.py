@@ -110,14 +110,10 @@ class StagingRing:
     rule sizes the ring to it); ``threads``/``slots``/``chunk``: overrides of the rule."""
 
     def __init__(self, session, nbytes: int, *, threads: int = 0, slots: int = 0, chunk: int = 0):
-        from umprof.measure.host_cpus import near_cpus
+        from umprof.measure.host_cpus import session_cpus
 
         cuda = self.cuda = session.cuda
-        try:
-            bus = session.device.pci_bus_id()
-        except Exception:
-            bus = None
-        self.cpus = near_cpus(bus)
+        self.cpus = session_cpus(session)
         self.shape = ring_shape(nbytes, len(self.cpus), threads=threads, slots=slots, chunk=chunk)
         if self.shape.slots < 1:
             raise ValueError("a staging ring needs at least one slot")

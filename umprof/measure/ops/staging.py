@@ -21,7 +21,7 @@ from umprof.core.axes import AxisSet, AxisSpec
 from umprof.core.errors import CaseFailed
 from umprof.measure.ops.base import CaseRun, Op, register
 from umprof.measure.ops.transfer import byte_pattern
-from umprof.measure.host_cpus import near_cpus
+from umprof.measure.host_cpus import session_cpus
 from umprof.measure.staging_ring import StagingRing, copy_pool, parallel_copy, ring_shape
 from umprof.measure.strategies import aligned_empty
 
@@ -54,11 +54,7 @@ class StagingRun(CaseRun):
                 self.dev = cuda.mem_alloc(n)
                 self.handles.append(self.dev)
             if self.method == "host-copy":
-                try:
-                    bus = s.device.pci_bus_id()
-                except Exception:
-                    bus = None
-                cpus = near_cpus(bus)
+                cpus = session_cpus(s)
                 self.threads = self.threads or ring_shape(n, len(cpus)).threads
                 self.pool = copy_pool(self.threads, cpus)
             if self.method == "pageable-staged":
