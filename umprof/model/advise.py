@@ -174,7 +174,8 @@ def workload_of(app: Application) -> tuple[Workload | None, str]:
     copies = max(1, int(round(max(per.get("h2d_copies", 0), per.get("d2h_copies", 0))))) if explicit else 1
     # the kernels' own time where the data was on the GPU as they ran (copies, prefetches); where they
     # read it across the link or migrated it on faults, their time is not their own
-    resident = app.strategy in ("pageable", "pinned", "pinned-pipelined", "managed-prefetch", "resident")
+    resident = app.strategy in ("pageable", "pinned", "pageable-registered", "pinned-pipelined", "managed-prefetch",
+                                "resident")
     kernel_s = float(per.get("kernel_s", 0.0)) if resident else 0.0
     w = Workload(bytes=int(total), name=app.name.rsplit("/", 1)[-1] or "application", iterations=int(its),
                  host_writes=round(writes, 6), gpu_writes=round(gpu_writes, 6), host_reads=round(reads, 6),

@@ -37,6 +37,7 @@ REGISTER_CALLS = ("cudaHostRegister", "cuMemHostRegister")
 PREFETCH_CALLS = ("cudaMemPrefetchAsync", "cuMemPrefetchAsync")
 ADVICE_CALLS = ("cudaMemAdvise", "cuMemAdvise")
 MANAGED_CALLS = ("cudaMallocManaged", "cuMemAllocManaged")
+PINNED_ALLOC_CALLS = ("cudaMallocHost", "cudaHostAlloc", "cuMemAllocHost", "cuMemHostAlloc")
 PERIOD_MATCH = 0.9  # the share of a loop's calls that must repeat one period later
 MAX_PERIOD_MULTIPLE = 64  # periods tried: the run's length over a call's count, times 1..this
 # where a candidate period's windows are looked at, as shares of the loop: no round fractions, which a
@@ -399,6 +400,10 @@ def current_strategy(app: Application) -> tuple[str, str]:
             if streams >= 2 and asynchronous["bytes"].sum() >= c["bytes"].sum() / 2:
                 return "pinned-pipelined", (f"pinned copies, most of their bytes asynchronous on {streams} streams: "
                                             "chunks over streams")
+            if kind == "pinned" and calls & set(REGISTER_CALLS) and not calls & set(PINNED_ALLOC_CALLS):
+                # Nsight calls registered memory pinned: registering is how this application pinned it
+                return "pageable-registered", (f"{_share(kinds, kind)} of the copied bytes are page-locked memory, "
+                                               "registered in place (cudaHostRegister) and allocated no other way")
             return "pinned", f"{_share(kinds, kind)} of the copied bytes are pinned (page-locked) memory"
         return "pageable", f"copies of {kind} memory"
     if um["managed"]:

@@ -36,6 +36,20 @@ def test_each_application_is_seen_for_what_it_does(tmp_path, name, strategy, ite
     assert adv.ranking and adv.loop_advice is not None and adv.verdict
 
 
+def test_copies_from_registered_memory_are_read_as_the_buffer_registered_in_place(tmp_path):
+    def app(calls):
+        b = 64 * MiB
+        return App(iterations=20, gpu="NVIDIA H100 80GB HBM3", memory_bytes=85_017_493_504, calls=calls, steps=[
+            Op("copy", "h2d", b, "pinned", sync=False, dur_ns=int(b / 50e9 * 1e9)),
+            Op("kernel", dur_ns=20_000), Op("copy", "d2h", b, "pinned", sync=False, dur_ns=int(b / 50e9 * 1e9))])
+
+    (adv,) = api.advise(write_trace(tmp_path / "reg.sqlite", app(["cudaHostRegister"])))
+    assert adv.app.strategy == "pageable-registered" and "cudaHostRegister" in adv.app.strategy_why
+    assert any(r["strategy"] == "pageable-registered" and r["saving_s"] == 0 for r in adv.ranking)
+    (adv,) = api.advise(write_trace(tmp_path / "both.sqlite", app(["cudaHostRegister", "cudaMallocHost"])))
+    assert adv.app.strategy == "pinned"  # some of it allocated pinned: pinned memory as it is
+
+
 def test_a_managed_loop_without_prefetch_is_read_from_its_migrations(tmp_path):
     (adv,) = api.advise(fixture("managed_loop", tmp_path))
     um, w = adv.app.um, adv.workload
