@@ -79,8 +79,8 @@ def calibrations_section(gpu: str) -> list[str]:
              "one of its GPU). Wall time: the calibration's own run, from its start to its last case."
              + (" Sets 10-16 measured `pageable-staged` with the ring of 0.2.0 (2 x 32 MiB slots, 8 threads, every slot "
                 "copied by all threads together) and no `pageable-registered`; a calibration of 0.3.0 (the shipped one "
-                "and quick-c) prices the staged plan with 0.3.0's ring, which those sets did not run: of the shipped "
-                "one's 27 steady picks that missed there, 8 were the staged plan. Set 18 measured 0.3.0's ring and the "
+                "and quick-c) prices the staged plan with 0.3.0's ring, which those sets did not run (none of the "
+                "shipped one's picks that missed there was the staged plan). Set 18 measured 0.3.0's ring and the "
                 "registered buffer." if gpu == "h100" else ""), ""]
     sets = list(SETS[gpu])
     head = "| calibration | file, measured, cases, wall time | " + " | ".join(f"set {n}" for n in sets) + " | all (whole / steady) |"

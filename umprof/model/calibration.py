@@ -80,10 +80,16 @@ CACHED_UNLESS_COPIED_INTO = ("pageable",)
 # write-combined memory a lead of up to 11%.
 WRITE_COMBINED = "write-combined"
 WC_CACHED_READ = 1.5
-# Strategies calibrated on calibration-loop-sizes alone, whose kernel, host accesses and their
-# ratios are another's: pageable-staged keeps pageable memory and a cudaMalloc'd buffer and
-# differs only in how the copies go (its copies are its own); pinned-pipelined is pinned memory
-# run chunk by chunk (its steps are pinned's, composed per chunk; only its setup is its own).
+# Strategies calibrated on calibration-loop-sizes alone, whose kernel and ratios are another's:
+# pageable-staged keeps pageable memory and a cudaMalloc'd buffer and differs in how the copies go (its
+# copies are its own) and in what they leave behind: the ring's threads (up to 12 since 0.3.0) read and
+# write the buffer from other cores, so the host's own writes and reads of it are its own curves too. In
+# the H100 calibration of 2026-11-25 they took 1.15x and 1.33x pageable memory's at 256 MiB, and 1.22x
+# and 1.36x in the staging-loop run of the same lease; taking them from pageable memory had predicted a
+# staged loop's steady iteration 30% short there, and with them the shipped calibration's picks over the
+# H100's six sets went from 60/45 to 61/52 of 78 (calibration-7, measured with 0.2.0's ring of 8 threads:
+# 159/146 to 157/146 over its 13 sets). pinned-pipelined is pinned memory run chunk by chunk (its steps
+# are pinned's, composed per chunk; only its setup is its own).
 # The host's time between the steps (the gap) is the borrowed memory's for both: the staging ring's
 # work lies inside its timed copies, and what its loop's wall clock left beyond them was the noise of
 # two large figures' difference (calibration-7: 0 at 64 MiB, 1 ms at 256 MiB and, extrapolated, 4 ms a
@@ -96,7 +102,7 @@ WC_CACHED_READ = 1.5
 # unregistration, in proportion to the bytes) is pinned memory's.
 BORROWS = {"pageable-staged": "pageable", "pinned-pipelined": "pinned", "pageable-registered": "pinned"}
 SETUP_CURVES = ("alloc", "host_init", "free", "first")
-OWN_CURVES = {"pageable-staged": ("h2d", "d2h") + SETUP_CURVES,
+OWN_CURVES = {"pageable-staged": ("h2d", "d2h", "host_write", "host_read") + SETUP_CURVES,
               "pinned-pipelined": ("pipe_issue",) + SETUP_CURVES,
               "pageable-registered": SETUP_CURVES}
 # plans that move a buffer their own way: one transfer each way, whatever the application's copies

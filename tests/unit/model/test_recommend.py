@@ -528,19 +528,20 @@ def test_verification_table_of_the_readme_on_the_h200(cal):
 @pytest.mark.parametrize("gpu, n, runs, whole_held, steady_held, whole_err, steady_err", [
     # each set written before it was measured, judged by calibration-7 (2026-11-23) at today's model;
     # sets 16 and 17: two runs of five rounds on one lease, pooled. Since ties (within 3%) are ordered by
-    # less code to change, then less memory pinned, the sets hold 159 / 146 picks in all (158 / 144 before)
+    # less code to change, then less memory pinned, the sets hold 159 / 146 picks in all (158 / 144 before);
+    # since the staged plan's host accesses are its own curves, 157 / 146
     ("h200", 10, (), 11, 11, 0.11, 0.11),
-    ("h200", 11, (), 14, 12, 0.22, 0.21),  # a lease whose host memory ran 1.45x calibration-7's
+    ("h200", 11, (), 14, 12, 0.23, 0.22),  # a lease whose host memory ran 1.45x calibration-7's
     ("h200", 12, (), 13, 13, 0.08, 0.09),
     ("h200", 13, (), 12, 11, 0.10, 0.08),
-    ("h200", 14, (), 14, 12, 0.06, 0.08),
-    ("h200", 15, (), 11, 10, 0.14, 0.16),
+    ("h200", 14, (), 14, 12, 0.07, 0.08),
+    ("h200", 15, (), 11, 10, 0.14, 0.17),
     ("h200", 16, ("-b",), 13, 12, 0.10, 0.12),
     ("h200", 17, ("-b",), 13, 13, 0.06, 0.07),
-    ("h100", 10, (), 9, 9, 0.09, 0.07),
-    ("h100", 13, (), 13, 11, 0.18, 0.13),
-    ("h100", 14, (), 13, 13, 0.13, 0.08),
-    ("h100", 15, (), 11, 9, 0.11, 0.09),
+    ("h100", 10, (), 9, 9, 0.09, 0.08),
+    ("h100", 13, (), 12, 11, 0.18, 0.14),
+    ("h100", 14, (), 13, 13, 0.14, 0.08),
+    ("h100", 15, (), 10, 9, 0.11, 0.09),
     ("h100", 16, ("-b",), 12, 10, 0.11, 0.09),
 ])
 def test_the_verification_sets_picks_by_calibration_7(gpu, n, runs, whole_held, steady_held, whole_err, steady_err):
@@ -804,9 +805,12 @@ def test_pageable_memory_no_copy_writes_into_is_cached_host_memory(cal7):
     updated = dataclasses_replace(read_only, gpu_writes=1.0, host_reads=0.3)
     assert cal7.predict("pageable", updated).steady["host_write"] > \
         1.2 * cal7.predict("pinned", updated).steady["host_write"]
-    # the staged plan's threads read it from other cores: its own (pageable's) rate either way
-    assert cal7.predict("pageable-staged", read_only).steady["host_write"] == \
-        pytest.approx(cal7.predict("pageable", updated).steady["host_write"])
+    # the staged plan's threads read and write it from other cores: its own calibrated rate either way, slower
+    # than cached memory's
+    staged = cal7.predict("pageable-staged", read_only).steady["host_write"]
+    assert staged == pytest.approx(cal7.predict("pageable-staged", updated).steady["host_write"])
+    assert staged > 1.2 * cal7.predict("pinned", read_only).steady["host_write"]
+    assert staged == pytest.approx(cal7.curve("pageable-staged", "host_write")(0.3 * 120 * MiB), rel=0.05)
 
 
 def test_write_combined_memory_read_as_cached_memory_shares_its_host_rates(cal7):
