@@ -51,7 +51,9 @@ MECHANISM = {
 }
 PLAN_MECHANISM = {  # plans that move data their own way, beside their memory's kind
     "pageable-staged": "keeps a device copy and moves what changes through a ring of small pinned buffers, "
-                       "host threads filling one while the last is copied",
+                       "host threads near the GPU filling some while the others are copied",
+    "pageable-registered": "page-locks the application's own buffer in place once (its cost, in proportion to the "
+                           "bytes, is in the setup) and copies what changes at the link's rate",
     "pinned-pipelined": "keeps a device copy and runs each iteration chunk by chunk over streams, so the host's "
                         "writes and reads, the copies and the kernel of different chunks overlap",
 }
