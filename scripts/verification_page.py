@@ -58,7 +58,8 @@ def _calibration_rows(gpu: str) -> list[tuple[str, str, object]]:
 
     rows = []
     shipped = store.describe(ROOT / "umprof" / "calibrations" / SHIPPED[gpu], "shipped")
-    rows.append(("shipped", f"umprof/calibrations/{SHIPPED[gpu]}, {shipped.date}, {shipped.cases} cases",
+    pooled = f"; {len(shipped.runs)} runs pooled: " + "; ".join(shipped.runs) if len(shipped.runs) > 1 else ""
+    rows.append(("shipped", f"umprof/calibrations/{SHIPPED[gpu]}, {shipped.date}, {shipped.cases} cases{pooled}",
                  api.load_calibration(shipped.path)))
     for f in sorted((RESULTS / "calibration").glob(f"nvidia-{gpu}-calibration-*.parquet")):
         cf = store.describe(f)

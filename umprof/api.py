@@ -212,12 +212,22 @@ def _result_sets(sources) -> list[ResultSet]:
 
 def _runs_frame(sets: list[ResultSet]):
     """The sets' rows as one frame, each marked with the run (file) it came from
-    (``umprof.model.predict.RUN``: 0, 1, ...): a case measured in two runs is two samples of it."""
+    (``umprof.model.predict.RUN``: 0, 1, ...): a case measured in two runs is two samples of it. A
+    file that pools several runs already (a shipped calibration of two leases) keeps them apart."""
     import pandas as pd
 
     from umprof.model.calibration import RUN
 
-    return pd.concat([rs.frame.assign(**{RUN: i}) for i, rs in enumerate(sets)], ignore_index=True)
+    frames, offset = [], 0
+    for rs in sets:
+        if RUN in rs.frame.columns:
+            runs = rs.frame[RUN].fillna(0).astype(int)
+            frames.append(rs.frame.assign(**{RUN: runs + offset}))
+            offset += int(runs.max()) + 1 if len(runs) else 1
+        else:
+            frames.append(rs.frame.assign(**{RUN: offset}))
+            offset += 1
+    return pd.concat(frames, ignore_index=True)
 
 
 def load_calibration(sources, device: int | None = None):
@@ -253,6 +263,7 @@ def _calibration_rows(cf) -> ResultSet:
 
     from umprof.core import calibrations as store
     from umprof.measure.scenario import round_base
+    from umprof.model.calibration import RUN
 
     rs = ResultSet.load(cf.path)
     if cf.profile != "quick":
@@ -264,7 +275,10 @@ def _calibration_rows(cf) -> ResultSet:
     whole = ResultSet.load(base)
     mine = set(round_base(rs.frame["scenario"].astype(str)))
     keep = ~round_base(whole.frame["scenario"].astype(str)).isin(mine)
-    return ResultSet(pd.concat([whole.frame[keep], rs.frame], ignore_index=True), rs.meta, rs.devices)
+    own = rs.frame
+    if RUN in whole.frame.columns:  # a base of several runs: the quick calibration's rows are a run of their own
+        own = own.assign(**{RUN: int(whole.frame[RUN].max()) + 1})
+    return ResultSet(pd.concat([whole.frame[keep], own], ignore_index=True), rs.meta, rs.devices)
 
 
 def calibrations() -> list:
@@ -288,8 +302,13 @@ def calibration_estimate(profile: str = "full", gpu: str | None = None) -> float
     base = next((c for c in store.shipped() if gpu and c.matches(gpu)), None)
     if base is None:
         return own.total_s
+    from umprof.model.calibration import RUN
+
     shipped = ResultSet.load(base.path)
-    totals = shipped.frame[shipped.frame["phase"] == "total"].set_index(["scenario", "case"])
+    frame = shipped.frame
+    if RUN in frame.columns:  # a shipped calibration of several runs: the first is this release's own
+        frame = frame[frame[RUN].fillna(0) == 0]
+    totals = frame[frame["phase"] == "total"].set_index(["scenario", "case"])
     rules = shipped.meta.get("timing") or {}
     estimates = dict(zip(own.names, own.estimates))
     seconds = 0.0

@@ -47,6 +47,7 @@ class CalibrationFile:
     base: str | None  # a quick calibration's shipped base (its file name)
     cases: int
     wall_s: float | None
+    runs: tuple[str, ...] = ()  # a calibration that pools several runs (a shipped one of two leases): each, in words
 
     @property
     def name(self) -> str:
@@ -68,7 +69,8 @@ class CalibrationFile:
                  "file": f"the calibration {self.path}"}[self.origin]
         return (f"{where} of {self.gpu} ({self.profile}, measured {self.date} on host {self.host or '?'}"
                 f"{', driver ' + self.driver if self.driver else ''}"
-                f"{', ' + self.cpu if self.cpu else ''})")
+                f"{', ' + self.cpu if self.cpu else ''}"
+                f"{f'; {len(self.runs)} runs pooled' if len(self.runs) > 1 else ''})")
 
 
 def _norm(name: str) -> str:
@@ -90,7 +92,7 @@ def describe(path: str | Path, origin: str = "file") -> CalibrationFile:
         measured=str(meta.get("time", "")), host=str(meta.get("host", "")), cpu=str(meta.get("cpu", "")),
         driver=str(meta.get("driver_version") or ""), schema=int(header.get("schema_version") or 0),
         complete=bool(cal.get("complete", True)), base=cal.get("base"), cases=int(cal.get("cases") or 0),
-        wall_s=meta.get("wall_s"))
+        wall_s=meta.get("wall_s"), runs=tuple(str(r) for r in cal.get("runs") or ()))
 
 
 def check(cf: CalibrationFile) -> CalibrationFile:

@@ -86,7 +86,7 @@ WC_CACHED_READ = 1.5
 # write the buffer from other cores, so the host's own writes and reads of it are its own curves too. In
 # the H100 calibration of 2026-11-25 they took 1.15x and 1.33x pageable memory's at 256 MiB, and 1.22x
 # and 1.36x in the staging-loop run of the same lease; taking them from pageable memory had predicted a
-# staged loop's steady iteration 30% short there, and with them the shipped calibration's picks over the
+# staged loop's steady iteration 30% short there, and with them that calibration's picks over the
 # H100's six sets went from 60/45 to 61/52 of 78 (calibration-7, measured with 0.2.0's ring of 8 threads:
 # 159/146 to 157/146 over its 13 sets). pinned-pipelined is pinned memory run chunk by chunk (its steps
 # are pinned's, composed per chunk; only its setup is its own).
