@@ -165,7 +165,29 @@ def explain(ranked: list[Prediction], w: Workload, steady: bool = False, tied: l
     share = phases[biggest] / total if total > 0 else math.nan
     if share > 0.4:
         out.append(f"Most of {t.strategy}'s time ({share:.0%}) is {PHASE_WORDS[biggest]}.")
+    payback = _payback(t, ranked)
+    if payback:
+        out.append(payback)
     return " ".join(out)
+
+
+def _payback(t: Prediction, ranked: list[Prediction]) -> str | None:
+    """For a buffer page-locked in place: what registering costs (allocation and free beside malloc's)
+    and after how many iterations it has paid for itself against copying from the same pageable memory."""
+    plain = next((p for p in ranked if p.strategy == "pageable"), None)
+    if t.strategy != "pageable-registered" or plain is None:
+        return None
+    cost = sum(t.setup.get(k, 0.0) - plain.setup.get(k, 0.0) for k in ("alloc", "free"))
+    extra, gain = t.setup_s - plain.setup_s, plain.steady_s - t.steady_s
+    if cost <= 0:
+        return None
+    line = f"Registering the buffer costs {format_time(cost)} (allocation and free beside malloc's); "
+    if extra <= 0:
+        return line + "its faster first copy has paid for it within the first iteration."
+    if gain <= 0:
+        return None
+    n = max(1, math.ceil(extra / gain - 1e-9))
+    return line + f"its faster copies pay for it after {n} iteration{'s' if n != 1 else ''}."
 
 
 def _what_matters(w: Workload) -> str:

@@ -914,3 +914,13 @@ def test_a_setup_below_zero_says_why(cal7):
     assert p.setup_s < 0 and p.whole_s > 0
     assert any("setup is below zero" in n for n in p.notes)
     assert not any("below zero" in n for n in cal7.predict("pinned", w).notes)
+
+
+def test_a_registered_buffer_says_what_registering_costs_and_when_it_pays_back():
+    reg = Prediction("pageable-registered", {"alloc": 0.30, "free": 0.05, "first_extra": 0.1}, {"h2d": 0.02}, 10)
+    plain = Prediction("pageable", {"alloc": 0.01, "free": 0.0, "first_extra": 0.2}, {"h2d": 0.08}, 10)
+    line = r._payback(reg, [reg, plain])
+    assert "costs 340 ms" in line and "after 4 iterations" in line  # (0.45 - 0.21) / (0.08 - 0.02)
+    cheap = Prediction("pageable-registered", {"alloc": 0.02, "free": 0.0, "first_extra": 0.0}, {"h2d": 0.02}, 10)
+    assert "within the first iteration" in r._payback(cheap, [cheap, plain])
+    assert r._payback(plain, [plain, reg]) is None
