@@ -72,7 +72,8 @@ class Calibration(PlanComposition):
         if strategy in self.skipped and strategy not in self.strategies:
             return self.skipped[strategy]
         if strategy not in self.strategies or BORROWS.get(strategy, strategy) not in self.strategies:
-            return "not in the calibration"
+            return ("not in the calibration (one measured before umprof had it, or cut short): `umprof calibrate` "
+                    "measures every strategy")
         if st.pipelined and w.pattern == "random":
             return ("runs the kernel chunk by chunk, and a random pass reaches the whole buffer: its work cannot "
                     "be split into chunks")

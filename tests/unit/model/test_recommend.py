@@ -602,7 +602,7 @@ def test_a_staged_plan_is_predicted_from_its_own_copies_and_pageable_s_kernel():
     assert cal.predict("pageable-staged", w2).steady["kernel"] == cal.predict("pageable", w2).steady["kernel"]
     ranked, excluded = cal.rank(w)
     assert "pageable-staged" in [p.strategy for p in ranked] and "pageable-staged" not in excluded
-    assert "not in the calibration" == Calibration(f, rs.devices[0]).applies("pageable-staged", w)
+    assert Calibration(f, rs.devices[0]).applies("pageable-staged", w).startswith("not in the calibration")
 
 
 def _with_pipelined(host_factor=1.0, issue_per_chunk=50e-6, launch=None):
