@@ -156,6 +156,8 @@ class StagingRing:
     def h2d(self, dev_ptr: int, host: np.ndarray) -> None:
         """Device memory at ``dev_ptr`` ← the uint8 array ``host``; returns when it has landed."""
         cuda, dev = self.cuda, int(dev_ptr)
+        if host.size == 0:
+            return
         if host.size <= INLINE_BYTES and host.size <= self.chunk:
             slot = self.ring[0][:host.size]
             np.copyto(slot, host)
@@ -191,6 +193,8 @@ class StagingRing:
     def d2h(self, host: np.ndarray, dev_ptr: int) -> None:
         """The uint8 array ``host`` ← device memory at ``dev_ptr``."""
         cuda, dev = self.cuda, int(dev_ptr)
+        if host.size == 0:
+            return
         if host.size <= INLINE_BYTES and host.size <= self.chunk:
             slot = self.ring[0][:host.size]
             cuda.memcpy_dtoh_async(slot, dev, self.stream)

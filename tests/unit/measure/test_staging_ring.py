@@ -121,5 +121,7 @@ def test_the_ring_moves_every_byte_each_way(nbytes, shape):
             back = np.zeros(nbytes, np.uint8)
             ring.d2h(back, 4096)
             assert np.array_equal(back, src)
+            ring.h2d(4096, src[:0])  # nothing to move: nothing issued
+            ring.d2h(back[:0], 4096)
         finally:
             ring.close()
