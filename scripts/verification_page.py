@@ -103,10 +103,11 @@ def sets_section(gpu: str) -> list[str]:
     lines = [f"### Verification sets on the {GPUS[gpu]}, by the shipped calibration ({shipped.date})", "",
              "Each set was written before it was measured (benchmarks/workloads), measured by wall clock as "
              "recommend --verify measures (sets 10-15: five rounds, 2026-11-23 and 2026-11-24; sets 16 and 17: two runs "
-             "of five rounds on one lease, pooled; set 18, 2026-11-25: a run of one round and a second of two, on two "
-             "leases, pooled); the measurements are "
+             "of five rounds on one lease, pooled"
+             + ("; set 18, 2026-11-25: a run of one round and a second of two, on two leases, pooled" if 18 in SETS[gpu]
+                else "") + "); the measurements are "
              f"results/verification/nvidia-{gpu}-loop-holdout-*.parquet. A strategy that a set's measurement never "
-             "ran (pageable-registered, before set 18) is left out of the ranking that set judges.", "",
+             "ran (pageable-registered, added in 0.3.0) is left out of the ranking that set judges.", "",
              "| set | workloads | whole run: held | median error | steady iteration: held | median error |",
              "|---|---|---|---|---|---|"]
     for n, (w, s, k, ew, es) in h.items():
