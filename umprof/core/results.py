@@ -82,40 +82,7 @@ class ResultSet:
     def load(cls, path: str | Path) -> "ResultSet":
         """Read a file written by :meth:`save`; the message names the file and what is wrong."""
         path = Path(path)
-        fmt = format_for(path)
-        if not path.is_file():
-            raise UsageError(f"{path}: no such result file")
-        try:
-            if fmt == "parquet":
-                import pyarrow.parquet as pq
-
-                # One open file: given a path, pyarrow takes the size from one look and the bytes
-                # from another, so a writer's atomic replace in between reads as a truncated file.
-                with open(path, "rb") as f:
-                    table = pq.read_table(f)
-                raw = (table.schema.metadata or {}).get(b"umprof")
-                if raw is None:
-                    raise UsageError(f"{path}: a Parquet file, but not one umprof wrote (no 'umprof' metadata)")
-                header, frame = json.loads(raw), table.to_pandas()
-            elif fmt == "csv":
-                with open(path, encoding="utf-8") as f:
-                    first = f.readline()
-                    if not first.startswith("# umprof "):
-                        raise UsageError(f"{path}: a CSV file, but not one umprof wrote (first line should start '# umprof ')")
-                    header = json.loads(first[len("# umprof "):])
-                    frame = pd.read_csv(f)
-            else:
-                header = json.loads(path.read_text(encoding="utf-8"))
-                if not isinstance(header, dict) or "cases" not in header:
-                    raise UsageError(f"{path}: JSON, but not an umprof result (no 'cases' key)")
-                frame = pd.DataFrame(header.pop("cases"))
-        except UsageError:
-            raise
-        except Exception as e:  # truncated, foreign, or not text: one line that names the file
-            detail = (str(e).strip().splitlines() or [type(e).__name__])[0]
-            raise UsageError(f"{path}: could not read it as {fmt} (truncated, or not an umprof result?): {detail}") from None
-        if not isinstance(header, dict):
-            raise UsageError(f"{path}: not an umprof result (its header is not a JSON object)")
+        header, frame = _read(path, rows=True)
         frame = _upgrade(path, header, frame)
         return cls(frame=frame, meta=header.get("meta", {}), devices=header.get("devices", []))
 
@@ -123,30 +90,43 @@ class ResultSet:
 def read_header(path: str | Path) -> dict:
     """A result file's header (``schema_version``, ``meta``, ``devices``) without reading its rows
     where the format allows (Parquet's schema, CSV's first line); the message names the file."""
-    path = Path(path)
+    return _read(Path(path), rows=False)[0]
+
+
+def _read(path: Path, rows: bool) -> tuple[dict, pd.DataFrame | None]:
+    """(header, rows or None) of a result file in any format :meth:`ResultSet.save` writes; a file that
+    is missing, foreign or truncated is one UsageError naming it."""
     fmt = format_for(path)
     if not path.is_file():
         raise UsageError(f"{path}: no such result file")
+    frame = None
     try:
         if fmt == "parquet":
             import pyarrow.parquet as pq
 
-            with open(path, "rb") as f:  # one open file, as in ResultSet.load
-                raw = (pq.read_schema(f).metadata or {}).get(b"umprof")
+            # One open file: given a path, pyarrow takes the size from one look and the bytes
+            # from another, so a writer's atomic replace in between reads as a truncated file.
+            with open(path, "rb") as f:
+                table = pq.read_table(f) if rows else None
+                schema = table.schema if rows else pq.read_schema(f)
+            raw = (schema.metadata or {}).get(b"umprof")
             if raw is None:
                 raise UsageError(f"{path}: a Parquet file, but not one umprof wrote (no 'umprof' metadata)")
             header = json.loads(raw)
+            frame = table.to_pandas() if rows else None
         elif fmt == "csv":
             with open(path, encoding="utf-8") as f:
                 first = f.readline()
-            if not first.startswith("# umprof "):
-                raise UsageError(f"{path}: a CSV file, but not one umprof wrote (first line should start '# umprof ')")
-            header = json.loads(first[len("# umprof "):])
+                if not first.startswith("# umprof "):
+                    raise UsageError(f"{path}: a CSV file, but not one umprof wrote (first line should start '# umprof ')")
+                header = json.loads(first[len("# umprof "):])
+                frame = pd.read_csv(f) if rows else None
         else:
             header = json.loads(path.read_text(encoding="utf-8"))
             if not isinstance(header, dict) or "cases" not in header:
                 raise UsageError(f"{path}: JSON, but not an umprof result (no 'cases' key)")
-            header.pop("cases")
+            cases = header.pop("cases")
+            frame = pd.DataFrame(cases) if rows else None
     except UsageError:
         raise
     except Exception as e:  # truncated, foreign, or not text: one line that names the file
@@ -154,7 +134,7 @@ def read_header(path: str | Path) -> dict:
         raise UsageError(f"{path}: could not read it as {fmt} (truncated, or not an umprof result?): {detail}") from None
     if not isinstance(header, dict):
         raise UsageError(f"{path}: not an umprof result (its header is not a JSON object)")
-    return header
+    return header, frame
 
 
 def _upgrade(path: Path, header: dict, frame: pd.DataFrame) -> pd.DataFrame:
