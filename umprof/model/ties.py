@@ -8,8 +8,6 @@ which the user's other processes lose), then the predicted figure.
 
 from __future__ import annotations
 
-import os
-
 from umprof.measure import strategies
 
 CRITERION = "less code to change, then less host memory pinned"
@@ -27,10 +25,10 @@ def pinned_bytes(strategy: str, nbytes: int) -> int:
     """Host bytes the strategy page-locks for a buffer of ``nbytes``: all of it for pinned, write-combined,
     zero-copy, mapped and registered memory, the ring's slots for a staged plan, none otherwise."""
     if strategy == "pageable-staged":
+        from umprof.measure.host_cpus import usable_cpus
         from umprof.measure.staging_ring import ring_shape
 
-        return ring_shape(nbytes, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
-                          else os.cpu_count() or 1).pinned_bytes
+        return ring_shape(nbytes, len(usable_cpus())).pinned_bytes
     st = strategies.get(strategy)
     if getattr(st, "host_flags", None) is not None or st.over_link and not st.pages_migrate:
         return int(nbytes)
