@@ -8,7 +8,8 @@
 // it), managed-advise-prefer-gpu, managed-advise-prefer-host, managed-advise-accessed-by-gpu (both
 // buffers advised so), pinned-pipelined (chunks over streams, the host writing the next chunk while
 // the last is in flight), pageable-staged (pageable data through two pinned slots, host threads
-// copying into one while the other is copied).
+// copying into one while the other is copied), pageable-registered (the pageable buffers page-locked
+// in place with cudaHostRegister once, then copied as pageable ones are).
 #pragma once
 #include <cuda_runtime.h>
 #include <chrono>
@@ -161,13 +162,14 @@ static double frame_loop(const Args &a) {
     const std::string &m = a.mem;
     float *h_in = nullptr, *h_out = nullptr, *d_in = nullptr, *d_out = nullptr;
     bool copies = m == "pageable" || m == "pinned" || m == "write-combined" || m == "pinned-pipelined" ||
-                  m == "pageable-staged";
-    if (m == "pageable" || m == "pageable-staged" || m == "mapped") {
+                  m == "pageable-staged" || m == "pageable-registered";
+    if (m == "pageable" || m == "pageable-staged" || m == "mapped" || m == "pageable-registered") {
         h_in = (float *)aligned_alloc(4096, b_in);
         h_out = (float *)aligned_alloc(4096, b_out);
-        if (m == "mapped") {
-            CHECK(cudaHostRegister(h_in, b_in, cudaHostRegisterMapped));
-            CHECK(cudaHostRegister(h_out, b_out, cudaHostRegisterMapped));
+        if (m == "mapped" || m == "pageable-registered") {
+            unsigned flags = m == "mapped" ? cudaHostRegisterMapped : cudaHostRegisterDefault;
+            CHECK(cudaHostRegister(h_in, b_in, flags));
+            CHECK(cudaHostRegister(h_out, b_out, flags));
         }
     } else if (m == "pinned" || m == "pinned-pipelined") {
         CHECK(cudaMallocHost((void **)&h_in, b_in));
@@ -244,7 +246,7 @@ static double frame_loop(const Args &a) {
             continue;
         }
         if (it > 0) produce(h_in, 0, fresh, it);
-        if (m == "pageable" || m == "pinned" || m == "write-combined") {
+        if (m == "pageable" || m == "pinned" || m == "write-combined" || m == "pageable-registered") {
             copy_in_parts(d_in, h_in, fresh * 4, a.copies, cudaMemcpyHostToDevice);
             launch(d_in, d_out, n_in, n_out, 0, n_out, a.work);
             copy_in_parts(h_out, d_out, b_out, a.copies, cudaMemcpyDeviceToHost);

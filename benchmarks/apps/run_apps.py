@@ -28,15 +28,15 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 ALL = ["pageable", "pinned", "write-combined", "zero-copy", "mapped", "managed", "managed-prefetch",
        "managed-advise-prefer-gpu", "managed-advise-prefer-host", "managed-advise-accessed-by-gpu", "pinned-pipelined",
-       "pageable-staged"]
+       "pageable-staged", "pageable-registered"]
 APPS = {  # application → the modes it is timed in (its own first)
     "stream_loop": ALL,
     "small_copies": ALL,
     "overlapped": ["pinned-pipelined"] + [m for m in ALL if m != "pinned-pipelined"],
     "managed_loop": ["managed", "managed-prefetch", "managed-advise-read-mostly", "managed-advise-prefer-gpu",
                      "managed-advise-prefer-host", "managed-advise-accessed-by-gpu", "pageable", "pinned",
-                     "write-combined", "zero-copy", "mapped", "pageable-staged"],
-    "pycuda_loop": ["pageable", "pinned", "write-combined", "zero-copy", "managed"],
+                     "write-combined", "zero-copy", "mapped", "pageable-staged", "pageable-registered"],
+    "pycuda_loop": ["pageable", "pinned", "write-combined", "zero-copy", "managed", "pageable-registered"],
 }
 SAMPLES = ["vectorAdd", "simpleStreams", "asyncAPI"]
 TRACE = ["nsys", "profile", "-t", "cuda,nvtx", "--cuda-um-gpu-page-faults=true", "--cuda-um-cpu-page-faults=true",
