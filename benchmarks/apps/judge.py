@@ -6,10 +6,10 @@ fastest measured or within 5% of it, and was the predicted saving within 20% of 
 
 ``--json`` writes the judgement with the timings it judged (results/advise/*-judged-*.json, which
 docs/verification.md is generated from). A judgement file serves as APPS.json again, and its lease's
-traces are committed beside it (trimmed): to judge again at today's model,
+traces are committed (trimmed) in one archive, a folder a lease: to judge again at today's model,
 
-    tar xzf results/advise/nvidia-h100-traces-b.tar.gz -C /tmp
-    python3 benchmarks/apps/judge.py results/advise/nvidia-h100-judged-b.json /tmp/traces --json OUT.json
+    tar xJf results/advise/nvidia-h100-traces.tar.xz -C /tmp
+    python3 benchmarks/apps/judge.py results/advise/nvidia-h100-judged-b.json /tmp/traces/b --json OUT.json
 
 A mode's measured time is the median of its runs' wall times (process start to exit); the saving
 measured is the own mode's median less the advised mode's. Applications timed in one mode only

@@ -3,8 +3,7 @@ kernel maps it to a 32 MiB result, which is copied back and reduced with numpy.
 
 Built and timed by run_apps.py: ``python3 pycuda_loop.py --mem MODE`` (pageable: numpy arrays, the
 default; pinned: ``pagelocked_empty``; write-combined: the same, WRITECOMBINED; zero-copy:
-``pagelocked_empty`` mapped, the kernel reads it in place; managed: ``managed_empty``;
-pageable-registered: page-aligned numpy arrays page-locked in place with ``register_host_memory``); prints one
+``pagelocked_empty`` mapped, the kernel reads it in place; managed: ``managed_empty``); prints one
 JSON line.
 """
 
@@ -32,18 +31,16 @@ __global__ void frame(const float *in, float *out, unsigned long long n, int wor
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--mem", default="pageable",
-                   choices=["pageable", "pinned", "write-combined", "zero-copy", "managed", "pageable-registered"])
+                   choices=["pageable", "pinned", "write-combined", "zero-copy", "managed"])
     p.add_argument("--mib", type=float, default=32)
     p.add_argument("--iters", type=int, default=40)
     p.add_argument("--work", type=int, default=1)
     a = p.parse_args()
     n = int(a.mib * 2**20 // 4)
     t0 = time.perf_counter()
-    copies = a.mem in ("pageable", "pinned", "write-combined", "pageable-registered")
+    copies = a.mem in ("pageable", "pinned", "write-combined")
     if a.mem == "pageable":
         h_in, h_out = np.empty(n, np.float32), np.empty(n, np.float32)
-    elif a.mem == "pageable-registered":  # the application's own arrays, page-locked where they are
-        h_in, h_out = (cuda.register_host_memory(cuda.aligned_empty(n, np.float32)) for _ in range(2))
     elif a.mem in ("pinned", "write-combined"):
         flags = cuda.host_alloc_flags.WRITECOMBINED if a.mem == "write-combined" else 0
         h_in, h_out = cuda.pagelocked_empty(n, np.float32, mem_flags=flags), cuda.pagelocked_empty(n, np.float32)

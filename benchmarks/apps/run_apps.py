@@ -36,7 +36,7 @@ APPS = {  # application → the modes it is timed in (its own first)
     "managed_loop": ["managed", "managed-prefetch", "managed-advise-read-mostly", "managed-advise-prefer-gpu",
                      "managed-advise-prefer-host", "managed-advise-accessed-by-gpu", "pageable", "pinned",
                      "write-combined", "zero-copy", "mapped", "pageable-staged", "pageable-registered"],
-    "pycuda_loop": ["pageable", "pinned", "write-combined", "zero-copy", "managed", "pageable-registered"],
+    "pycuda_loop": ["pageable", "pinned", "write-combined", "zero-copy", "managed"],
 }
 SAMPLES = ["vectorAdd", "simpleStreams", "asyncAPI"]
 TRACE = ["nsys", "profile", "-t", "cuda,nvtx", "--cuda-um-gpu-page-faults=true", "--cuda-um-cpu-page-faults=true",
