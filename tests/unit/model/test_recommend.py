@@ -334,6 +334,33 @@ def test_read_mostly_rewritten_whole_pays_the_host_write_of_its_pages_on_the_hos
     assert v["table"].sort_values("predicted_s").iloc[0]["strategy"] != "managed-advise-read-mostly"
 
 
+@pytest.mark.parametrize("shipped", ["nvidia-h100-80gb-hbm3.parquet", "nvidia-h200.parquet"])
+def test_no_prediction_reads_a_curve_its_calibration_never_measured(shipped, monkeypatch):
+    """A curve of no points reads as 0 s: a step priced from one would cost nothing (READ_MOSTLY's host
+    writes did, until they took managed memory's on the host). Over workloads of every kind, the only empty
+    curve a prediction reads is READ_MOSTLY's read-write pass, which its read-only workloads weigh by 0."""
+    import itertools
+
+    from umprof import api
+    from umprof.model.calibration import CalibrationCurves
+
+    read, curve = set(), CalibrationCurves.curve
+
+    def recording(self, strategy, name):
+        c = curve(self, strategy, name)
+        if not c:
+            read.add((strategy, name))
+        return c
+
+    monkeypatch.setattr(CalibrationCurves, "curve", recording)
+    cal = api.load_calibration(data.SHIPPED / shipped)
+    for b, hw, gw, hr, t, pattern in itertools.product((16 * MiB, 1024 * MiB), (0.0, 1.0), (0.0, 1.0), (0.0, 1.0),
+                                                       (0.05, 1.0), ("streaming", "random", "warp-pages")):
+        cal.rank(Workload(bytes=b, host_writes=hw, gpu_writes=gw, host_reads=hr, touched=t, pattern=pattern,
+                          iterations=5))
+    assert read <= {("managed-advise-read-mostly", "pass_rw")}, read
+
+
 def test_rankings_order_by_their_figure_and_the_reason_says_which(cal):
     w = Workload(bytes=256 * MiB, reuse=16, iterations=3)
     whole, steady = r.recommend(cal, w), r.recommend(cal, w, steady=True)
