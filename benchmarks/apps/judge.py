@@ -62,7 +62,9 @@ def judge(apps_json: Path, traces: Path, gpu: str | None = None) -> list[dict]:
             row["saving_held"] = abs(row["predicted_saving_s"] - measured_saving) <= max(SAVING_WITHIN * abs(measured_saving),
                                                                                          spread)
         elif advised not in walls and len(walls) > 1:
-            row.update(held=None, note=f"advised {advised}, a mode this application was not timed in")
+            error = app["modes"].get(advised, {}).get("error")
+            row.update(held=None, note=f"advised {advised}, whose runs failed ({error[-200:]})" if error
+                       else f"advised {advised}, a mode this application was not timed in")
         rows.append(row)
     return rows
 

@@ -3,8 +3,9 @@ kernel maps it to a 32 MiB result, which is copied back and reduced with numpy.
 
 Built and timed by run_apps.py: ``python3 pycuda_loop.py --mem MODE`` (pageable: numpy arrays, the
 default; pinned: ``pagelocked_empty``; write-combined: the same, WRITECOMBINED; zero-copy:
-``pagelocked_empty`` mapped, the kernel reads it in place; managed: ``managed_empty``); prints one
-JSON line.
+``pagelocked_empty`` mapped, the kernel reads it in place; managed: ``managed_empty``;
+pageable-registered: the numpy arrays page-locked in place with cuda-bindings' ``cuMemHostRegister``,
+as umprof registers them); prints one JSON line.
 """
 
 import argparse
@@ -28,19 +29,34 @@ __global__ void frame(const float *in, float *out, unsigned long long n, int wor
 """).get_function("frame")
 
 
+def page_aligned(n: int) -> np.ndarray:
+    """n float32 of pageable memory starting on a page (as a malloc'd buffer this large does)."""
+    raw = np.empty(n * 4 + 4096, np.uint8)
+    start = -raw.ctypes.data % 4096
+    return raw[start:start + n * 4].view(np.float32)
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--mem", default="pageable",
-                   choices=["pageable", "pinned", "write-combined", "zero-copy", "managed"])
+                   choices=["pageable", "pinned", "write-combined", "zero-copy", "managed", "pageable-registered"])
     p.add_argument("--mib", type=float, default=32)
     p.add_argument("--iters", type=int, default=40)
     p.add_argument("--work", type=int, default=1)
     a = p.parse_args()
     n = int(a.mib * 2**20 // 4)
     t0 = time.perf_counter()
-    copies = a.mem in ("pageable", "pinned", "write-combined")
+    copies = a.mem in ("pageable", "pinned", "write-combined", "pageable-registered")
     if a.mem == "pageable":
         h_in, h_out = np.empty(n, np.float32), np.empty(n, np.float32)
+    elif a.mem == "pageable-registered":  # pycuda 2026.1's register_host_memory raised SystemError here
+        from cuda.bindings import driver as cu
+
+        h_in, h_out = page_aligned(n), page_aligned(n)
+        for h in (h_in, h_out):
+            (err,) = cu.cuMemHostRegister(h.ctypes.data, h.nbytes, 0)
+            if err != cu.CUresult.CUDA_SUCCESS:
+                raise SystemExit(f"cuMemHostRegister: {err}")
     elif a.mem in ("pinned", "write-combined"):
         flags = cuda.host_alloc_flags.WRITECOMBINED if a.mem == "write-combined" else 0
         h_in, h_out = cuda.pagelocked_empty(n, np.float32, mem_flags=flags), cuda.pagelocked_empty(n, np.float32)

@@ -8,7 +8,8 @@ Writes ``OUT_DIR/traces/<app>.sqlite`` (the trace of the application as written,
 ``umprof advise`` reads) and ``OUT_DIR/apps.json``: for each application its own mode, and for
 every mode the wall time of each run (process start to exit), the loop's own time and the checksum
 (every mode must compute the same). Modes run in rounds, the even rounds in reverse order, so that
-a slow spell of the machine weighs on one run of each mode rather than on one mode. NVIDIA's
+a slow spell of the machine weighs on one run of each mode rather than on one mode. A mode whose run
+fails is recorded with its error (``error``) and left out of the later rounds; the others go on. NVIDIA's
 cuda-samples (``--samples``) are traced and timed as they are, in one mode.
 """
 
@@ -36,7 +37,7 @@ APPS = {  # application → the modes it is timed in (its own first)
     "managed_loop": ["managed", "managed-prefetch", "managed-advise-read-mostly", "managed-advise-prefer-gpu",
                      "managed-advise-prefer-host", "managed-advise-accessed-by-gpu", "pageable", "pinned",
                      "write-combined", "zero-copy", "mapped", "pageable-staged", "pageable-registered"],
-    "pycuda_loop": ["pageable", "pinned", "write-combined", "zero-copy", "managed"],
+    "pycuda_loop": ["pageable", "pinned", "write-combined", "zero-copy", "managed", "pageable-registered"],
 }
 SAMPLES = ["vectorAdd", "simpleStreams", "asyncAPI"]
 TRACE = ["nsys", "profile", "-t", "cuda,nvtx", "--cuda-um-gpu-page-faults=true", "--cuda-um-cpu-page-faults=true",
@@ -66,14 +67,44 @@ def build(out: Path, samples: Path | None) -> dict[str, list[str]]:
     return cmds
 
 
+class RunFailed(RuntimeError):
+    """One run of an application exited with an error (its command and the end of its stderr)."""
+
+
 def run_once(cmd: list[str]) -> dict:
     t0 = time.perf_counter()
     p = subprocess.run(cmd, capture_output=True, text=True)
     wall = time.perf_counter() - t0
     if p.returncode != 0:
-        raise SystemExit(f"{' '.join(cmd)} failed ({p.returncode}): {p.stderr.strip()[-500:]}")
+        raise RunFailed(f"{' '.join(cmd)} failed ({p.returncode}): {p.stderr.strip()[-500:]}")
     line = next((x for x in p.stdout.splitlines()[::-1] if x.startswith("{")), None)
     return dict(json.loads(line) if line else {}, wall_s=wall)
+
+
+def time_modes(doc: dict, cmds: dict[str, list[str]], rounds: int, progress: Path, run=run_once) -> None:
+    """Every application's every mode, ``rounds`` times (the even rounds in reverse order), each run's wall
+    time, loop time and checksum into ``doc``; ``progress`` rewritten after each round. A mode whose run
+    fails gets its ``error`` and is left out from then on; the others go on."""
+    for r in range(rounds):
+        for name, cmd in cmds.items():
+            modes = list(doc["apps"][name]["modes"])
+            for m in (modes if r % 2 == 0 else modes[::-1]):
+                rec = doc["apps"][name]["modes"][m]
+                if "error" in rec:
+                    continue
+                try:
+                    res = run(cmd + (["--mem", m] if name in APPS else []))
+                except RunFailed as e:
+                    rec["error"] = str(e)
+                    print(f"round {r + 1}: {name} --mem {m}: {e}", flush=True)
+                    continue
+                rec["wall_s"].append(res["wall_s"])
+                if "loop_s" in res:
+                    rec["loop_s"].append(res["loop_s"])
+                if rec["checksum"] is None:
+                    rec["checksum"] = res.get("checksum")
+            print(f"round {r + 1}: {name} done", flush=True)
+        progress.write_text(json.dumps(doc, indent=1))
 
 
 def main():
@@ -97,18 +128,7 @@ def main():
         (out / "traces" / f"{name}.nsys-rep").unlink(missing_ok=True)
         doc["apps"][name] = {"own_mode": modes[0], "command": " ".join(Path(c).name for c in cmd),
                              "modes": {m: {"wall_s": [], "loop_s": [], "checksum": None} for m in modes}}
-    for r in range(a.rounds):
-        for name, cmd in cmds.items():
-            modes = list(doc["apps"][name]["modes"])
-            for m in (modes if r % 2 == 0 else modes[::-1]):
-                res = run_once(cmd + (["--mem", m] if name in APPS else []))
-                rec = doc["apps"][name]["modes"][m]
-                rec["wall_s"].append(res["wall_s"])
-                if "loop_s" in res:
-                    rec["loop_s"].append(res["loop_s"])
-                if rec["checksum"] is None:
-                    rec["checksum"] = res.get("checksum")
-            print(f"round {r + 1}: {name} done", flush=True)
+    time_modes(doc, cmds, a.rounds, out / "apps.json")
     # every mode must compute what the application's own mode computes (the chunked ones add their
     # chunks' sums in another order: equal to a few parts in 1e12)
     bad = []
@@ -126,10 +146,12 @@ def main():
             print(f"{name:14s} {m:28s} wall {w:7.3f} s" + ("   (own)" if m == app["own_mode"] else ""))
     if shutil.which("tar"):
         subprocess.run(["tar", "czf", str(out / "traces.tar.gz"), "-C", str(out), "traces"], check=True)
+    failed = [f"{name} --mem {m}" for name, app in doc["apps"].items() for m, v in app["modes"].items() if "error" in v]
+    if failed:
+        print("failed, left out: " + "; ".join(failed))
     if bad:
         print("checksums differ: " + "; ".join(bad))
-        return 1
-    return 0
+    return 1 if bad or failed else 0
 
 
 if __name__ == "__main__":

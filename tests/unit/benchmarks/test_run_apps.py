@@ -1,0 +1,37 @@
+"""benchmarks/apps/run_apps.py without a GPU: a mode whose run fails is recorded and left out, and the
+other modes' runs go on (one failing mode once cost a whole lease's timings)."""
+
+import importlib.util
+import json
+
+from tests.unit.data import ROOT
+
+
+def _run_apps():
+    spec = importlib.util.spec_from_file_location("run_apps", ROOT / "benchmarks" / "apps" / "run_apps.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_a_failing_mode_is_recorded_and_the_others_go_on(tmp_path):
+    mod = _run_apps()
+    modes = ["pageable", "pinned", "pageable-registered"]
+    doc = {"apps": {"pycuda_loop": {"own_mode": "pageable",
+                                    "modes": {m: {"wall_s": [], "loop_s": [], "checksum": None} for m in modes}}}}
+    calls = []
+
+    def run(cmd):
+        calls.append(cmd[-1])
+        if cmd[-1] == "pageable-registered":
+            raise mod.RunFailed("app --mem pageable-registered failed (1): SystemError")
+        return {"wall_s": 1.0, "loop_s": 0.5, "checksum": 42.0}
+
+    progress = tmp_path / "apps.json"
+    mod.time_modes(doc, {"pycuda_loop": ["app"]}, 3, progress, run=run)
+    rec = doc["apps"]["pycuda_loop"]["modes"]
+    assert rec["pageable"]["wall_s"] == [1.0] * 3 and rec["pinned"]["checksum"] == 42.0
+    assert rec["pageable-registered"]["wall_s"] == [] and "SystemError" in rec["pageable-registered"]["error"]
+    assert calls.count("pageable-registered") == 1  # not tried again in later rounds
+    assert calls[:3] == modes and calls[3:5] == ["pinned", "pageable"]  # the second round in reverse order
+    assert json.loads(progress.read_text()) == doc  # the rounds so far are on disk
