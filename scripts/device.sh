@@ -11,7 +11,8 @@
 #   apps       benchmarks/apps: build, trace each application as written, time every mode (needs the
 #              cuda-samples in .device/cuda-samples for NVIDIA's three; ROUNDS=N, default 3)
 #   set        a verification set (SET=holdout-17: benchmarks/workloads/$SET.toml) under every strategy, in
-#              five rounds (TAG=b names a second run of the same set apart); judge it with
+#              five rounds (ROUNDS=N for fewer: holdout-18's five took over 10 minutes on an H100, two fit a
+#              600 s call; TAG=b names a second run of the same set apart); judge it with
 #              `umprof recommend --workload benchmarks/workloads/$SET.toml --measured FILE [--steady]`
 # A step's files are named after the GPU (nvidia-h100-80gb-hbm3-..., nvidia-h200-...).
 set -uo pipefail
