@@ -86,7 +86,8 @@ WC_CACHED_READ = 1.5
 # writes had cost nothing, and a buffer the host rewrites whole each step while the GPU reads a little of
 # it was priced at its faults alone: holdout-18's 512 MiB table probed at 2% (H100, three leases) was
 # predicted 0.034 s a steady step against 0.136 s measured, and picked.
-HOST_RESIDENT_MANAGED = "managed-advise-prefer-host"
+# A strategy's single curve taken from another strategy (BORROWS below takes them all but its own).
+CURVE_BORROWS = {("managed-advise-read-mostly", "host_write"): "managed-advise-prefer-host"}
 # Strategies calibrated on calibration-loop-sizes alone, whose kernel and ratios are another's:
 # pageable-staged keeps pageable memory and a cudaMalloc'd buffer and differs in how the copies go (its
 # copies are its own) and in what they leave behind: the ring's threads (up to 12 since 0.3.0) read and
@@ -267,6 +268,7 @@ class CalibrationCurves:
         """One of the strategy's per-iteration curves (see the module's docstring), cached."""
         if name not in OWN_CURVES.get(strategy, ()):
             strategy = BORROWS.get(strategy, strategy)
+        strategy = CURVE_BORROWS.get((strategy, name), strategy)
         key = (strategy, name)
         if key not in self._curves:
             self._curves[key] = Curve(self._build(strategy, name), fitted_tail=name in FIXED_OR_PROPORTIONAL)
@@ -287,9 +289,6 @@ class CalibrationCurves:
             # size (each alone varies ±30% from run to run, with no order between them)
             pts = pd.DataFrame([self._select(s, "sizes", name, **whole) for s in self.cached_host])
             return pts.median().to_dict()
-        if name == "host_write" and kind(strategy) == "read-mostly":
-            own = self._select(strategy, "sizes", name, **whole)
-            return own or (self._build(HOST_RESIDENT_MANAGED, name) if HOST_RESIDENT_MANAGED in self.strategies else {})
         if name in ("host_write", "host_read", "h2d", "d2h"):
             return self._select(strategy, "sizes", name, **whole)
         if name == "pass_ro":
