@@ -30,6 +30,8 @@ from umprof.measure import strategies
 from umprof.measure.ops.lifecycle import PAGE_BYTES
 from umprof.model.application import Application, fraction
 from umprof.model.predict import Calibration, Prediction
+from umprof.model import ties
+from umprof.model.calibration import HOST_STEPS
 from umprof.model.ties import CHANGE_COST
 from umprof.model.workload import Workload
 
@@ -218,10 +220,11 @@ def advise(app: Application, cal: Calibration, source: str = "") -> AppAdvice:
         saving = measured_base - whole[p.strategy]
         out.ranking.append({"strategy": p.strategy, "predicted_s": now_s - saving, "saving_s": saving,
                             "model_whole_s": p.whole_s, "model_steady_s": p.steady_s})
-    best = whole[ranked[0].strategy]
-    tied = [p for p in ranked if whole[p.strategy] <= best * (1 + PREDICTION_ERROR)]
+    tied_names = ties.tied([(p.strategy, whole[p.strategy]) for p in ranked], PREDICTION_ERROR)
+    tied = [p for p in ranked if p.strategy in tied_names]
     # among the tied: the current way where it is one of them, else the one that changes least code
-    pick = min(tied, key=lambda p: (p.strategy != current, CHANGE_COST.get(p.strategy, 5), whole[p.strategy]))
+    pick = min(tied, key=lambda p: (p.strategy != current, CHANGE_COST.get(p.strategy, ties.UNKNOWN_COST),
+                                    whole[p.strategy]))
     saving = measured_base - whole[pick.strategy]
     note = _tie_note(tied, pick, whole)
     within_noise = current is not None and pick.strategy != current and saving < NOISE * now_s
@@ -233,7 +236,7 @@ def advise(app: Application, cal: Calibration, source: str = "") -> AppAdvice:
     out.advice.append(Advice("loop", pick.strategy, _change(pick.strategy, w, current), now_s, now_s - saving, saving,
                              tie=len(tied) > 1, note=note))
     out.advice += _flow_advice(app, cal)
-    out.limits += _limits(app, now_s, saving)
+    out.limits += _limits(app, now_s, saving, base, pick)
     out.verdict = _verdict(app, out, tied, now_s, base, within_noise)
     return out
 
@@ -285,9 +288,11 @@ def _flow_advice(app: Application, cal: Calibration) -> list[Advice]:
 
 
 
-def _limits(app: Application, now_s: float, saving: float = 0.0) -> list[str]:
+def _limits(app: Application, now_s: float, saving: float = 0.0, now: Prediction | None = None,
+            advised: Prediction | None = None) -> list[str]:
     """What bounds any strategy's saving: the share copies and migrations take of the run (and, where the
-    advice saves more than they take, where the rest comes from); a run with no loop found."""
+    advice saves more than they take, where the rest comes from: the host's accesses as ``now`` and
+    ``advised`` predict them); a run with no loop found."""
     t, um = app.totals, app.um
     moving = t["copy_s"] + um["migration_s"]
     if app.wall_s <= 0:
@@ -295,10 +300,12 @@ def _limits(app: Application, now_s: float, saving: float = 0.0) -> list[str]:
     share = moving / app.wall_s
     out = []
     if share < 0.25 and saving > 1.1 * moving:
-        rest = ("the host's own writes and reads of its buffers, predicted faster in the advised memory than in "
-                "pageable memory (whose host accesses measured 16-45% slower than pinned memory's at 1-16 MiB on the "
-                "lent H200 and H100)" if app.strategy == "pageable" else
-                "the loop's other steps (the host's accesses, the kernels' reads), predicted faster under it")
+        host = lambda p: sum(p.phases.get(k, 0.0) for k in HOST_STEPS)  # noqa: E731
+        if now is not None and advised is not None and host(now) > host(advised):
+            rest = (f"the host's own writes and reads of its buffers, predicted at {format_time(host(now))} over the run "
+                    f"as it is ({app.strategy} memory) and {format_time(host(advised))} under {advised.strategy}")
+        else:
+            rest = "the loop's other steps (the host's accesses, the kernels' reads), predicted faster under it"
         out.append(f"copies and migrations take {format_time(moving)} of its {format_time(app.wall_s)} ({share:.0%}); "
                    f"the rest of the predicted saving ({format_time(saving - moving)}) is {rest}")
     elif share < 0.25:
