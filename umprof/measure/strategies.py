@@ -108,7 +108,9 @@ class _Explicit(Strategy):
 
     def free(self, session, buf):
         buf.handles.pop("device").free()
-        host = buf.handles.pop("host")
+        self._host_free(session, buf.handles.pop("host"))
+
+    def _host_free(self, session, host):
         if self.host_flags is not None:
             host.base.free()
 
@@ -145,9 +147,7 @@ class PageableRegistered(_Explicit):
         session.host_register(host.ctypes.data, max(nbytes, 1))
         return host
 
-    def free(self, session, buf):
-        buf.handles.pop("device").free()
-        host = buf.handles.pop("host")
+    def _host_free(self, session, host):
         session.host_unregister(host.ctypes.data)
 
 
