@@ -248,9 +248,9 @@ def staging_section() -> list[str]:
              "cost. Below each, the sweep of threads and slot size. Each run is the rule as shipped, on its own lease, "
              "oldest first: the ring's share of its ceiling moves by 10-20% from lease to lease with the host copy it is "
              "measured against.", ""]
-    from umprof.core.results import ResultSet
+    from umprof.core.results import ResultSet, read_header
 
-    files = sorted((RESULTS / "staging").glob("nvidia-*-staging*.parquet"), key=lambda f: ResultSet.load(f).meta["time"])
+    files = sorted((RESULTS / "staging").glob("nvidia-*-staging*.parquet"), key=lambda f: read_header(f)["meta"]["time"])
     for f in files:
         rs = ResultSet.load(f)
         lines += [f"### {rs.devices[0]['name']}, {str(rs.meta.get('time', ''))[:10]} ({f.relative_to(ROOT)})", "",
