@@ -14,7 +14,8 @@
 #              five rounds (ROUNDS=N for fewer: holdout-18's five took over 10 minutes on an H100, two fit a
 #              600 s call; TAG=b names a second run of the same set apart); judge it with
 #              `umprof recommend --workload benchmarks/workloads/$SET.toml --measured FILE [--steady]`
-# A step's files are named after the GPU (nvidia-h100-80gb-hbm3-..., nvidia-h200-...).
+# A step's files are named after the GPU (nvidia-h100-80gb-hbm3-..., nvidia-h200-...). LIMIT=SECONDS stops each
+# timed step after that long (what it wrote so far is kept and packed), so that one call can hold several steps.
 set -uo pipefail
 OUT="${OUT:-device-out}"
 mkdir -p "$OUT"
@@ -22,7 +23,7 @@ gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1 | tr ' ' '-' |
 timed() {  # timed LABEL LOG COMMAND...: run, log, and say how long it took from process start to exit
   local label=$1 log=$2; shift 2
   local start; start=$(date +%s.%N)
-  "$@" >> "$log" 2>&1
+  ${LIMIT:+timeout --signal=INT --kill-after=20 "$LIMIT"} "$@" >> "$log" 2>&1
   local rc=$?
   echo "$label: exit $rc, $(python3 -c "print(f'{$(date +%s.%N) - $start:.1f}')") s (wall clock, $(date -u +%FT%TZ))" | tee -a "$log"
 }
@@ -49,7 +50,8 @@ for step in "$@"; do
       samples=(); [ -d .device/cuda-samples ] && samples=(--samples .device/cuda-samples)
       timed "applications" "$OUT/$gpu-apps.log" python3 benchmarks/apps/run_apps.py "$OUT/apps" "${samples[@]}" --rounds "${ROUNDS:-3}"
       mv "$OUT/apps/apps.json" "$OUT/$gpu-apps.json" 2>/dev/null
-      mv "$OUT/apps/traces.tar.gz" "$OUT/$gpu-traces.tar.gz" 2>/dev/null
+      mv "$OUT/apps/traces.tar.gz" "$OUT/$gpu-traces.tar.gz" 2>/dev/null \
+        || tar czf "$OUT/$gpu-traces.tar.gz" -C "$OUT/apps" traces 2>/dev/null  # a run stopped by LIMIT
       rm -rf "$OUT/apps"
       tail -45 "$OUT/$gpu-apps.log" ;;
     set)

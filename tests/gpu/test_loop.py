@@ -74,6 +74,23 @@ def test_staged_and_registered_loops_copy_pageable_data_faster_than_cudamemcpy(c
                       plain["time_median_s"])
 
 
+def test_copies_in_parts_are_checked_and_pay_each_call_s_latency(ctx_factory):
+    """calibration-loop-copies: an iteration's copies made as 512 synchronous cudaMemcpy calls of 16 KiB,
+    checked like every loop; the strategies that make no copies of their own run the same loop without
+    parts. 512 calls cost several times one copy of all their bytes (each call waits for the GPU: a few
+    microseconds, where 16 KiB cross the link in under one)."""
+    rows = run_cases(ctx_factory, "calibration-loop-copies", strategy="pageable,pinned,mapped", copies="1,512",
+                     iterations="3")
+    totals = by(rows, phase="total")
+    assert all(r["status"] == "ok" for r in totals), [(r["case"], r["reason"]) for r in totals]
+    assert [r["axis.copies"] for r in by(totals, **{"axis.strategy": "mapped"})] == [1]  # one case: no parts
+    for strategy in ("pageable", "pinned"):
+        (one,) = by(rows, phase="h2d", **{"axis.strategy": strategy, "axis.copies": 1})
+        (parts,) = by(rows, phase="h2d", **{"axis.strategy": strategy, "axis.copies": 512})
+        assert_faster(f"loop 8MiB h2d {strategy}: one copy vs 512 of 16 KiB", one["time_median_s"],
+                      parts["time_median_s"], 3)
+
+
 @pytest.mark.parametrize("pattern", ["streaming", "strided", "warp-pages"])
 def test_a_pipelined_loop_over_more_chunks_than_streams_is_checked(ctx_factory, pattern):
     """pinned-pipelined at 8 MiB: 8 chunks of 1 MiB over 4 streams, a partial workload (host

@@ -9,7 +9,8 @@ past them), each per iteration:
 * ``host_write``, ``host_read``: the host's local write and read (calibration-loop-sizes);
   for managed memory also the host's faults back when the pages sit on the GPU, on a write
   (calibration-loop-host) and on a read (calibration-loop-sizes, where the kernel pulled them);
-* ``h2d``, ``d2h``: the copies (or prefetches) each way;
+* ``h2d``, ``d2h``: the copies (or prefetches) each way; ``h2d_part``, ``d2h_part``: one copy of
+  an application's copies in many parts, its call's latency included (calibration-loop-copies);
 * the kernel: a fixed part (launch, the 8-byte result the host reads back) and each pass,
   read-only and in place (calibration-loop-resident, one and three passes apart), scaled by the
   measured ratio of the workload's pattern (calibration-loop-patterns at 16 MiB and, for memory
@@ -147,6 +148,14 @@ LONG_SCENARIOS = tuple(CALIBRATION_PREFIX + name for name in LONG_LOOPS.values()
 # its allocation, first write and free stand for the whole-buffer loop's.
 SETUP_LOOP = "setup"
 SETUP_FROM_SETUP_LOOP = ("alloc", "host_init", "free")
+# calibration-loop-copies: an application's copies in many parts (8 MiB each way per iteration in 8-2048
+# synchronous copies of 1 MiB-4 KiB). A part's time, its call's latency included, is a curve of its own
+# (``h2d_part``, ``d2h_part``: seconds a copy against the bytes of one copy), which prices an application's
+# copies in parts (Workload.copies > 1) where the calibration has it; the whole-buffer loops' one copy an
+# iteration, read at a record's size, priced pinned memory's 16 KiB records at half of pageable memory's,
+# where the applications measured them alike (small_copies on the H100, 2026-11). Its loops answer for
+# these curves alone: their gaps and sizes are no whole-buffer loop's.
+PARTS_LOOP = "copies"
 # calibration-loop-walk: a warp-pages pass over 16 pages (a sixteenth of 16 MiB), one warp each: one
 # warp's walk of a page, which bounds every warp-pages pass from below (see Calibration._pass).
 WALK_LOOP = "walk"
@@ -199,6 +208,8 @@ class CalibrationCurves:
         # the setup loop answers for allocation, first write and free alone (see SETUP_LOOP): the curves
         # of the steady iteration, their gaps and the largest calibrated size are the other loops'
         self.setup_rows, ok = ok[setup_loop], ok[~setup_loop]
+        parts_loop = ok["base_scenario"] == CALIBRATION_PREFIX + PARTS_LOOP
+        self.parts_rows, ok = ok[parts_loop], ok[~parts_loop]
         self.ok = ok
         self.strategies = sorted(ok["axis.strategy"].unique())
         for s in self.strategies:
@@ -313,6 +324,8 @@ class CalibrationCurves:
         if name == "local_read":  # managed pages read where they are (READ_MOSTLY's copies)
             return self._select(strategy, "host-read", "host_read", reuse=1, host_writes=0.0, gpu_writes=0.0,
                                 host_reads=1.0)
+        if name in ("h2d_part", "d2h_part"):
+            return self._parts(strategy, name[:3])
         if name == "pipe_issue":  # the pipelined loop's own issuing (its row's extras), per iteration
             return self._select(strategy, "sizes", "pipelined", column="it_issue_s", **whole)
         if name in ("alloc", "host_init", "free", "first"):
@@ -326,6 +339,17 @@ class CalibrationCurves:
         if name == "gap":
             return self._gaps(strategy)
         raise KeyError(name)
+
+    def _parts(self, strategy, direction: str) -> dict[float, float]:
+        """One copy's bytes → its seconds, from calibration-loop-copies (PARTS_LOOP): the steady
+        iteration's copies one way over the copies made (the median over its cases and runs)."""
+        d = self.parts_rows
+        if d.empty or "axis.copies" not in d.columns:
+            return {}
+        d = d[(d["axis.strategy"] == strategy) & (d["phase"] == direction)]
+        copies = d["axis.copies"].astype(int)
+        each = d["per_iteration"] / copies
+        return each.groupby(d["axis.bytes"].astype(float) / copies).median().to_dict()
 
     def _setup_reference(self, strategy) -> tuple[str, dict]:
         """The calibration loop whose setup phases and first iteration stand for the strategy's."""

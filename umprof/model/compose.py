@@ -64,11 +64,19 @@ class PhaseComposition(CalibrationCurves):
 
     def _copies(self, strategy, direction: str, nbytes: float, parts: int) -> float:
         """``nbytes`` copied one way in ``parts`` equal copies, each at its own size's time (a plan, which
-        copies the buffer its own way, in one)."""
+        copies the buffer its own way, in one). Copies in parts cost what the calibration measured
+        copies of their size made back to back (``h2d_part``: their calls' latency included) up to the
+        largest part it measured, never less than its smallest's; larger ones, or without that
+        measurement, what one copy of their size costs."""
         if nbytes <= 0:
             return 0.0
         parts = 1 if strategy in PLANS else max(1, min(int(parts), math.ceil(nbytes)))
-        return parts * self.curve(strategy, direction)(nbytes / parts)
+        size = nbytes / parts
+        if parts > 1:
+            each = self.curve(strategy, direction + "_part")
+            if each and size <= each.xs.max():
+                return parts * each(max(size, each.xs.min()))
+        return parts * self.curve(strategy, direction)(size)
 
     def _kernel(self, strategy, w: Workload, pages: "PageSimulation.Step", walk: bool = True) -> float:
         """The kernel phase of one iteration: fixed part, migration on faults, passes (a warp-pages

@@ -259,10 +259,10 @@ def verification_scenario(w: Workload, strategy_names: list[str], timing: dict |
     from umprof.measure.ops import get_op
     from umprof.measure.scenario import Scenario
 
-    if w.copies != 1 or w.kernel_s:
-        raise UsageError(f"workload {w.label}: --verify measures umprof's own loop, which copies each way in one "
-                         "piece and runs its own kernel; a workload with 'copies' or 'kernel_s' (an application's, "
-                         "from its trace) is verified by timing the application itself")
+    if w.kernel_s:
+        raise UsageError(f"workload {w.label}: --verify measures umprof's own loop, which runs its own kernel; a "
+                         "workload with 'kernel_s' (an application's, from its trace) is verified by timing the "
+                         "application itself")
     op = get_op("loop")
     axes = {spec.name: list(spec.default) for spec in op.axes.specs}
     axes.update(w.loop_axes(max(w.iterations, VERIFY_ITERATIONS)))

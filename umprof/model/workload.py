@@ -89,6 +89,7 @@ class Workload:
             "bytes": [self.bytes], "reuse": [self.reuse], "touched": [self.touched], "pattern": [self.pattern],
             "stride": [self.stride], "iterations": [iterations or self.iterations],
             "host_writes": [self.host_writes], "gpu_writes": [self.gpu_writes], "host_reads": [self.host_reads],
+            "copies": [self.copies],
         }
 
 

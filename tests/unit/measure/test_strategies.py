@@ -56,3 +56,28 @@ def test_pageable_memory_is_left_to_numpy():
     st = strategies.get("pageable")
     st.free(s, st.allocate(s, 4096))
     assert s.log == ["free device"]
+
+
+def test_copies_in_parts_are_equal_aligned_synchronous_copies_that_cover_the_bytes():
+    """An application's records: ``parts`` synchronous copies one after another, 4-byte aligned, together
+    exactly the bytes asked for, each from its own offset of both buffers."""
+    calls = []
+
+    class Cuda(_Cuda):
+        def memcpy_htod(self, dst, src):
+            calls.append(("htod", dst, src.ctypes.data, src.nbytes))
+
+        def memcpy_dtoh(self, dst, src):
+            calls.append(("dtoh", src, dst.ctypes.data, dst.nbytes))
+
+    s = _Session()
+    s.cuda = Cuda(s.log)
+    st = strategies.get("pageable")
+    buf = st.allocate(s, 1 << 20)
+    for to_device, kind in ((True, "htod"), (False, "dtoh")):
+        calls.clear()
+        st.copy_parts(s, buf, 10_000, 3, to_device=to_device)
+        assert [c[0] for c in calls] == [kind] * 3
+        assert [c[3] for c in calls] == [3332, 3332, 3336] and all(c[3] % 4 == 0 for c in calls)
+        offsets = [c[1] - buf.device_ptr for c in calls]
+        assert offsets == [c[2] - buf.host.ctypes.data for c in calls] == [0, 3332, 6664]

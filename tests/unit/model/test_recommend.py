@@ -167,6 +167,47 @@ def test_the_setup_loop_stands_for_allocation_first_write_and_free_alone():
     assert both.predict("pageable", w).setup_s < plain.predict("pageable", w).setup_s
 
 
+def test_copies_in_parts_cost_what_the_calibration_measured_of_copies_that_size_back_to_back():
+    """calibration-loop-copies times an iteration's copies made in many synchronous parts: a part's time
+    (its call's latency in it) prices an application's records up to the largest part measured, from
+    pinned memory as from pageable where they measured alike; larger parts, workloads of one copy and
+    the whole-buffer loops' gaps and sizes are as without it."""
+    import pandas as pd
+
+    from umprof.model.calibration import CALIBRATION_PREFIX
+    from umprof.model.predict import Calibration
+
+    rs = ResultSet.load(data.CAL)
+    f = rs.frame
+    base = f[(f["scenario"] == CALIBRATION_PREFIX + "sizes") & (f["axis.bytes"] == 16 * MiB)
+             & f["axis.strategy"].isin(["pageable", "pinned"])]
+    each = {("pageable", 512): 12e-6, ("pinned", 512): 12e-6, ("pageable", 8): 300e-6, ("pinned", 8): 160e-6}
+    parts = []
+    for (strategy, copies), t in each.items():
+        rows = base[base["axis.strategy"] == strategy].copy()
+        rows["scenario"], rows["axis.bytes"], rows["axis.copies"] = CALIBRATION_PREFIX + "copies", 8 * MiB, copies
+        its = rows["axis.iterations"].astype(int) - 1
+        copy = rows["phase"].isin(["h2d", "d2h"])
+        rows.loc[copy, "time_median_s"] = (t * copies * its)[copy]
+        parts.append(rows)
+    plain = Calibration(f, rs.devices[0])
+    both = Calibration(pd.concat([f, *parts], ignore_index=True), rs.devices[0])
+    for strategy in ("pageable", "pinned", "pageable-registered"):  # registered memory copies as pinned does
+        t = each[("pinned" if strategy != "pageable" else strategy, 512)]
+        assert both.curve(strategy, "h2d_part")(16 * 1024) == pytest.approx(t)
+        assert both._copies(strategy, "h2d", 8 * MiB, 512) == pytest.approx(512 * t)
+        assert both._copies(strategy, "d2h", 2 * MiB, 512) == pytest.approx(512 * t)  # 4 KiB: the smallest's
+        assert both._copies(strategy, "h2d", 64 * MiB, 16) == plain._copies(strategy, "h2d", 64 * MiB, 16)  # 4 MiB each
+        assert plain._copies(strategy, "h2d", 8 * MiB, 512) == pytest.approx(
+            512 * plain.curve(strategy, "h2d")(16 * 1024))
+    records = Workload(bytes=16 * MiB, host_writes=0.5, host_reads=0.5, copies=512, iterations=20)
+    steady = {s: both.predict(s, records).steady for s in ("pageable", "pinned")}
+    assert steady["pageable"]["h2d"] == pytest.approx(steady["pinned"]["h2d"]) == pytest.approx(512 * 12e-6)
+    assert both.max_bytes == plain.max_bytes and len(both._gap_rows()) == len(plain._gap_rows())
+    one = Workload(bytes=16 * MiB, iterations=10)
+    assert both.predict("pinned", one).steady_s == pytest.approx(plain.predict("pinned", one).steady_s)
+
+
 def test_a_calibration_given_twice_predicts_as_once():
     """`--from` is repeatable: two calibrations of the same cases pool their figures. Each case's gap (its
     steady iteration's wall clock less its phases) is the run's own: summing two runs' phases against one

@@ -55,7 +55,14 @@ def test_workload_maps_onto_the_loop_axes():
                  gpu_writes=0.0, host_reads=1.0, name="x")
     (case,) = verification_scenario(w, ["pinned"]).cases()
     assert case.params == {"strategy": "pinned", "bytes": 64 * MiB, "reuse": 2, "touched": 0.25, "pattern": "strided",
-                           "stride": 16, "host_writes": 0.1, "gpu_writes": 0.0, "host_reads": 1.0, "iterations": 5}
+                           "stride": 16, "host_writes": 0.1, "gpu_writes": 0.0, "host_reads": 1.0, "iterations": 5,
+                           "copies": 1}
+    # records copied one by one: the strategies that copy make them in parts, the others none
+    records = Workload(bytes=MiB, copies=64)
+    parts = {c.params["strategy"]: c.params["copies"] for c in verification_scenario(
+        records, ["pageable", "pinned", "mapped", "managed", "pinned-pipelined", "pageable-staged"]).cases()}
+    assert parts == {"pageable": 64, "pinned": 64, "mapped": 1, "managed": 1, "pinned-pipelined": 1,
+                     "pageable-staged": 1}
     # one iteration: the verification runs three, so the steady iteration is measured too
     (one,) = verification_scenario(Workload(bytes=MiB), ["pinned"]).cases()
     assert one.params["iterations"] == 3

@@ -10,6 +10,9 @@
                     → host_read (the first ``host_reads`` of the buffer)]
     → free
 
+With ``copies`` > 1 an explicit copy each way is made as an application copies records: in that many
+equal parts, each a synchronous cudaMemcpy (the first iteration's whole-buffer copy too).
+
 The first iteration is one phase, ``first`` (it moves the whole buffer); the later ones are
 timed phase by phase (summed over them, so a sample's total is the whole run) and, by the
 host's clock, each as a whole: the sample's ``wall_steady_s`` is the mean of those
@@ -149,6 +152,7 @@ class LoopRun(CaseRun):
             raise CaseSkipped(f"loop needs a multiple of {PAGE_BYTES // 1024} KiB, got {self.nbytes} bytes")
         if self.pattern == "strided" and (self.stride & (self.stride - 1) or self.stride > PAGE_WORDS):
             raise CaseSkipped(f"stride must be a power of two up to {PAGE_WORDS} words, got {self.stride}")
+        self.copies = p.get("copies") or 1
         if st.pipelined and self.pattern == "random":
             raise CaseSkipped(f"{st.name} runs the kernel chunk by chunk; a random pass reaches the whole buffer, "
                               "so its work cannot be split into chunks")
@@ -261,7 +265,10 @@ class LoopRun(CaseRun):
         to_gpu = self.n if first else (self.hw_words if st.copies else self.prefetch_words)
         if st.moves_data and to_gpu:
             with self._phase(timer, "h2d", steady, bytes=4 * to_gpu, ceiling="pcie"):
-                st.to_device(s, buf, 4 * to_gpu)
+                if self.copies > 1:
+                    st.copy_parts(s, buf, 4 * to_gpu, self.copies, to_device=True)
+                else:
+                    st.to_device(s, buf, 4 * to_gpu)
         with self._phase(timer, "kernel", steady, bytes=self.kernel_bytes, ceiling=self.kernel_ceiling):
             s.cuda.memset_d32_async(self.result, 0, 2, s.stream)
             for _ in range(self.reuse):
@@ -270,7 +277,10 @@ class LoopRun(CaseRun):
         back = self.hr_words if (self.gpu_writes > 0 or not st.copies) else 0  # a read-only input is not copied back
         if st.moves_data and back:
             with self._phase(timer, "d2h", steady, bytes=4 * back, ceiling="pcie"):
-                st.to_host(s, buf, 4 * back)
+                if self.copies > 1:
+                    st.copy_parts(s, buf, 4 * back, self.copies, to_device=False)
+                else:
+                    st.to_host(s, buf, 4 * back)
         if self.hr_words:
             with self._phase(timer, "host_read", steady, gpu=False):
                 self._host_sum = int(view[:self.hr_words].sum(dtype=np.uint64))
@@ -351,11 +361,21 @@ class _Untimed:
         return False
 
 
+def copies_in_parts(strategy: str) -> bool:
+    """Whether the strategy makes an application's own copies, which ``copies`` splits into parts: not
+    the memory kernels reach where it is (no copies), nor a plan that moves the buffer its own way."""
+    st = strategies.get(strategy)
+    return st.copies and not st.pipelined and not isinstance(st, strategies.PageableStaged)
+
+
 def _merge(params):
-    """The stride applies to the strided pattern alone."""
+    """The stride applies to the strided pattern alone; copies in parts to the strategies that make an
+    application's copies (the others run the same workload without them)."""
     out = dict(params)
     if out.get("pattern") != "strided":
         out["stride"] = None
+    if "copies" in out and not copies_in_parts(out["strategy"]):
+        out["copies"] = 1
     return out
 
 
@@ -382,6 +402,8 @@ OP = register(Op(
         AxisSpec("host_reads", default=(1.0,), about="fraction of the buffer the host reads after each iteration",
                  **FRACTION),
         AxisSpec("iterations", "int", default=(3,), minimum=1, maximum=100000, about="iterations of the loop"),
+        AxisSpec("copies", "int", default=(1,), minimum=1, maximum=65536, quiet_default=True,
+                 about="explicit copies each way per iteration, in equal parts, each a synchronous cudaMemcpy"),
     ]),
     default_kernel=KERNEL,
     kernel_signature=SIGNATURE,
