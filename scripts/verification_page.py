@@ -117,38 +117,46 @@ def sets_section(gpu: str) -> list[str]:
 
 
 def _pooled_advice(docs: list[dict]) -> list[str]:
-    """One row an application: every lease's runs of each mode pooled (their median), the advice judged
-    against them; an application whose advice differs between leases is named so."""
+    """One row an application, its leases pooled: each mode's time as a ratio to the own mode's in the
+    same lease (their medians), the median of those ratios over the leases that timed both, scaled by the
+    own mode's median over every lease. Leases differ by up to a quarter in every mode at once, and
+    modes added later were timed on fewer of them: ratios within a lease keep both out of the
+    comparison. An application whose advice differs between leases is named so."""
     from benchmarks.apps.judge import FASTEST_WITHIN, SAVING_WITHIN
 
     rows = []
     for app in docs[-1]["apps"]:
         judged = [next(r for r in d["judged"] if r["app"] == app) for d in docs if app in d["apps"]]
-        runs: dict[str, list[float]] = {}
-        for d in docs:
-            for m, v in d["apps"].get(app, {}).get("modes", {}).items():
-                runs.setdefault(m, []).extend(v["wall_s"])
-        advised = {r["advised"] for r in judged}
+        leases = [d["apps"][app]["modes"] for d in docs if app in d["apps"]]
         r = judged[-1]
-        adv = r["advised"] + (" (tie)" if r.get("tie") else "")
-        if len(runs) < 2:
+        own, adv = r["own"], r["advised"] + (" (tie)" if r.get("tie") else "")
+        if len(leases[-1]) < 2:
             continue  # timed as written only: nothing to judge the advice by
+        advised = {x["advised"] for x in judged}
         if len(advised) > 1:
-            rows.append(f"| {app} | {r['own']} | differs by lease: {', '.join(sorted(advised))} | - | - | - | - | - | - | - |")
+            rows.append(f"| {app} | {own} | differs by lease: {', '.join(sorted(advised))} | - | - | - | - | - | - | - |")
             continue
-        walls = {m: statistics.median(v) for m, v in runs.items() if v}
-        fastest = min(walls, key=walls.get)
-        if r["advised"] not in walls:
-            rows.append(f"| {app} | {r['own']} | {adv} | {fastest} | - | not judged: a mode it was not timed in | "
-                        f"{r['predicted_saving_s']:.3f} s | - | - | {len(runs[fastest])} |")
+        ratios: dict[str, list[float]] = {}
+        for modes in leases:
+            mine = statistics.median(modes[own]["wall_s"]) if modes.get(own, {}).get("wall_s") else None
+            for m, v in modes.items():
+                if mine and v.get("wall_s"):
+                    ratios.setdefault(m, []).append(statistics.median(v["wall_s"]) / mine)
+        ratio = {m: statistics.median(v) for m, v in ratios.items()}
+        fastest = min(ratio, key=ratio.get)
+        if r["advised"] not in ratio:
+            rows.append(f"| {app} | {own} | {adv} | {fastest} | - | not judged: a mode it was not timed in | "
+                        f"{r['predicted_saving_s']:.3f} s | - | - | - |")
             continue
-        saving = walls[r["own"]] - walls[r["advised"]]
-        spread = statistics.median([statistics.pstdev(v) for v in runs.values() if len(v) > 1])
-        ok = walls[r["advised"]] <= (1 + FASTEST_WITHIN) * walls[fastest]
+        scale = statistics.median([t for modes in leases for t in modes[own]["wall_s"]])
+        saving = scale * (1 - ratio[r["advised"]])
+        spread = statistics.median([statistics.pstdev(v["wall_s"]) for modes in leases for v in modes.values()
+                                    if len(v.get("wall_s", [])) > 1])
+        ok = ratio[r["advised"]] <= (1 + FASTEST_WITHIN) * ratio[fastest]
         within = abs(r["predicted_saving_s"] - saving) <= max(SAVING_WITHIN * abs(saving), spread)
-        rows.append(f"| {app} | {r['own']} | {adv} | {fastest} | {walls[r['advised']] / walls[fastest] - 1:+.1%} | "
+        rows.append(f"| {app} | {own} | {adv} | {fastest} | {ratio[r['advised']] / ratio[fastest] - 1:+.1%} | "
                     f"{'yes' if ok else 'no'} | {r['predicted_saving_s']:.3f} s | {saving:.3f} s | {'yes' if within else 'no'} "
-                    f"| {len(runs[r['advised']])}, {spread:.3f} s |")
+                    f"| {len(ratios[r['advised']])}, {spread:.3f} s |")
     return rows
 
 
@@ -165,10 +173,12 @@ def advise_section(gpu: str) -> list[str]:
              "*saving*: the predicted saving against the measured one (own mode less advised mode), within 20% or within "
              "the runs' own spread. The traces of every lease: "
              + ", ".join(str(t.relative_to(ROOT)) for t in traces) + " (a folder a lease).", "",
-             f"All {len(docs)} leases pooled (each mode's median over every run of it; runs of the advised mode and "
-             "the median standard deviation of a mode's runs, the noise a difference is measured against):", "",
+             f"All {len(docs)} leases pooled (each mode's median as a ratio to the own mode's in its lease, the median "
+             "of those ratios over the leases that timed it, scaled by the own mode's median over every lease; the "
+             "leases that timed the advised mode, and the median standard deviation of a mode's runs within a lease, "
+             "the noise a difference is measured against):", "",
              "| application | as written | advised | measured fastest | advised vs fastest | held | predicted saving | "
-             "measured saving | within 20% | runs, noise |", "|---|---|---|---|---|---|---|---|---|---|"]
+             "measured saving | within 20% | leases, noise |", "|---|---|---|---|---|---|---|---|---|---|"]
     lines += _pooled_advice(docs) + ["", "Each lease alone:", ""]
     for f, doc in zip(files, docs):
         lines += [f"{doc['gpu']}, {doc['date'][:10]}, {doc['rounds']} rounds ({f.relative_to(ROOT)}):", "",
