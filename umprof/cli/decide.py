@@ -50,6 +50,8 @@ def _workloads(files, options: dict):
 @click.option("--host-reads", type=float, default=None, metavar="F",
               help="Fraction of the buffer the host reads after each iteration; 0: only a small result [1].")
 @click.option("--pingpong/--no-pingpong", default=None, help="Shorthand for --host-writes 1 --gpu-writes 1 --host-reads 1.")
+@click.option("--copies", type=int, default=None, metavar="N",
+              help="Explicit copies each way per iteration, in equal parts (records sent one cudaMemcpy each) [1].")
 @click.option("--steady", is_flag=True,
               help="Rank by the steady iteration alone (a loop that runs for hours), not the whole run of --iterations.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document (ranking, phases, setup, steady, reason, verification).")
@@ -70,8 +72,8 @@ def _workloads(files, options: dict):
               help="GPUs to answer for: an index, a list (0,1) or all; each gets its own calibration and ranking "
                    "(with --from: the calibration rows measured on that GPU). Default: 0.")
 def recommend(sources, gpu_name, calibrate_now, workload_files, size, reuse, touched, pattern, stride, iterations,
-              host_writes, gpu_writes, host_reads, pingpong, steady, as_json, fits, verify, verify_top, verify_rounds,
-              measured, output, force, device_index):
+              host_writes, gpu_writes, host_reads, pingpong, copies, steady, as_json, fits, verify, verify_top,
+              verify_rounds, measured, output, force, device_index):
     """Rank the host-memory strategies for a workload, with predicted time per phase and the reason.
 
     Each answer has two figures: setup (allocation, registration, first touch, free) and the
@@ -88,7 +90,7 @@ def recommend(sources, gpu_name, calibrate_now, workload_files, size, reuse, tou
                          "of iterations does not change; give --iterations N to rank the whole run, or --steady alone")
     workloads = _workloads(workload_files, dict(bytes=size, reuse=reuse, touched=touched, pattern=pattern, stride=stride,
                                                 iterations=iterations, host_writes=host_writes, gpu_writes=gpu_writes,
-                                                host_reads=host_reads, pingpong=pingpong, fits=fits))
+                                                host_reads=host_reads, pingpong=pingpong, copies=copies, fits=fits))
     if verify_top != "all" and (not verify_top.isdigit() or int(verify_top) < 1):
         raise UsageError(f"option '--verify-top': expected a positive integer or 'all', got {verify_top!r}")
     if gpu_name is not None and (verify or device_index is not None):

@@ -113,10 +113,25 @@ def test_format_json_on_show_compare_and_crossovers(command):
     (["--bytes", "1MiB", "--gpu-writes", "-1"], "key 'gpu_writes'"),
     (["--bytes", "1MiB", "--steady", "--iterations", "10"], "'--steady' and '--iterations'"),
     (["--bytes", "1MiB", "--pingpong", "--host-reads", "0.5"], "'pingpong' means"),
+    (["--bytes", "1MiB", "--copies", "0"], "key 'copies': expected an integer from 1"),
 ])
 def test_recommend_usage_errors_exit_2(args, message):
     r = CliRunner().invoke(cli, ["recommend", "--from", str(CAL), *args])
     assert r.exit_code == 2 and message in r.output and "Traceback" not in r.output
+
+
+def test_recommend_prices_records_copied_one_by_one():
+    """--copies: the copies each way in that many parts, priced from calibration-loop-copies (the H100's
+    shipped calibration has it): 512 records of 16 KiB cost pinned memory many times one 8 MiB copy."""
+    import json
+
+    one, parts = (CliRunner().invoke(cli, ["recommend", "--gpu", "H100", "--bytes", "8MiB", "--host-writes", "1",
+                                           "--iterations", "10", "--json", *extra]) for extra in ([], ["--copies", "512"]))
+    assert one.exit_code == 0 and parts.exit_code == 0, parts.output
+    recs = [json.loads(x.stdout)["recommendations"][0] for x in (one, parts)]
+    h2d = [{r["strategy"]: r["steady_phases_s"]["h2d"] for r in rec["ranking"]} for rec in recs]
+    assert h2d[1]["pinned"] > 5 * h2d[0]["pinned"]
+    assert recs[1]["workload"]["copies"] == 512 and "512 copies each way" in recs[1]["workload"]["name"]
 
 
 def test_recommend_without_results_or_gpu_says_what_is_missing(tmp_path):
