@@ -4,8 +4,9 @@
 
 A scenario added to the calibration group after a GPU's shipped calibration was measured is measured
 alone (`umprof run calibration-loop-copies -o FILE` on a GPU of that model) and joined here: its rows,
-of the same GPU, replace any the shipped file had of that scenario, numbered as a run after the file's
-own (column ``run``), and the run is described in the file's calibration metadata beside the others.
+of the same GPU, numbered as a run after the file's own (column ``run``; a scenario measured again on
+another lease pools with its earlier runs, case by case), and the run is described in the file's
+calibration metadata beside the others.
 Refuses a file of another GPU, or one that measured other scenarios too.
 """
 
@@ -41,11 +42,11 @@ def main() -> None:
     frame = ship.frame
     if RUN not in frame.columns:
         frame = frame.assign(**{RUN: 0})
-    frame = frame[~round_base(frame["scenario"].astype(str)).isin(scenarios)]
     rows = new.frame.assign(**{RUN: int(frame[RUN].max()) + 1})
     cal = dict(ship.meta.get("calibration") or {})
     cal["runs"] = list(cal.get("runs") or [ship.meta.get("time", "")[:10] + ": the calibration"]) + [a.about]
-    cal["cases"] = int(cal.get("cases") or 0) + int(rows.loc[rows["phase"] == "total", "case"].nunique())
+    if not round_base(frame["scenario"].astype(str)).isin(scenarios).any():  # cases new to the file
+        cal["cases"] = int(cal.get("cases") or 0) + int(rows.loc[rows["phase"] == "total", "case"].nunique())
     ResultSet(pd.concat([frame, rows], ignore_index=True), dict(ship.meta, calibration=cal), ship.devices).save(
         a.shipped)
     print(f"{a.shipped}: {len(rows)} rows of {scenarios.pop()} added as run {int(rows[RUN].iloc[0])}")

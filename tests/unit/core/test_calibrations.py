@@ -132,21 +132,21 @@ def test_a_calibration_saved_as_csv_or_json_describes_itself(tmp_path):
 
 
 def test_a_shipped_calibration_of_two_runs_keeps_them_apart():
-    """The H100's shipped calibration pools two leases in one file (column ``run``), and a third run of
-    one scenario measured alone (calibration-loop-copies, added after them): they stay apart when it is
+    """The H100's shipped calibration pools two leases in one file (column ``run``), and two runs of one
+    scenario measured alone on two more (calibration-loop-copies, added after them): they stay apart when it is
     loaded alone, beside another file, or as a quick calibration's base, whose own rows are a run of
     their own; the time estimate reads the first run's cases (this release's)."""
     from umprof.model.calibration import RUN
 
     path = SHIPPED / "nvidia-h100-80gb-hbm3.parquet"
     cf = store.describe(path, "shipped")
-    assert len(cf.runs) == 3 and "3 runs pooled" in cf.summary()
+    assert len(cf.runs) == 4 and "4 runs pooled" in cf.summary()
     cal = api.load_calibration(path)
-    assert sorted(cal.ok[RUN].unique()) == [0, 1] and set(cal.parts_rows[RUN]) == {2}
+    assert sorted(cal.ok[RUN].unique()) == [0, 1] and set(cal.parts_rows[RUN]) == {2, 3}
     both = api.load_calibration([path, SHIPPED / "nvidia-h200.parquet"])
-    assert sorted(both.ok[RUN].unique()) == [0, 1, 3]
+    assert sorted(both.ok[RUN].unique()) == [0, 1, 4]
     quick = api.load_calibration(RESULTS / "calibration" / "nvidia-h100-calibration-quick-c.parquet")
     sizes = quick.ok[quick.ok["base_scenario"] == "calibration-loop-sizes"]
-    assert set(sizes[RUN]) == {3} and {0, 1} <= set(quick.ok[RUN])
+    assert set(sizes[RUN]) == {4} and {0, 1} <= set(quick.ok[RUN])
     assert 200 < api.calibration_estimate("full", H100) < 300
 
