@@ -82,7 +82,8 @@ def calibrations_section(gpu: str) -> list[str]:
                 "copied by all threads together) and no `pageable-registered`; a calibration of 0.3.0 (the shipped one "
                 "and quick-c) prices the staged plan with 0.3.0's ring, which those sets did not run (none of the "
                 "shipped one's picks that missed there was the staged plan). Set 18 measured 0.3.0's ring and the "
-                "registered buffer." if gpu == "h100" else ""), ""]
+                "registered buffer. quick-d is 0.4.0's quick calibration, with the copies in parts." if gpu == "h100"
+                else ""), ""]
     sets = list(SETS[gpu])
     head = "| calibration | file, measured, cases, wall time | " + " | ".join(f"set {n}" for n in sets) + " | all (whole / steady) |"
     lines += [head, "|" + "---|" * (len(sets) + 3)]
