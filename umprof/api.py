@@ -210,24 +210,32 @@ def _result_sets(sources) -> list[ResultSet]:
     return [s if isinstance(s, ResultSet) else ResultSet.load(s) for s in _listed(sources, (str, Path, ResultSet))]
 
 
-def _runs_frame(sets: list[ResultSet]):
+def _runs_frame(sets: list[ResultSet], names: list[str] | None = None):
     """The sets' rows as one frame, each marked with the run (file) it came from
     (``umprof.model.predict.RUN``: 0, 1, ...): a case measured in two runs is two samples of it. A
-    file that pools several runs already (a shipped calibration of two leases) keeps them apart."""
+    file that pools several runs already (a shipped calibration of two leases) keeps them apart.
+    With the sets' ``names``, the frame's ``attrs["runs"]`` names each run, in order ("FILE", or
+    "FILE, run k" for the runs a file pools)."""
     import pandas as pd
 
     from umprof.model.calibration import RUN
 
-    frames, offset = [], 0
-    for rs in sets:
+    frames, offset, runs_named = [], 0, []
+    for i, rs in enumerate(sets):
+        n = 1
         if RUN in rs.frame.columns:
             runs = rs.frame[RUN].fillna(0).astype(int)
             frames.append(rs.frame.assign(**{RUN: runs + offset}))
-            offset += int(runs.max()) + 1 if len(runs) else 1
+            n = int(runs.max()) + 1 if len(runs) else 1
         else:
             frames.append(rs.frame.assign(**{RUN: offset}))
-            offset += 1
-    return pd.concat(frames, ignore_index=True)
+        offset += n
+        if names:
+            runs_named += [names[i]] if n == 1 else [f"{names[i]}, run {k}" for k in range(n)]
+    frame = pd.concat(frames, ignore_index=True)
+    if names:
+        frame.attrs["runs"] = runs_named
+    return frame
 
 
 def load_calibration(sources, device: int | None = None):
@@ -558,14 +566,16 @@ def phase_drift(recommendations, measured) -> dict:
 
 def measured_frame(measured) -> tuple:
     """Earlier verification runs (a path, a ResultSet or a list of them) as one frame, each row
-    marked with the run it came from (``umprof.model.predict.RUN``: 0, 1, ...), and their names
-    for messages; a frame this made is passed through (so that callers build it once)."""
+    marked with the run it came from (``umprof.model.predict.RUN``: 0, 1, ...; the frame's
+    ``attrs["runs"]`` names each), and their names for messages; a frame this made is passed
+    through (so that callers build it once)."""
     import pandas as pd
 
     if isinstance(measured, pd.DataFrame):
         return measured, "results"
     items = _listed(measured, (str, Path, ResultSet))
-    return _runs_frame(_result_sets(items)), ", ".join(str(m) if not isinstance(m, ResultSet) else "results" for m in items)
+    names = [str(m) if not isinstance(m, ResultSet) else "results" for m in items]
+    return _runs_frame(_result_sets(items), names), ", ".join(names)
 
 
 def compare(a, b, *, phases: str = "total", across_devices: bool = False, floor: float | None = None):

@@ -141,7 +141,7 @@ def recommend(sources, gpu_name, calibrate_now, workload_files, size, reuse, tou
         if sum(v is not None for v in verdicts) > 1:
             console.print(verification_summary(list(zip(recs, verdicts))))
         if agree:
-            console.print(runs_agreement(agree, list(measured)))
+            console.print(runs_agreement(agree, earlier.attrs.get("runs") or list(measured)))
         note = drift_note(drift)
         if note:
             console.print(f"[yellow]note:[/] {note}")

@@ -74,6 +74,23 @@ def test_recommend_verifies_against_several_runs_by_their_median(tmp_path):
     assert "the measured runs against each other" in text.output and "32 of 32" in text.output
 
 
+def test_recommend_names_the_runs_a_measured_file_pools(tmp_path):
+    """One --measured file that pools two runs (column ``run``, as the committed holdout-18 does):
+    the runs are judged against each other and named by file and run."""
+    import pandas as pd
+
+    from umprof.model.calibration import RUN
+
+    rs = ResultSet.load(VERIFY)
+    pooled = tmp_path / "pooled.parquet"
+    ResultSet(pd.concat([rs.frame.assign(**{RUN: 0}), rs.frame.assign(**{RUN: 1})], ignore_index=True), rs.meta,
+              rs.devices).save(pooled)
+    r = CliRunner().invoke(cli, ["recommend", "--from", str(CAL), "--workload", str(WORKLOADS / "verify.toml"),
+                                 "--measured", str(pooled)])
+    assert r.exit_code == 0, r.output
+    assert f"fastest in {pooled}, run 0, judged by {pooled}, run 1" in r.output.replace("\n", " ")
+
+
 def test_recommend_json_is_one_document_a_script_reads():
     import json
 
