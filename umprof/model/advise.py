@@ -31,7 +31,7 @@ from umprof.measure.ops.lifecycle import PAGE_BYTES
 from umprof.model.application import Application, fraction
 from umprof.model.predict import Calibration, Prediction
 from umprof.model import ties
-from umprof.model.calibration import HOST_STEPS
+from umprof.model.calibration import HOST_STEPS, PARTS_UNMEASURED
 from umprof.model.ties import CHANGE_COST
 from umprof.model.workload import Workload
 
@@ -237,6 +237,7 @@ def advise(app: Application, cal: Calibration, source: str = "") -> AppAdvice:
                              tie=len(tied) > 1, note=note))
     out.advice += _flow_advice(app, cal)
     out.limits += _limits(app, now_s, saving, base, pick)
+    out.limits += sorted({n for p in ranked for n in p.notes if n == PARTS_UNMEASURED})
     out.verdict = _verdict(app, out, tied, now_s, base, within_noise)
     return out
 

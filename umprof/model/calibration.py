@@ -156,6 +156,10 @@ SETUP_FROM_SETUP_LOOP = ("alloc", "host_init", "free")
 # where the applications measured them alike (small_copies on the H100, 2026-11). Its loops answer for
 # these curves alone: their gaps and sizes are no whole-buffer loop's.
 PARTS_LOOP = "copies"
+PARTS_UNMEASURED = ("this calibration did not measure copies in parts (calibration-loop-copies, added in 0.4.0): "
+                    "the copies are priced as copies of their size made one an iteration, without each call's "
+                    "latency, which on an H100 priced 16 KiB copies from pinned memory at half of pageable "
+                    "memory's where they measured alike; `umprof calibrate` measures it")
 # calibration-loop-walk: a warp-pages pass over 16 pages (a sixteenth of 16 MiB), one warp each: one
 # warp's walk of a page, which bounds every warp-pages pass from below (see Calibration._pass).
 WALK_LOOP = "walk"
@@ -350,6 +354,11 @@ class CalibrationCurves:
         copies = d["axis.copies"].astype(int)
         each = d["per_iteration"] / copies
         return each.groupby(d["axis.bytes"].astype(float) / copies).median().to_dict()
+
+    @property
+    def measures_parts(self) -> bool:
+        """Whether the calibration measured copies in parts (calibration-loop-copies)."""
+        return not self.parts_rows.empty
 
     def _setup_reference(self, strategy) -> tuple[str, dict]:
         """The calibration loop whose setup phases and first iteration stand for the strategy's."""

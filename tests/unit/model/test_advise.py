@@ -168,3 +168,16 @@ def test_the_report_shows_each_traced_application_s_timeline_and_advice(tmp_path
     assert "predicted from the shipped calibration of NVIDIA H100 80GB HBM3" in text
     r = CliRunner().invoke(cli, ["report", "-o", str(tmp_path / "empty.html")])
     assert r.exit_code == 2 and "--trace" in r.output
+
+
+def test_copies_in_parts_say_where_the_calibration_did_not_measure_them(tmp_path):
+    """small_copies' 512 records each way: the H100's shipped calibration measured copies in parts and
+    prices them so; the H200's did not, and the advice says so among its limits (and recommend in its notes)."""
+    from umprof.model.calibration import PARTS_UNMEASURED
+
+    (h100,) = api.advise(fixture("small_copies", tmp_path), gpu="H100")
+    (h200,) = api.advise(fixture("small_copies", tmp_path), gpu="H200")
+    assert h100.workload.copies == 512
+    assert PARTS_UNMEASURED not in h100.limits and PARTS_UNMEASURED in h200.limits
+    r = CliRunner().invoke(cli, ["recommend", "--gpu", "H200", "--bytes", "16MiB", "--copies", "512"])
+    assert r.exit_code == 0 and "did not measure copies in parts" in r.output.replace("\n", " ")
