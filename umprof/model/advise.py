@@ -237,7 +237,8 @@ def advise(app: Application, cal: Calibration, source: str = "") -> AppAdvice:
                              tie=len(tied) > 1, note=note))
     out.advice += _flow_advice(app, cal)
     out.limits += _limits(app, now_s, saving, base, pick)
-    out.limits += sorted({n for p in ranked for n in p.notes if n == PARTS_UNMEASURED})
+    if any(PARTS_UNMEASURED in p.notes for p in ranked):
+        out.limits.append(PARTS_UNMEASURED)
     out.verdict = _verdict(app, out, tied, now_s, base, within_noise)
     return out
 
