@@ -18,9 +18,9 @@ from umprof.core.results import ResultSet
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _umprof(*args, launcher=(), timeout=400):
+def _umprof(*args, launcher=(), timeout=400, env=None):
     cmd = [*launcher, sys.executable, "-m", "umprof", *map(str, args)]
-    return subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, timeout=timeout)
+    return subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, timeout=timeout, env=env)
 
 
 def _run(tmp_path, *args, name="r.parquet"):
@@ -123,8 +123,11 @@ def test_two_mpi_ranks_merge_into_one_file(tmp_path, two_gpus):
     if mpiexec is None:
         pytest.skip("no mpiexec on PATH (pip install mpich mpi4py, or an MPI from the system)")
     out = tmp_path / "merged.parquet"
+    env = dict(os.environ)
+    if os.geteuid() == 0:  # the GPU machines run as root, which Open MPI's mpiexec refuses unless told
+        env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
     p = _umprof("run", "transfers", "-a", "strategy=pinned", "-a", "bytes=16MiB,256MiB", "-o", out, "-q",
-                launcher=(mpiexec, "-n", "2"))
+                launcher=(mpiexec, "-n", "2"), env=env)
     assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-3000:]
     rs = ResultSet.load(out)
     f = rs.frame
