@@ -1,13 +1,17 @@
-"""Add a calibration scenario measured on its own to a shipped calibration, as a run of its own.
+"""Add a measured run to a shipped calibration, as a run of its own: a calibration scenario measured alone,
+or an earlier full calibration of the same GPU model (another lease, another host).
 
-    python3 scripts/ship_scenario.py SHIPPED.parquet MEASURED.parquet "2026-11-26: calibration-loop-copies"
+    python3 scripts/ship_run.py SHIPPED.parquet MEASURED.parquet "2026-11-26: calibration-loop-copies"
+    python3 scripts/ship_run.py SHIPPED.parquet OLD.parquet "2026-11-23, another lease: 0.1.0's calibration" \
+        --without pageable-staged
 
 A scenario added to the calibration group after a GPU's shipped calibration was measured is measured
-alone (`umprof run calibration-loop-copies -o FILE` on a GPU of that model) and joined here: its rows,
-of the same GPU, numbered as a run after the file's own (column ``run``; a scenario measured again on
-another lease pools with its earlier runs, case by case), and the run is described in the file's
-calibration metadata beside the others.
-Refuses a file of another GPU, or one that measured other scenarios too.
+alone (`umprof run calibration-loop-copies -o FILE` on a GPU of that model) and joined here. An earlier
+calibration joins the same way, less the rows of any strategy whose plan has changed since (``--without``:
+the staging ring of 0.1.0 and 0.2.0 is not this release's). The rows are numbered as a run after the file's
+own (column ``run``; a case measured in several runs pools their samples, case by case), and the run is
+described in the file's calibration metadata beside the others. The file's first run stays its own (the
+time estimates come from it). Refuses a file of another GPU.
 """
 
 from __future__ import annotations
@@ -31,25 +35,31 @@ def main() -> None:
     ap.add_argument("shipped", type=Path)
     ap.add_argument("measured", type=Path)
     ap.add_argument("about", help="the run in words: its date, what it measured")
+    ap.add_argument("--without", action="append", default=[], metavar="STRATEGY",
+                    help="leave out the measured run's rows of this strategy (repeatable)")
     a = ap.parse_args()
     ship, new = ResultSet.load(a.shipped), ResultSet.load(a.measured)
     name = lambda rs: (rs.devices[0].get("name") if rs.devices else None)  # noqa: E731
     if name(ship) != name(new):
         sys.exit(f"{a.measured}: measured on {name(new)!r}, the shipped calibration is of {name(ship)!r}")
-    scenarios = set(round_base(new.frame["scenario"].astype(str)))
-    if len(scenarios) != 1:
-        sys.exit(f"{a.measured}: one scenario expected, got {sorted(scenarios)}")
     frame = ship.frame
     if RUN not in frame.columns:
         frame = frame.assign(**{RUN: 0})
-    rows = new.frame.assign(**{RUN: int(frame[RUN].max()) + 1})
+    rows = new.frame
+    if a.without:
+        rows = rows[~rows["axis.strategy"].astype(str).isin(a.without)]
+    rows = rows.drop(columns=[RUN], errors="ignore").assign(**{RUN: int(frame[RUN].max()) + 1})
     cal = dict(ship.meta.get("calibration") or {})
     cal["runs"] = list(cal.get("runs") or [ship.meta.get("time", "")[:10] + ": the calibration"]) + [a.about]
-    if not round_base(frame["scenario"].astype(str)).isin(scenarios).any():  # cases new to the file
-        cal["cases"] = int(cal.get("cases") or 0) + int(rows.loc[rows["phase"] == "total", "case"].nunique())
+    known = set(zip(round_base(frame["scenario"].astype(str)), frame["case"]))
+    totals = rows[rows["phase"] == "total"]
+    fresh = {k for k in zip(round_base(totals["scenario"].astype(str)), totals["case"]) if k not in known}
+    cal["cases"] = int(cal.get("cases") or 0) + len(fresh)  # cases new to the file
     ResultSet(pd.concat([frame, rows], ignore_index=True), dict(ship.meta, calibration=cal), ship.devices).save(
         a.shipped)
-    print(f"{a.shipped}: {len(rows)} rows of {scenarios.pop()} added as run {int(rows[RUN].iloc[0])}")
+    scenarios = sorted(set(round_base(rows["scenario"].astype(str))))
+    print(f"{a.shipped}: {len(rows)} rows of {len(scenarios)} scenario(s) added as run {int(rows[RUN].iloc[0])}"
+          f" ({len(fresh)} cases new to it)")
 
 
 if __name__ == "__main__":

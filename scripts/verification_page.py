@@ -27,7 +27,8 @@ GPUS = {"h100": "NVIDIA H100 80GB HBM3", "h200": "NVIDIA H200"}
 # the verification sets measured on each GPU whose measurements are committed (results/verification), and the
 # runs of each (two runs of one lease are judged pooled)
 SETS = {"h100": {10: ("",), 13: ("",), 14: ("",), 15: ("",), 16: ("", "-b"), 18: ("",), 19: ("", "-b")},
-        "h200": {10: ("",), 11: ("",), 12: ("",), 13: ("",), 14: ("",), 15: ("",), 16: ("", "-b"), 17: ("", "-b")}}
+        "h200": {10: ("",), 11: ("",), 12: ("",), 13: ("",), 14: ("",), 15: ("",), 16: ("", "-b"), 17: ("", "-b"),
+                 19: ("", "-b")}}
 SHIPPED = {"h100": "nvidia-h100-80gb-hbm3.parquet", "h200": "nvidia-h200.parquet"}
 FIXTURES = ROOT / "tests" / "fixtures" / "results"
 
@@ -67,7 +68,7 @@ def _calibration_rows(gpu: str) -> list[tuple[str, str, object]]:
         rows.append((label, f"results/calibration/{f.name}, {cf.date}, {cf.cases} cases, {cf.wall_s:.0f} s",
                      api.load_calibration(f)))
     old = FIXTURES / f"nvidia-{gpu}-loop-calibration-7.parquet"
-    if old.is_file() and gpu != "h200":  # the H200's shipped calibration is calibration-7 itself
+    if old.is_file():
         rows.append(("calibration-7", "tests/fixtures/results (2026-11-23, 1566 cases, about 13 min: the earlier "
                      "scenario set)", api.load_calibration(old)))
     return rows
@@ -83,7 +84,11 @@ def calibrations_section(gpu: str) -> list[str]:
                 "and quick-c) prices the staged plan with 0.3.0's ring, which those sets did not run (none of the "
                 "shipped one's picks that missed there was the staged plan). Set 18 measured 0.3.0's ring and the "
                 "registered buffer. quick-d is 0.4.0's quick calibration, with the copies in parts." if gpu == "h100"
-                else ""), ""]
+                else " Sets 10-17 were measured with 0.1.0 (its staging ring, no `pageable-registered`) on one-GPU "
+                "machines of 2026-11-23 and -24, where calibration-7 was measured too; 0.4.0's calibrations (full, "
+                "quick-a, quick-b) and set 19 were measured on one machine of 2026-11-25, a host of two H200s and 32 "
+                "cores: sets 10-17 judge them across hosts and releases, set 19 on their own host. The shipped "
+                "calibration pools 0.4.0's full calibration with calibration-7 less its staged rows."), ""]
     sets = list(SETS[gpu])
     head = "| calibration | file, measured, cases, wall time | " + " | ".join(f"set {n}" for n in sets) + " | all (whole / steady) |"
     lines += [head, "|" + "---|" * (len(sets) + 3)]

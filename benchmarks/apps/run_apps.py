@@ -116,8 +116,8 @@ def main():
     out = a.out
     (out / "traces").mkdir(parents=True, exist_ok=True)
     cmds = build(out, a.samples)
-    gpu = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
-                         capture_output=True, text=True).stdout.strip()
+    gpu = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader", "--id=0"],
+                         capture_output=True, text=True).stdout.strip()  # GPU 0, which the applications run on
     doc = {"gpu": gpu, "date": datetime.now(timezone.utc).isoformat(timespec="seconds"), "host": platform.node(),
            "rounds": a.rounds, "apps": {}}
     for name, cmd in cmds.items():  # warm-up (pycuda compiles its kernel once, into its cache) and the trace

@@ -8,7 +8,7 @@ import statistics
 import pytest
 from click.testing import CliRunner
 
-from tests.unit.data import RESULTS
+from tests.unit.data import CAL7, RESULTS
 from tests.unit.nsight.synthetic_trace import App, Op, pageable_loop, write_trace
 from tests.unit.nsight.test_trace_db import fixture
 from umprof import api
@@ -171,13 +171,17 @@ def test_the_report_shows_each_traced_application_s_timeline_and_advice(tmp_path
 
 
 def test_copies_in_parts_say_where_the_calibration_did_not_measure_them(tmp_path):
-    """small_copies' 512 records each way: the H100's shipped calibration measured copies in parts and
-    prices them so; the H200's did not, and the advice says so among its limits (and recommend in its notes)."""
+    """small_copies' 512 records each way: the shipped calibrations measured copies in parts and price them
+    so; calibration-7 (the H200's of 2026-11-23) did not, and the advice says so among its limits (and
+    recommend in its notes)."""
     from umprof.model.calibration import PARTS_UNMEASURED
 
+    old = CAL7["h200"]
     (h100,) = api.advise(fixture("small_copies", tmp_path), gpu="H100")
     (h200,) = api.advise(fixture("small_copies", tmp_path), gpu="H200")
+    (h200_old,) = api.advise(fixture("small_copies", tmp_path), [old])
     assert h100.workload.copies == 512
-    assert PARTS_UNMEASURED not in h100.limits and PARTS_UNMEASURED in h200.limits
-    r = CliRunner().invoke(cli, ["recommend", "--gpu", "H200", "--bytes", "16MiB", "--copies", "512"])
+    assert PARTS_UNMEASURED not in h100.limits and PARTS_UNMEASURED not in h200.limits
+    assert PARTS_UNMEASURED in h200_old.limits
+    r = CliRunner().invoke(cli, ["recommend", "--from", str(old), "--bytes", "16MiB", "--copies", "512"])
     assert r.exit_code == 0 and "did not measure copies in parts" in r.output.replace("\n", " ")
