@@ -1,0 +1,58 @@
+"""scripts/ship_run.py: a measured run joined to a shipped calibration as a run of its own."""
+
+import subprocess
+import sys
+
+import pandas as pd
+
+from tests.unit.data import ROOT, SHIPPED
+from umprof.core.results import ResultSet
+from umprof.model.calibration import RUN
+
+SCRIPT = ROOT / "scripts" / "ship_run.py"
+
+
+def _files(tmp_path):
+    """A small 'shipped' file (the H200's setup loop of its first run) and a 'measured' one (its copies in parts
+    and its setup loop again), each of one GPU and one run."""
+    rs = ResultSet.load(SHIPPED / "nvidia-h200.parquet")
+    f = rs.frame
+    first = f[f[RUN] == 0].drop(columns=[RUN])
+    setup = first[first["scenario"].astype(str).str.startswith("calibration-loop-setup")]
+    copies = first[first["scenario"].astype(str).str.startswith("calibration-loop-copies")]
+    meta = dict(rs.meta, calibration={"profile": "full", "cases": int(setup.loc[setup["phase"] == "total", "case"].nunique())})
+    ResultSet(setup, meta, rs.devices).save(tmp_path / "shipped.parquet")
+    ResultSet(pd.concat([setup, copies]), rs.meta, rs.devices).save(tmp_path / "measured.parquet")
+    return setup, copies
+
+
+def _ship(tmp_path, *extra):
+    return subprocess.run([sys.executable, str(SCRIPT), str(tmp_path / "shipped.parquet"),
+                           str(tmp_path / "measured.parquet"), "2026-11-25, another lease", *extra],
+                          capture_output=True, text=True, cwd=ROOT)
+
+
+def test_a_run_is_numbered_after_the_file_s_own_and_described(tmp_path):
+    setup, copies = _files(tmp_path)
+    p = _ship(tmp_path, "--without", "write-combined")
+    assert p.returncode == 0, p.stderr
+    out = ResultSet.load(tmp_path / "shipped.parquet")
+    f = out.frame
+    assert sorted(f[RUN].unique()) == [0, 1]
+    added = f[f[RUN] == 1]
+    assert not (added["axis.strategy"].astype(str) == "write-combined").any()  # --without
+    assert len(added) == len(setup) + len(copies) - ((setup["axis.strategy"].astype(str) == "write-combined").sum()
+                                                     + (copies["axis.strategy"].astype(str) == "write-combined").sum())
+    cal = out.meta["calibration"]
+    assert cal["runs"][-1] == "2026-11-25, another lease" and len(cal["runs"]) == 2
+    fresh = copies.loc[(copies["phase"] == "total") & (copies["axis.strategy"].astype(str) != "write-combined"), "case"]
+    assert cal["cases"] == setup.loc[setup["phase"] == "total", "case"].nunique() + fresh.nunique()  # only new cases
+
+
+def test_a_file_of_another_gpu_is_refused(tmp_path):
+    _files(tmp_path)
+    rs = ResultSet.load(tmp_path / "measured.parquet")
+    ResultSet(rs.frame, rs.meta, [dict(rs.devices[0], name="NVIDIA H100 80GB HBM3")]).save(tmp_path / "measured.parquet")
+    p = _ship(tmp_path)
+    assert p.returncode != 0 and "NVIDIA H100 80GB HBM3" in p.stderr and "NVIDIA H200" in p.stderr
+    assert RUN not in ResultSet.load(tmp_path / "shipped.parquet").frame.columns  # nothing written
