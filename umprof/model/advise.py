@@ -292,24 +292,32 @@ def _flow_advice(app: Application, cal: Calibration) -> list[Advice]:
 
 def _limits(app: Application, now_s: float, saving: float = 0.0, now: Prediction | None = None,
             advised: Prediction | None = None) -> list[str]:
-    """What bounds any strategy's saving: the share copies and migrations take of the run (and, where the
-    advice saves more than they take, where the rest comes from: the host's accesses as ``now`` and
-    ``advised`` predict them); a run with no loop found."""
+    """What bounds any strategy's saving: where the advice saves more than copies and migrations take,
+    whatever their share of the run, where the rest comes from (the host's accesses as ``now`` and
+    ``advised`` predict them, and the loop's other steps), since the trace measured only the copies;
+    else, where copies and migrations are a small share of the run, that share; a run with no loop found."""
     t, um = app.totals, app.um
     moving = t["copy_s"] + um["migration_s"]
     if app.wall_s <= 0:
         return []
     share = moving / app.wall_s
     out = []
-    if share < 0.25 and saving > 1.1 * moving:
+    if saving > 1.1 * moving:  # however large their share: the rest is a prediction the trace cannot check
         host = lambda p: sum(p.phases.get(k, 0.0) for k in HOST_STEPS)  # noqa: E731
-        if now is not None and advised is not None and host(now) > host(advised):
-            rest = (f"the host's own writes and reads of its buffers, predicted at {format_time(host(now))} over the run "
-                    f"as it is ({app.strategy} memory) and {format_time(host(advised))} under {advised.strategy}")
+        rest = saving - moving
+        by_host = min(rest, host(now) - host(advised)) if now is not None and advised is not None else 0.0
+        host_words = (f"the host's own writes and reads of its buffers (predicted at {format_time(host(now))} over the "
+                      f"run as it is, {app.strategy} memory, and {format_time(host(advised))} under "
+                      f"{advised.strategy})" if by_host > 0 else "")
+        other_words = ("the loop's other steps (the copy calls' time beyond their transfers, the kernels' reads), "
+                       "predicted faster under it")
+        other = rest - max(by_host, 0.0)
+        if by_host > 0 and other > 0.1 * rest:
+            where = f": {format_time(by_host)} in {host_words}, and {format_time(other)} in {other_words}"
         else:
-            rest = "the loop's other steps (the host's accesses, the kernels' reads), predicted faster under it"
+            where = f" is in {host_words if by_host > 0 else other_words}"
         out.append(f"copies and migrations take {format_time(moving)} of its {format_time(app.wall_s)} ({share:.0%}); "
-                   f"the rest of the predicted saving ({format_time(saving - moving)}) is {rest}")
+                   f"the rest of the predicted saving ({format_time(rest)}){where}")
     elif share < 0.25:
         out.append(f"copies and migrations take {format_time(moving)} of its {format_time(app.wall_s)} ({share:.0%}): "
                    f"no host-memory strategy can save much more than that")

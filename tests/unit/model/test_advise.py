@@ -170,6 +170,21 @@ def test_the_report_shows_each_traced_application_s_timeline_and_advice(tmp_path
     assert r.exit_code == 2 and "--trace" in r.output
 
 
+def test_the_rest_of_a_saving_is_split_between_the_host_s_accesses_and_the_other_steps(tmp_path):
+    """small_copies' 512 synchronous copies each way cost their calls' time beyond what the trace's copy
+    records measure: the advice (mapped memory, no copies) saves more than the copies and the host's
+    accesses together, and the limit says how much of the rest is which, the parts adding up."""
+    import re
+
+    (adv,) = api.advise(fixture("small_copies", tmp_path), gpu="H100")
+    (limit,) = [x for x in adv.limits if x.startswith("copies and migrations take")]
+    m = re.search(r"the rest of the predicted saving \(([\d.]+) ms\): ([\d.]+) ms in the host's own writes and reads"
+                  r".*, and ([\d.]+) ms in the loop's other steps", limit)
+    assert m, limit
+    rest, host, other = map(float, m.groups())
+    assert host > 0 and other > 0 and abs(host + other - rest) <= 0.01 * rest  # the figures printed to 3 digits
+
+
 def test_copies_in_parts_say_where_the_calibration_did_not_measure_them(tmp_path):
     """small_copies' 512 records each way: the shipped calibrations measured copies in parts and price them
     so; calibration-7 (the H200's of 2026-11-23) did not, and the advice says so among its limits (and
