@@ -8,7 +8,7 @@ import statistics
 import pytest
 from click.testing import CliRunner
 
-from tests.unit.data import CAL7, RESULTS
+from tests.unit.data import CAL7, RESULTS, ROOT
 from tests.unit.nsight.synthetic_trace import App, Op, pageable_loop, write_trace
 from tests.unit.nsight.test_trace_db import fixture
 from umprof import api
@@ -183,6 +183,21 @@ def test_the_rest_of_a_saving_is_split_between_the_host_s_accesses_and_the_other
     assert m, limit
     rest, host, other = map(float, m.groups())
     assert host > 0 and other > 0 and abs(host + other - rest) <= 0.01 * rest  # the figures printed to 3 digits
+
+
+def test_an_h200_trace_is_advised_from_the_h200_s_calibration():
+    """stream_loop traced on an H200 (2026-11-25): the trace names its GPU, the H200's shipped calibration
+    answers, the loop reads as on the H100 (64 MiB each way, 40 iterations), and the advice is a tie that
+    pinned memory is in; its saving beyond the copies the trace measured is said to be the host's accesses."""
+    trace = ROOT / "tests" / "fixtures" / "traces" / "h200-stream_loop.sqlite"
+    (adv,) = api.advise(trace)
+    assert adv.app.gpu == "NVIDIA H200" and "NVIDIA H200" in adv.calibration and "3 runs pooled" in adv.calibration
+    assert adv.app.strategy == "pageable" and adv.app.loop.iterations == 40
+    assert adv.workload.bytes == 128 * 2**20 and adv.workload.host_writes == 0.5 and adv.workload.iterations == 40
+    loop = adv.loop_advice
+    assert loop.tie and "pinned" in loop.note and loop.saving_s > 0
+    (limit,) = [x for x in adv.limits if x.startswith("copies and migrations take")]
+    assert "the host's own writes and reads" in limit
 
 
 def test_copies_in_parts_say_where_the_calibration_did_not_measure_them(tmp_path):
