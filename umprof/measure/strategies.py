@@ -49,6 +49,9 @@ class Strategy:
     advice = None  # managed memory's cuMemAdvise ("read-mostly", "prefer-gpu", ...), else None
     copies = False  # explicit cudaMemcpy between a host buffer and a cudaMalloc'd one
     pipelined = False  # a plan for the loop op: each iteration chunk by chunk over streams (loop only)
+    # makes an application's own copies, which the loop's ``copies`` splits into parts: not memory that
+    # kernels reach where it is (no copies), nor a plan that moves the buffer its own way
+    copies_in_parts = False
 
     def unsupported(self, info) -> str | None:
         """Why this strategy cannot run on the device (``DeviceInfo``), or None."""
@@ -75,6 +78,7 @@ class _Explicit(Strategy):
 
     moves_data = True
     copies = True
+    copies_in_parts = True
     host_flags = None  # None: pageable; else pycuda host_alloc_flags
 
     def allocate(self, session, nbytes):
@@ -172,6 +176,7 @@ class PageableStaged(_Explicit):
 
     name = "pageable-staged"
     about = "malloc'd host memory copied through a ring of pinned slots by host threads near the GPU"
+    copies_in_parts = False  # its ring moves the buffer
 
     def allocate(self, session, nbytes):
         from umprof.measure.staging_ring import StagingRing
@@ -206,6 +211,7 @@ class PinnedPipelined(Pinned):
     name = "pinned-pipelined"
     about = "pinned, each loop iteration in chunks over 4 streams (host writes, copies, kernel, host reads overlap)"
     pipelined = True
+    copies_in_parts = False  # its chunks over streams move the buffer
     streams = 4
     min_chunk, max_chunk, target_chunks = 1024**2, 16 * 1024**2, 8
     granule = 64 * 1024  # chunks are whole 64 KiB pages (the loop's page)

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import math
 
-from umprof.model.calibration import (BORROWS, CACHED_HOST, CACHED_UNLESS_COPIED_INTO, FETCH_WORDS, GPU_STEPS,
-                                      HOST_STEPS, PATTERN_BYTES, PLANS, STEADY_PHASES, CalibrationCurves, kind)
+from umprof.measure import strategies
+from umprof.model.calibration import (CACHED_HOST, CACHED_UNLESS_COPIED_INTO, FETCH_WORDS, GPU_STEPS,
+                                      HOST_STEPS, PATTERN_BYTES, STEADY_PHASES, CalibrationCurves, kind)
 from umprof.model.curves import Curve, at_span
 from umprof.model.pages import PageSimulation
 from umprof.model.workload import Workload
@@ -70,7 +71,7 @@ class PhaseComposition(CalibrationCurves):
         measurement, what one copy of their size costs."""
         if nbytes <= 0:
             return 0.0
-        parts = 1 if strategy in PLANS else max(1, min(int(parts), math.ceil(nbytes)))
+        parts = max(1, min(int(parts), math.ceil(nbytes))) if strategies.get(strategy).copies_in_parts else 1
         size = nbytes / parts
         if parts > 1:
             each = self.curve(strategy, direction + "_part")

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 from umprof.core.units import format_size, format_time
 from umprof.measure import strategies
-from umprof.model.calibration import BORROWS, PARTS_UNMEASURED, PLANS, kind
+from umprof.model.calibration import BORROWS, PARTS_UNMEASURED, kind
 from umprof.model.curves import Curve
 from umprof.model.pages import PageSimulation
 from umprof.model.plans import PlanComposition
@@ -100,7 +100,7 @@ class Calibration(PlanComposition):
                          f"{format_time(-setup['first_extra'])} cheaper than a steady one (setup counts the first "
                          "iteration less a steady one, so that whole run = setup + iterations × steady)")
         st = strategies.get(strategy)
-        if w.copies > 1 and kind(strategy) == "copy" and strategy not in PLANS and not self.measures_parts:
+        if w.copies > 1 and st.copies_in_parts and not self.measures_parts:
             notes.append(PARTS_UNMEASURED)
         if st.pipelined:
             notes.append(f"{strategy} assumes {st.describe_chunking(w.bytes)} per iteration, the kernel's work on a chunk "

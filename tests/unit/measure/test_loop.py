@@ -61,6 +61,26 @@ def test_calibration_and_verification_scenarios_expand():
     assert cases and all(c.params["iterations"] >= 3 for c in cases)
 
 
+def test_copies_in_parts_apply_to_the_strategies_that_make_an_application_s_copies():
+    """The loop's ``copies`` splits the explicit copies of pageable, pinned, write-combined and registered
+    memory; every other strategy (no copies, prefetches, or a plan that moves the buffer its own way) runs
+    the same workload in one case without parts (the model prices them by the same flag)."""
+    from umprof.measure import strategies
+    from pathlib import Path
+
+    from umprof.measure.scenario import scenario_from_data
+
+    split = {"pageable", "pinned", "write-combined", "pageable-registered"}
+    assert {s for s in strategies.EXPLICIT if strategies.get(s).copies_in_parts} == split
+    assert not any(strategies.get(s).copies_in_parts for s in ("pageable-staged", "pinned-pipelined", "zero-copy",
+                                                                "mapped", "managed", "managed-prefetch"))
+    s = scenario_from_data({"scenario": {"name": "t", "op": "loop"},
+                            "axes": {"strategy": ["pinned", "pageable-staged", "zero-copy"], "bytes": ["8MiB"],
+                                     "copies": [1, 64]}}, Path("t.toml"))
+    got = sorted((c.params["strategy"], c.params["copies"]) for c in s.cases())
+    assert got == [("pageable-staged", 1), ("pinned", 1), ("pinned", 64), ("zero-copy", 1)]
+
+
 @pytest.mark.parametrize("nbytes,touched,gw", [(8 * 1024**2, 1.0, 1.0), (8 * 1024**2, 0.3, 0.5),
                                                (3 * 1024**2 + 64 * 1024, 0.0625, 0.25), (64 * 1024, 1.0, 0.0)])
 def test_pipelined_chunks_cover_the_buffer_and_its_pages_once(nbytes, touched, gw):

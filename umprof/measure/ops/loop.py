@@ -361,20 +361,13 @@ class _Untimed:
         return False
 
 
-def copies_in_parts(strategy: str) -> bool:
-    """Whether the strategy makes an application's own copies, which ``copies`` splits into parts: not
-    the memory kernels reach where it is (no copies), nor a plan that moves the buffer its own way."""
-    st = strategies.get(strategy)
-    return st.copies and not st.pipelined and not isinstance(st, strategies.PageableStaged)
-
-
 def _merge(params):
     """The stride applies to the strided pattern alone; copies in parts to the strategies that make an
     application's copies (the others run the same workload without them)."""
     out = dict(params)
     if out.get("pattern") != "strided":
         out["stride"] = None
-    if "copies" in out and not copies_in_parts(out["strategy"]):
+    if "copies" in out and not strategies.get(out["strategy"]).copies_in_parts:
         out["copies"] = 1
     return out
 
