@@ -16,9 +16,10 @@ its host code's accesses to pageable memory are priced as pinned memory's (``_ho
 The advice is the fastest strategy, or, where strategies are within the prediction's own error
 of it (PREDICTION_ERROR), the one of them that changes least (CHANGE_COST), said as a tie; where
 the best saving is within the loop's noise (NOISE), the application is told it is already near
-its best; where the saving exceeds what copies and migrations take, where the rest comes from is said,
-and where they are a small share of the run, the most any strategy could save. Each flow of copies gets its own line where its memory or granularity costs time
-the calibration can price: pageable copies pinned, many small copies batched.
+its best; where the saving exceeds what copies and migrations take, where the rest comes from is
+said, and where they are a small share of the run, the most any strategy could save. Each flow of
+copies gets its own line where its memory or granularity costs time the calibration can price:
+pageable copies pinned, many small copies batched.
 """
 
 from __future__ import annotations
@@ -240,7 +241,7 @@ def advise(app: Application, cal: Calibration, source: str = "") -> AppAdvice:
     out.advice.append(Advice("loop", pick.strategy, _change(pick.strategy, w, current), now_s, now_s - saving, saving,
                              tie=len(tied) > 1, note=note))
     out.advice += _flow_advice(app, cal)
-    out.limits += _limits(app, now_s, saving, host_now, pick)
+    out.limits += _limits(app, saving, host_now, pick)
     if any(PARTS_UNMEASURED in p.notes for p in ranked):
         out.limits.append(PARTS_UNMEASURED)
     out.verdict = _verdict(app, out, tied, now_s, base, within_noise)
@@ -293,7 +294,6 @@ def _flow_advice(app: Application, cal: Calibration) -> list[Advice]:
     return out
 
 
-
 def _host_s(p: Prediction) -> float:
     """The host's writes and reads of the buffer over the whole run, as predicted."""
     return sum(p.phases.get(k, 0.0) for k in HOST_STEPS)
@@ -311,8 +311,7 @@ def _host_now(base: Prediction, ranked: list[Prediction]) -> float:
     return _host_s(pinned if base.strategy == "pageable" and pinned is not None else base)
 
 
-def _limits(app: Application, now_s: float, saving: float = 0.0, host_now: float | None = None,
-            advised: Prediction | None = None) -> list[str]:
+def _limits(app: Application, saving: float, host_now: float, advised: Prediction) -> list[str]:
     """What bounds any strategy's saving: where the advice saves more than copies and migrations take,
     whatever their share of the run, where the rest comes from (the host's accesses, ``host_now`` over the
     run as it is and ``advised``'s, and the loop's other steps), since the trace measured only the copies;
@@ -325,13 +324,13 @@ def _limits(app: Application, now_s: float, saving: float = 0.0, host_now: float
     out = []
     if saving > 1.1 * moving:  # however large their share: the rest is a prediction the trace cannot check
         rest = saving - moving
-        by_host = min(rest, host_now - _host_s(advised)) if host_now is not None and advised is not None else 0.0
+        by_host = max(0.0, min(rest, host_now - _host_s(advised)))
+        other = rest - by_host
         host_words = (f"the host's own writes and reads of its buffers (predicted at {format_time(host_now)} over the "
                       f"run as it is, {app.strategy} memory, and {format_time(_host_s(advised))} under "
-                      f"{advised.strategy})" if by_host > 0 else "")
+                      f"{advised.strategy})")
         other_words = ("the loop's other steps (the copy calls' time beyond their transfers, the kernels' reads), "
                        "predicted faster under it")
-        other = rest - max(by_host, 0.0)
         if by_host > 0 and other > 0.1 * rest:
             where = f": {format_time(by_host)} in {host_words}, and {format_time(other)} in {other_words}"
         else:
