@@ -26,6 +26,11 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 
+def _gpu(rs) -> str | None:
+    """The GPU model a result set was measured on."""
+    return rs.devices[0].get("name") if rs.devices else None
+
+
 def main() -> None:
     from umprof.core.results import ResultSet
     from umprof.measure.scenario import round_base
@@ -39,9 +44,8 @@ def main() -> None:
                     help="leave out the measured run's rows of this strategy (repeatable)")
     a = ap.parse_args()
     ship, new = ResultSet.load(a.shipped), ResultSet.load(a.measured)
-    name = lambda rs: (rs.devices[0].get("name") if rs.devices else None)  # noqa: E731
-    if name(ship) != name(new):
-        sys.exit(f"{a.measured}: measured on {name(new)!r}, the shipped calibration is of {name(ship)!r}")
+    if _gpu(ship) != _gpu(new):
+        sys.exit(f"{a.measured}: measured on {_gpu(new)!r}, the shipped calibration is of {_gpu(ship)!r}")
     frame = ship.frame
     if RUN not in frame.columns:
         frame = frame.assign(**{RUN: 0})

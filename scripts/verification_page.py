@@ -69,32 +69,36 @@ def _calibration_rows(gpu: str) -> list[tuple[str, str, object]]:
                      api.load_calibration(f)))
     old = FIXTURES / f"nvidia-{gpu}-loop-calibration-7.parquet"
     if old.is_file():
-        rows.append(("calibration-7", "tests/fixtures/results (2026-11-23, 1566 cases, about 13 min: the earlier "
-                     "scenario set)", api.load_calibration(old)))
-        cut, cases = _cut_to_shipped_cases(old, shipped.path)
+        rows.append(("calibration-7", f"tests/fixtures/results (2026-11-23, {store.describe(old).cases} cases, about "
+                     "13 min: the earlier scenario set)", api.load_calibration(old)))
+        cut, left, first = _cut_to_first_run(old, shipped.path)
         rows.append(("calibration-7, cut", f"calibration-7 less the cases the shipped file's first run (this release's "
-                     f"full calibration) does not measure: {cases} cases left (what the cut to 979 cases costs, on "
-                     "one lease's measurements)", cut))
+                     f"full calibration) does not measure: {left} cases left (what the cut to {first} cases costs, on "
+                     "one lease's measurements)", api.load_calibration(cut)))
     return rows
 
 
-def _cut_to_shipped_cases(path: Path, shipped: Path):
-    """The calibration at ``path`` less the cases (scenario and case name) that the shipped file's first
-    run does not measure, and how many cases are left."""
-    from umprof.core.results import ResultSet
+def _case_keys(frame) -> list[tuple[str, str]]:
+    """Each row's case, by its scenario (rounds as one) and name."""
     from umprof.measure.scenario import round_base
+
+    return list(zip(round_base(frame["scenario"].astype(str)), frame["case"].astype(str)))
+
+
+def _cut_to_first_run(path: Path, shipped: Path):
+    """The result set at ``path`` less the cases that the shipped file's first run does not measure, the
+    cases left, and the first run's own."""
+    from umprof.core.results import ResultSet
     from umprof.model.calibration import RUN
-    from umprof.model.predict import Calibration
 
     first = ResultSet.load(shipped).frame
-    first = first[first[RUN].fillna(0) == 0] if RUN in first.columns else first
-    keys = set(zip(round_base(first["scenario"].astype(str)), first["case"].astype(str)))
+    if RUN in first.columns:
+        first = first[first[RUN].fillna(0) == 0]
+    keys = set(_case_keys(first))
     rs = ResultSet.load(path)
-    f = rs.frame
-    f = f[[k in keys for k in zip(round_base(f["scenario"].astype(str)), f["case"].astype(str))]]
-    totals = f[f["phase"] == "total"]
-    cases = len(set(zip(round_base(totals["scenario"].astype(str)), totals["case"].astype(str))))
-    return Calibration(f, rs.devices[0]), cases
+    f = rs.frame[[k in keys for k in _case_keys(rs.frame)]]
+    left = len(set(_case_keys(f[f["phase"] == "total"])))
+    return ResultSet(f, rs.meta, rs.devices), left, len(set(_case_keys(first[first["phase"] == "total"])))
 
 
 def calibrations_section(gpu: str) -> list[str]:
