@@ -1,0 +1,215 @@
+"""The staging ring's rate by what ran on the host just before it: back to back (as the staging
+scenario runs it), after the main thread wrote the whole buffer (as a loop's host write does),
+and after the copy threads idled 50 ms; beside the host's parallel copy into pinned memory in the
+same contexts (the ring's host-side ceiling there) and the pinned link. ``--timeline`` shows where one
+H2D transfer's time goes instead, chunk by chunk (after a host write, as in the loop).
+
+    python3 benchmarks/staging_context.py [--bytes 256MiB --bytes 1GiB] [--reps 9] [--json OUT]
+    python3 benchmarks/staging_context.py --timeline [--bytes 256MiB] [--threads N] [--json OUT]
+
+Each figure is bytes / the median of ``reps`` transfers, each timed by the host's clock around
+the whole transfer (the ring returns once its last DMA has landed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+
+import numpy as np
+
+from umprof.core.units import parse_size
+
+CONTEXTS = ("back-to-back", "after-host-write", "after-idle")
+
+
+def _prepare(context: str, host: np.ndarray, base: np.ndarray, k: int) -> None:
+    if context == "after-host-write":
+        np.add(base, np.uint32(k), out=host.view(np.uint32))  # the loop's host write: one thread, every word
+    elif context == "after-idle":
+        time.sleep(0.05)
+
+
+def measure(nbytes: int, reps: int) -> list[dict]:
+    """Rows of (what, direction, context, GB/s) for one size."""
+    from umprof.measure.gpu import open_session
+    from umprof.measure.host_cpus import session_cpus
+    from umprof.measure.staging_ring import StagingRing, copy_pool, parallel_copy
+    from umprof.measure.strategies import aligned_empty
+
+    s = open_session()
+    cuda = s.cuda
+    rows = []
+    host = aligned_empty(nbytes)
+    base = np.arange(nbytes // 4, dtype=np.uint32)
+    host.view(np.uint32)[:] = base
+    pinned = cuda.pagelocked_empty(nbytes, np.uint8)
+    dev = cuda.mem_alloc(nbytes)
+    ring = StagingRing(s, nbytes)
+    pool = copy_pool(ring.threads, session_cpus(s))
+    clock = time.perf_counter
+    try:
+        def timed(fn, context):
+            times = []
+            for k in range(reps + 1):  # the first is a warm-up
+                _prepare(context, host, base, k)
+                t = clock()
+                fn()
+                if k:
+                    times.append(clock() - t)
+            return nbytes / statistics.median(times) / 1e9
+
+        def link_h2d():
+            cuda.memcpy_htod_async(dev, pinned)
+            cuda.Context.synchronize()
+
+        for context in CONTEXTS:
+            rows.append(dict(what="ring", direction="h2d", context=context,
+                             GBps=timed(lambda: ring.h2d(int(dev), host), context)))
+            rows.append(dict(what="pinned", direction="h2d", context=context, GBps=timed(link_h2d, context)))
+            rows.append(dict(what="ring", direction="d2h", context=context,
+                             GBps=timed(lambda: ring.d2h(host, int(dev)), context)))
+            rows.append(dict(what="host-copy", direction="h2d", context=context,
+                             GBps=timed(lambda: parallel_copy(pool, pinned, host, ring.threads), context)))
+            rows.append(dict(what="host-copy", direction="d2h", context=context,
+                             GBps=timed(lambda: parallel_copy(pool, host, pinned, ring.threads), context)))
+        # the ring's data arrived whole: the device holds what the host last sent
+        got = np.empty(nbytes, np.uint8)
+        ring.h2d(int(dev), host)
+        cuda.memcpy_dtoh(got, dev)
+        if not np.array_equal(got, host):
+            raise SystemExit(f"staging_context: the ring's H2D copy of {nbytes} bytes differs from its source")
+    finally:
+        pool.shutdown()
+        ring.close()
+        dev.free()
+        pinned.base.free()
+        s.close()
+    for r in rows:
+        r.update(bytes=nbytes, threads=ring.threads, chunk=ring.chunk, slots=ring.slots)
+    return rows
+
+
+def timeline(nbytes: int, reps: int, threads: int = 0) -> list[dict]:
+    """Where one ring H2D transfer's time goes (the median transfer of ``reps``, after a host
+    write): per chunk its bytes, when its host copy began and ended on which thread, when its DMA
+    was issued and when it had landed (host clock, from the transfer's start; the DMA's end from
+    an event recorded after it, placed on the host's clock by an event recorded at the start)."""
+    import threading
+
+    from umprof.measure.gpu import open_session
+    from umprof.measure.staging_ring import StagingRing
+    from umprof.measure.strategies import aligned_empty
+
+    s = open_session()
+    cuda = s.cuda
+    host = aligned_empty(nbytes)
+    base = np.arange(nbytes // 4, dtype=np.uint32)
+    dev = cuda.mem_alloc(nbytes)
+    ring = StagingRing(s, nbytes, threads=threads)
+    clock = time.perf_counter
+    runs = []
+    try:
+        for k in range(reps + 1):
+            _prepare("after-host-write", host, base, k)
+            log, t0 = [], None
+            submit, real = ring._submit, cuda.memcpy_htod_async
+
+            def copy(dst, src, log=log):
+                a = clock()
+                np.copyto(dst, src)
+                log.append(("copy", src.ctypes.data - host.ctypes.data, src.size, a, clock(), threading.get_ident()))
+
+            def dma(dst, src, stream, log=log):
+                log.append(("issue", int(dst) - int(dev), src.size, clock()))
+                real(dst, src, stream)
+                e = cuda.Event()
+                e.record(stream)
+                log.append(("landed", int(dst) - int(dev), src.size, e))
+
+            ring._submit = lambda dst, src: ring.pool.submit(copy, dst, src)
+            cuda.memcpy_htod_async = dma
+            start = cuda.Event()
+            try:
+                start.record(ring.stream)
+                t0 = clock()
+                ring.h2d(int(dev), host)
+                total = clock() - t0
+            finally:
+                ring._submit, cuda.memcpy_htod_async = submit, real
+            if k:
+                runs.append((total, t0, start, log))
+        runs.sort(key=lambda r: r[0])
+        total, t0, start, log = runs[len(runs) // 2]
+        chunks = {}
+        for entry in log:
+            c = chunks.setdefault(entry[1], {"offset": entry[1], "bytes": entry[2]})
+            if entry[0] == "copy":
+                c.update(copy_start=entry[3] - t0, copy_end=entry[4] - t0, thread=entry[5])
+            elif entry[0] == "issue":
+                c["dma_issued"] = entry[3] - t0
+            else:
+                c["dma_landed"] = entry[3].time_since(start) / 1e3
+        out = sorted(chunks.values(), key=lambda c: c["offset"])
+        threads = sorted({c["thread"] for c in out})
+        for c in out:
+            c["thread"] = threads.index(c["thread"])
+        return [{"total_s": total, "bytes": nbytes, "threads": ring.threads, "chunks": out}]
+    finally:
+        ring.close()
+        dev.free()
+        s.close()
+
+
+def _print_timeline(t: dict) -> None:
+    ch, ms = t["chunks"], 1e3
+    busy = sum(c["copy_end"] - c["copy_start"] for c in ch)
+    dma = [c["dma_landed"] for c in ch]
+    print(f"timeline of one {t['bytes'] // 2**20} MiB H2D: {t['total_s'] * ms:.2f} ms, {len(ch)} chunks, "
+          f"{t['bytes'] / t['total_s'] / 1e9:.1f} GB/s; copy threads busy {busy / (t['threads'] * t['total_s']):.0%}; "
+          f"first copy done {min(c['copy_end'] for c in ch) * ms:.2f} ms, first DMA issued "
+          f"{min(c['dma_issued'] for c in ch) * ms:.2f} ms, last copy done {max(c['copy_end'] for c in ch) * ms:.2f} ms, "
+          f"last DMA landed {max(dma) * ms:.2f} ms")
+    print("| chunk | KiB | thread | copy start | copy end | DMA issued | DMA landed |")
+    print("|---|---|---|---|---|---|---|")
+    for i, c in enumerate(ch):
+        print(f"| {i} | {c['bytes'] // 1024} | {c['thread']} | {c['copy_start'] * ms:.3f} | {c['copy_end'] * ms:.3f} | "
+              f"{c['dma_issued'] * ms:.3f} | {c['dma_landed'] * ms:.3f} |")
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--bytes", action="append", help="transfer size (repeatable; default 256MiB and 1GiB)")
+    ap.add_argument("--reps", type=int, default=9)
+    ap.add_argument("--json", help="write the rows here")
+    ap.add_argument("--timeline", action="store_true", help="only where one H2D transfer's time goes, chunk by chunk")
+    ap.add_argument("--threads", type=int, default=0, help="the timeline's ring threads (0: the rule's)")
+    a = ap.parse_args(argv)
+    if a.timeline:
+        got = [t for size in a.bytes or ["256MiB"] for t in timeline(parse_size(size), a.reps, a.threads)]
+        for t in got:
+            _print_timeline(t)
+        if a.json:
+            with open(a.json, "w") as f:
+                json.dump(got, f, indent=1)
+        return 0
+    rows = []
+    for size in a.bytes or ["256MiB", "1GiB"]:
+        rows += measure(parse_size(size), a.reps)
+    print("| bytes | what | direction | " + " | ".join(CONTEXTS) + " |")
+    print("|---|---|---|" + "---|" * len(CONTEXTS))
+    keys = sorted({(r["bytes"], r["what"], r["direction"]) for r in rows})
+    for b, what, d in keys:
+        got = {r["context"]: r["GBps"] for r in rows if (r["bytes"], r["what"], r["direction"]) == (b, what, d)}
+        print(f"| {b // 2**20} MiB | {what} | {d} | " + " | ".join(f"{got[c]:.1f}" if c in got else "" for c in CONTEXTS) + " |")
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump(rows, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
