@@ -42,6 +42,7 @@ def measure(nbytes: int, reps: int) -> list[dict]:
 
     s = open_session()
     cuda = s.cuda
+    gpu = s.device.name()
     rows = []
     host = aligned_empty(nbytes)
     base = np.arange(nbytes // 4, dtype=np.uint32)
@@ -89,7 +90,8 @@ def measure(nbytes: int, reps: int) -> list[dict]:
         pinned.base.free()
         s.close()
     for r in rows:
-        r.update(bytes=nbytes, threads=ring.threads, chunk=ring.chunk, slots=ring.slots)
+        r.update(bytes=nbytes, threads=ring.threads, chunk=ring.chunk, slots=ring.slots, gpu=gpu, reps=reps,
+                 date=time.strftime("%Y-%m-%d", time.gmtime()))
     return rows
 
 
@@ -157,27 +159,45 @@ def timeline(nbytes: int, reps: int, threads: int = 0) -> list[dict]:
         threads = sorted({c["thread"] for c in out})
         for c in out:
             c["thread"] = threads.index(c["thread"])
-        return [{"total_s": total, "bytes": nbytes, "threads": ring.threads, "chunks": out}]
+        return [{"total_s": total, "bytes": nbytes, "threads": ring.threads, "gpu": s.device.name(), "reps": reps,
+                 "date": time.strftime("%Y-%m-%d", time.gmtime()), "chunks": out}]
     finally:
         ring.close()
         dev.free()
         s.close()
 
 
-def _print_timeline(t: dict) -> None:
+def timeline_summary(t: dict) -> str:
+    """One transfer's timeline in a sentence: its rate, how busy the copy threads were, and when the
+    first copy, the first DMA, the last copy and the last DMA ended."""
     ch, ms = t["chunks"], 1e3
     busy = sum(c["copy_end"] - c["copy_start"] for c in ch)
-    dma = [c["dma_landed"] for c in ch]
-    print(f"timeline of one {t['bytes'] // 2**20} MiB H2D: {t['total_s'] * ms:.2f} ms, {len(ch)} chunks, "
-          f"{t['bytes'] / t['total_s'] / 1e9:.1f} GB/s; copy threads busy {busy / (t['threads'] * t['total_s']):.0%}; "
-          f"first copy done {min(c['copy_end'] for c in ch) * ms:.2f} ms, first DMA issued "
-          f"{min(c['dma_issued'] for c in ch) * ms:.2f} ms, last copy done {max(c['copy_end'] for c in ch) * ms:.2f} ms, "
-          f"last DMA landed {max(dma) * ms:.2f} ms")
-    print("| chunk | KiB | thread | copy start | copy end | DMA issued | DMA landed |")
-    print("|---|---|---|---|---|---|---|")
-    for i, c in enumerate(ch):
-        print(f"| {i} | {c['bytes'] // 1024} | {c['thread']} | {c['copy_start'] * ms:.3f} | {c['copy_end'] * ms:.3f} | "
-              f"{c['dma_issued'] * ms:.3f} | {c['dma_landed'] * ms:.3f} |")
+    return (f"one {t['bytes'] // 2**20} MiB H2D after a host write, {t['threads']} threads: {t['total_s'] * ms:.2f} ms, "
+            f"{len(ch)} chunks, {t['bytes'] / t['total_s'] / 1e9:.1f} GB/s; the first copy began "
+            f"{min(c['copy_start'] for c in ch) * ms:.2f} ms in and the {t['threads']}th "
+            f"{sorted(c['copy_start'] for c in ch)[min(len(ch), t['threads']) - 1] * ms:.2f} ms in; copy threads busy "
+            f"{busy / (t['threads'] * t['total_s']):.0%}; last copy done {max(c['copy_end'] for c in ch) * ms:.2f} ms, "
+            f"last DMA landed {max(c['dma_landed'] for c in ch) * ms:.2f} ms")
+
+
+def timeline_table(t: dict) -> str:
+    """Chunk by chunk, as markdown."""
+    ms = 1e3
+    lines = ["| chunk | KiB | thread | copy start | copy end | DMA issued | DMA landed |", "|---|---|---|---|---|---|---|"]
+    for i, c in enumerate(t["chunks"]):
+        lines.append(f"| {i} | {c['bytes'] // 1024} | {c['thread']} | {c['copy_start'] * ms:.3f} | {c['copy_end'] * ms:.3f} | "
+                     f"{c['dma_issued'] * ms:.3f} | {c['dma_landed'] * ms:.3f} |")
+    return "\n".join(lines)
+
+
+def markdown(rows: list[dict]) -> str:
+    """The rates as a table: a row per (size, what, direction), a column per context (GB/s)."""
+    lines = ["| bytes | what | direction | " + " | ".join(CONTEXTS) + " |", "|---|---|---|" + "---|" * len(CONTEXTS)]
+    for b, what, d in sorted({(r["bytes"], r["what"], r["direction"]) for r in rows}):
+        got = {r["context"]: r["GBps"] for r in rows if (r["bytes"], r["what"], r["direction"]) == (b, what, d)}
+        lines.append(f"| {b // 2**20} MiB | {what} | {d} | " + " | ".join(f"{got[c]:.1f}" if c in got else "" for c in CONTEXTS)
+                     + " |")
+    return "\n".join(lines)
 
 
 def main(argv=None) -> int:
@@ -190,21 +210,17 @@ def main(argv=None) -> int:
     a = ap.parse_args(argv)
     if a.timeline:
         got = [t for size in a.bytes or ["256MiB"] for t in timeline(parse_size(size), a.reps, a.threads)]
-        for t in got:
-            _print_timeline(t)
-        if a.json:
+        if a.json:  # before printing: a reader that stops early (| head) leaves the file whole
             with open(a.json, "w") as f:
                 json.dump(got, f, indent=1)
+        for t in got:
+            print(timeline_summary(t))
+            print(timeline_table(t))
         return 0
     rows = []
     for size in a.bytes or ["256MiB", "1GiB"]:
         rows += measure(parse_size(size), a.reps)
-    print("| bytes | what | direction | " + " | ".join(CONTEXTS) + " |")
-    print("|---|---|---|" + "---|" * len(CONTEXTS))
-    keys = sorted({(r["bytes"], r["what"], r["direction"]) for r in rows})
-    for b, what, d in keys:
-        got = {r["context"]: r["GBps"] for r in rows if (r["bytes"], r["what"], r["direction"]) == (b, what, d)}
-        print(f"| {b // 2**20} MiB | {what} | {d} | " + " | ".join(f"{got[c]:.1f}" if c in got else "" for c in CONTEXTS) + " |")
+    print(markdown(rows))
     if a.json:
         with open(a.json, "w") as f:
             json.dump(rows, f, indent=1)

@@ -6,7 +6,8 @@
 #   default    the default suite, timed from process start
 #   um         the unified-memory scenarios (um-advice, um-sparse, um-pages)
 #   staging    the staging ring swept, then in its scenario and in the loop, and the table against its
-#              ceiling (benchmarks/staging_table.py)
+#              ceiling (benchmarks/staging_table.py); then the ring by what ran before it and one H2D
+#              transfer's timeline (benchmarks/staging_context.py)
 #   calibrate  the full calibration, then a quick one, each timed from process start (full, quick: one)
 #   apps       benchmarks/apps: build, trace each application as written, time every mode (needs the
 #              cuda-samples in .device/cuda-samples for NVIDIA's three; ROUNDS=N, default 3)
@@ -41,7 +42,11 @@ for step in "$@"; do
     staging)
       timed "staging" "$OUT/$gpu-staging.log" python3 -m umprof run staging-sweep staging staging-loop \
         -o "$OUT/$gpu-staging.parquet" --force
-      python3 benchmarks/staging_table.py "$OUT/$gpu-staging.parquet" --json "$OUT/$gpu-staging.json" | tee -a "$OUT/$gpu-staging.log" ;;
+      python3 benchmarks/staging_table.py "$OUT/$gpu-staging.parquet" --json "$OUT/$gpu-staging.json" | tee -a "$OUT/$gpu-staging.log"
+      timed "staging context" "$OUT/$gpu-staging.log" python3 benchmarks/staging_context.py --reps 15 \
+        --json "$OUT/$gpu-staging-context.json"
+      python3 benchmarks/staging_context.py --timeline --reps 9 --json "$OUT/$gpu-staging-timeline.json" \
+        >> "$OUT/$gpu-staging.log" 2>&1 ;;
     calibrate|full)
       timed "full calibration" "$OUT/$gpu-calibrate.log" python3 -m umprof calibrate -o "$OUT/$gpu-calibration-full.parquet" --force ;;&
     calibrate|quick)

@@ -300,6 +300,29 @@ def staging_section() -> list[str]:
         rs = ResultSet.load(f)
         lines += [f"### {rs.devices[0]['name']}, {str(rs.meta.get('time', ''))[:10]} ({f.relative_to(ROOT)})", "",
                   table.markdown(table.table(rs.frame), table.sweep(rs.frame)), ""]
+    return lines + staging_context_section()
+
+
+def staging_context_section() -> list[str]:
+    """The ring by what ran on the host before it (benchmarks/staging_context.py), on each GPU measured."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("staging_context", ROOT / "benchmarks" / "staging_context.py")
+    context = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(context)
+    lines = ["### The ring by what ran before it", "",
+             "`benchmarks/staging_context.py`: the ring's rate (GB/s, the median of its transfers) back to back, as the "
+             "staging scenario runs it; after the main thread wrote the whole buffer, as the loop's host write does; and "
+             "after its threads idled 50 ms; beside the host's parallel copy into pinned memory and the pinned link in the "
+             "same contexts.", ""]
+    for f in sorted((RESULTS / "staging").glob("nvidia-*-staging-context.json")):
+        rows = json.loads(f.read_text())
+        lines += [f"{rows[0]['gpu']}, {rows[0]['date']}, {rows[0]['reps']} transfers a figure ({f.relative_to(ROOT)}):", "",
+                  context.markdown(rows), ""]
+    for f in sorted((RESULTS / "staging").glob("nvidia-*-staging-timeline.json")):
+        for t in json.loads(f.read_text()):
+            lines += [f"{t['gpu']}, {t['date']} ({f.relative_to(ROOT)}): {context.timeline_summary(t)} (the median "
+                      f"transfer of {t['reps']}).", ""]
     return lines
 
 

@@ -1,0 +1,31 @@
+"""benchmarks/staging_context.py without a GPU: its tables and timeline sentence from the committed runs."""
+
+import importlib.util
+import json
+
+from tests.unit.data import ROOT
+
+spec = importlib.util.spec_from_file_location("staging_context", ROOT / "benchmarks" / "staging_context.py")
+context = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(context)
+STAGING = ROOT / "results" / "staging"
+
+
+def test_the_rates_are_tabled_by_context():
+    rows = json.loads((STAGING / "nvidia-h100-staging-context.json").read_text())
+    text = context.markdown(rows)
+    lines = text.splitlines()
+    assert lines[0] == "| bytes | what | direction | back-to-back | after-host-write | after-idle |"
+    ring = next(line for line in lines if line.startswith("| 256 MiB | ring | h2d |"))
+    assert ring == "| 256 MiB | ring | h2d | 37.9 | 33.7 | 32.1 |"
+    assert "| 256 MiB | pinned | h2d | 51.7 |  |  |" in lines  # measured back to back only: the rest left blank
+    assert len(lines) == 2 + len({(r["bytes"], r["what"], r["direction"]) for r in rows})
+
+
+def test_a_timeline_says_where_the_transfer_went():
+    t = json.loads((STAGING / "nvidia-h100-staging-timeline.json").read_text())[0]
+    text = context.timeline_summary(t)
+    assert text.startswith("one 256 MiB H2D after a host write, 12 threads: 8.36 ms, 64 chunks, 32.1 GB/s")
+    assert "the first copy began 0.30 ms in and the 12th 0.87 ms in" in text and "last DMA landed 8.35 ms" in text
+    table = context.timeline_table(t).splitlines()
+    assert len(table) == 2 + 64 and table[2].startswith("| 0 | 4096 |")
