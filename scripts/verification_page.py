@@ -278,13 +278,19 @@ def figures() -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
-def staging_section() -> list[str]:
-    """The staging ring against its ceiling on each GPU it was measured on (benchmarks/staging_table.py)."""
+def _benchmark(name: str):
+    """A script of benchmarks/ as a module (the folder is no package)."""
     import importlib.util
 
-    spec = importlib.util.spec_from_file_location("staging_table", ROOT / "benchmarks" / "staging_table.py")
-    table = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(table)
+    spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def staging_section() -> list[str]:
+    """The staging ring against its ceiling on each GPU it was measured on (benchmarks/staging_table.py)."""
+    table = _benchmark("staging_table")
     lines = ["## Staging pageable data", "",
              "umprof's staging ring (`pageable-staged`) in the `staging` scenario and inside the loop (`staging-loop`), "
              "H2D and D2H, beside its ceiling: the slower of the host's own parallel copy of the same bytes on the ring's "
@@ -305,11 +311,7 @@ def staging_section() -> list[str]:
 
 def staging_context_section() -> list[str]:
     """The ring by what ran on the host before it (benchmarks/staging_context.py), on each GPU measured."""
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("staging_context", ROOT / "benchmarks" / "staging_context.py")
-    context = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(context)
+    context = _benchmark("staging_context")
     lines = ["### The ring by what ran before it", "",
              "`benchmarks/staging_context.py`: the ring's rate (GB/s, the median of its transfers) back to back, as the "
              "staging scenario runs it; after the main thread wrote the whole buffer, as the loop's host write does; and "
