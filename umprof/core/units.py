@@ -62,9 +62,10 @@ def format_time(seconds: float) -> str:
         return "-"
     if seconds < 0:  # a saving (the time overlapping steps hide)
         return "-" + format_time(-seconds)
-    if seconds >= 1:
+    # a figure that rounds to 1000 of a unit (0.9996 s) is printed in the next one ("1 s", not "1e+03 ms")
+    if seconds >= 0.9995:
         return f"{seconds:.3g} s"
-    if seconds >= 1e-3:
+    if seconds >= 0.9995e-3:
         return f"{seconds * 1e3:.3g} ms"
     return f"{seconds * 1e6:.3g} µs"
 

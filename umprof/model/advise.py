@@ -15,6 +15,9 @@ its host code's accesses to pageable memory are priced as pinned memory's (``_ho
 
 The advice is the fastest strategy, or, where strategies are within the prediction's own error
 of it (PREDICTION_ERROR), the one of them that changes least (CHANGE_COST), said as a tie; where
+an application written in Python (its process is a Python interpreter: pycuda, cuda-bindings) is told
+its changes in those libraries' calls (PYTHON_CHANGES), and among ties page-locking its arrays in
+place counts as more change than allocating them pinned (PYTHON_CHANGE_COST); where
 the best saving is within the loop's noise (NOISE), the application is told it is already near
 its best; where the saving exceeds what copies and migrations take, where the rest comes from is
 said, and where they are a small share of the run, the most any strategy could save. Each flow of
@@ -25,7 +28,9 @@ pageable copies pinned, many small copies batched.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field, replace
+from pathlib import PurePosixPath
 
 from umprof.core.units import format_rate, format_size, format_time
 from umprof.measure import strategies
@@ -68,6 +73,38 @@ CHANGES = {
                         "kernels on each chunk's stream), the host writing the next chunk meanwhile",
     "system": "pass malloc'd memory to the kernels directly (HMM)",
 }
+# An application in Python allocates and copies through pycuda (or cuda-bindings): its changes in those calls.
+PYTHON_CHANGES = {
+    "pinned": "allocate the host arrays with pycuda.driver.pagelocked_empty; keep the copies",
+    "write-combined": "allocate the arrays the host only writes with pycuda.driver.pagelocked_empty(..., "
+                      "mem_flags=pycuda.driver.host_alloc_flags.WRITECOMBINED); keep the copies",
+    "zero-copy": "allocate the host arrays with pycuda.driver.pagelocked_empty(..., "
+                 "mem_flags=pycuda.driver.host_alloc_flags.DEVICEMAP) and give the kernels their "
+                 "get_device_pointer(); drop the copies",
+    "pageable-registered": "page-lock the existing numpy arrays once (cuda-bindings' cuMemHostRegister on each "
+                           "array's ctypes.data, before the loop; cuMemHostUnregister before they are freed); keep the "
+                           "copies",
+    "managed": "allocate the arrays with pycuda.driver.managed_empty and pass them to the kernels; drop the copies",
+}
+# Among ties, in Python: pinned memory is the allocator's own call (pagelocked_empty), while page-locking an
+# existing numpy array needs cuda-bindings' cuMemHostRegister and its import (pycuda 2026.1's
+# register_host_memory raised SystemError on one). pycuda_loop page-locked in place ran a median 4% longer
+# than with pinned memory over six leases of both GPUs (0-17%, 2026-11-25/26; its C peers alike within noise).
+PYTHON_CHANGE_COST = {"pageable-registered": 1.25}
+PYTHON_PROCESS = re.compile(r"python[0-9.]*")
+
+
+def is_python(app: Application) -> bool:
+    """Whether the application's process is a Python interpreter (its name in the trace)."""
+    return bool(PYTHON_PROCESS.fullmatch(PurePosixPath(str(app.name)).name))
+
+
+def change_cost(strategy: str, app: Application) -> float:
+    """How much code the change to ``strategy`` touches in this application (ties.CHANGE_COST, in Python
+    PYTHON_CHANGE_COST where it differs)."""
+    if is_python(app) and strategy in PYTHON_CHANGE_COST:
+        return PYTHON_CHANGE_COST[strategy]
+    return CHANGE_COST.get(strategy, ties.UNKNOWN_COST)
 
 
 @dataclass
@@ -228,8 +265,7 @@ def advise(app: Application, cal: Calibration, source: str = "") -> AppAdvice:
     tied_names = ties.tied([(p.strategy, whole[p.strategy]) for p in ranked], PREDICTION_ERROR)
     tied = [p for p in ranked if p.strategy in tied_names]
     # among the tied: the current way where it is one of them, else the one that changes least code
-    pick = min(tied, key=lambda p: (p.strategy != current, CHANGE_COST.get(p.strategy, ties.UNKNOWN_COST),
-                                    whole[p.strategy]))
+    pick = min(tied, key=lambda p: (p.strategy != current, change_cost(p.strategy, app), whole[p.strategy]))
     saving = measured_base - whole[pick.strategy]
     note = _tie_note(tied, pick, whole)
     within_noise = current is not None and pick.strategy != current and saving < NOISE * now_s
@@ -238,7 +274,8 @@ def advise(app: Application, cal: Calibration, source: str = "") -> AppAdvice:
         note = (f"{pick.strategy} is predicted {format_time(saving)} faster ({saving / now_s:.1%} of the loop): "
                 "within its noise")
         pick, saving = base, 0.0
-    out.advice.append(Advice("loop", pick.strategy, _change(pick.strategy, w, current), now_s, now_s - saving, saving,
+    out.advice.append(Advice("loop", pick.strategy, _change(pick.strategy, w, current, is_python(app)), now_s,
+                             now_s - saving, saving,
                              tie=len(tied) > 1, note=note))
     out.advice += _flow_advice(app, cal)
     out.limits += _limits(app, saving, host_now, pick)
@@ -248,10 +285,10 @@ def advise(app: Application, cal: Calibration, source: str = "") -> AppAdvice:
     return out
 
 
-def _change(strategy: str, w: Workload, current: str | None) -> str:
+def _change(strategy: str, w: Workload, current: str | None, python: bool) -> str:
     if strategy == current:
         return "keep it as it is"
-    text = CHANGES.get(strategy, strategy)
+    text = (python and PYTHON_CHANGES.get(strategy)) or CHANGES.get(strategy, strategy)
     if strategy == "pinned-pipelined":
         text = text.format(chunks=strategies.get(strategy).describe_chunking(w.bytes))
     return text
@@ -278,8 +315,9 @@ def _flow_advice(app: Application, cal: Calibration) -> list[Advice]:
         if f["host_kind"] == "pageable":
             pinned = f["count"] * cal.curve("pinned", d)(float(f["bytes"]))
             if f["time_s"] - pinned > NOISE * f["time_s"]:
-                out.append(Advice(label, "pinned", "allocate this flow's host buffer with cudaMallocHost (or "
-                                  "cudaHostRegister it)", f["time_s"], pinned, f["time_s"] - pinned,
+                how = ("allocate this flow's host array with pycuda.driver.pagelocked_empty" if is_python(app) else
+                       "allocate this flow's host buffer with cudaMallocHost (or cudaHostRegister it)")
+                out.append(Advice(label, "pinned", how, f["time_s"], pinned, f["time_s"] - pinned,
                                   note=f"{f['count']} copies at {format_rate(f['bytes_per_s'])} now; pinned: "
                                        f"{format_rate(f['total_bytes'] / pinned if pinned else math.nan)}"))
         per_iteration = f["count"] / its

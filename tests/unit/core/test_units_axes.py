@@ -37,6 +37,8 @@ def test_formatting():
     assert format_rate(4.13e12) == "4.13 TB/s"
     assert format_time(4.86e-3) == "4.86 ms"
     assert format_time(2.7e-6) == "2.7 µs"
+    # a figure that rounds to 1000 of its unit is printed in the next one
+    assert format_time(0.9996) == "1 s" and format_time(0.9994) == "999 ms" and format_time(999.7e-6) == "1 ms"
     assert format_percent(0.877) == "87.7%"
 
 

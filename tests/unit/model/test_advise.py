@@ -4,6 +4,7 @@ every mode of the applications (results/advise)."""
 
 import json
 import statistics
+from dataclasses import replace
 
 import pytest
 from click.testing import CliRunner
@@ -14,6 +15,7 @@ from tests.unit.nsight.test_trace_db import fixture
 from umprof import api
 from umprof.cli import cli
 from umprof.core.errors import UsageError
+from umprof.model import advise
 
 MiB = 2**20
 
@@ -227,3 +229,22 @@ def test_copies_in_parts_say_where_the_calibration_did_not_measure_them(tmp_path
     assert PARTS_UNMEASURED in h200_old.limits
     r = CliRunner().invoke(cli, ["recommend", "--from", str(old), "--bytes", "16MiB", "--copies", "512"])
     assert r.exit_code == 0 and "did not measure copies in parts" in r.output.replace("\n", " ")
+
+
+def test_a_python_application_is_told_its_change_in_pycuda_and_pins_rather_than_registers(tmp_path):
+    """pycuda_loop's process is a Python interpreter: among the tied strategies, allocating its arrays pinned
+    (pagelocked_empty) changes less than page-locking them in place (cuda-bindings' cuMemHostRegister), and the
+    change is said in pycuda's calls; a C application's ties keep CHANGE_COST's order and the CUDA runtime's words."""
+    (adv,) = api.advise(fixture("pycuda_loop", tmp_path))
+    assert advise.is_python(adv.app)
+    a = adv.loop_advice
+    assert a.tie and "pageable-registered" in a.note and "pinned" in a.note
+    assert a.strategy == "pinned" and a.change.startswith("allocate the host arrays with pycuda.driver.pagelocked_empty")
+    flows = [x for x in adv.advice if x.flow != "loop" and x.strategy == "pinned"]
+    assert flows and all("pycuda.driver.pagelocked_empty" in x.change for x in flows)
+    (c,) = api.advise(fixture("stream_loop", tmp_path))
+    assert not advise.is_python(c.app) and "pycuda" not in c.loop_advice.change
+    assert advise.change_cost("pageable-registered", adv.app) > advise.change_cost("pinned", adv.app)
+    assert advise.change_cost("pageable-registered", c.app) == advise.change_cost("pinned", c.app)
+    for name, python in (("/usr/bin/python3.12", True), ("python", True), ("./pythonic_app", False), ("ipython", False)):
+        assert advise.is_python(replace(adv.app, name=name)) is python, name
