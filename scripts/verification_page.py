@@ -317,11 +317,11 @@ def staging_context_section() -> list[str]:
              "staging scenario runs it; after the main thread wrote the whole buffer, as the loop's host write does; and "
              "after its threads idled 50 ms; beside the host's parallel copy into pinned memory and the pinned link in the "
              "same contexts.", ""]
-    for f in sorted((RESULTS / "staging").glob("nvidia-*-staging-context.json")):
+    for f in sorted((RESULTS / "staging").glob("nvidia-*-staging-context*.json")):
         rows = json.loads(f.read_text())
         lines += [f"{rows[0]['gpu']}, {rows[0]['date']}, {rows[0]['reps']} transfers a figure ({f.relative_to(ROOT)}):", "",
                   context.markdown(rows), ""]
-    for f in sorted((RESULTS / "staging").glob("nvidia-*-staging-timeline.json")):
+    for f in sorted((RESULTS / "staging").glob("nvidia-*-staging-timeline*.json")):
         for t in json.loads(f.read_text()):
             lines += [f"{t['gpu']}, {t['date']} ({f.relative_to(ROOT)}): {context.timeline_summary(t)} (the median "
                       f"transfer of {t['reps']}).", ""]
