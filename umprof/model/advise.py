@@ -14,10 +14,10 @@ register and free memory, as the trace timed them) stand for the prediction's of
 its host code's accesses to pageable memory are priced as pinned memory's (``_host_now``).
 
 The advice is the fastest strategy, or, where strategies are within the prediction's own error
-of it (PREDICTION_ERROR), the one of them that changes least (CHANGE_COST), said as a tie; where
-an application written in Python (its process is a Python interpreter: pycuda, cuda-bindings) is told
-its changes in those libraries' calls (PYTHON_CHANGES), and among ties page-locking its arrays in
-place counts as more change than allocating them pinned (PYTHON_CHANGE_COST); where
+of it (PREDICTION_ERROR), the one of them that changes least (CHANGE_COST), said as a tie. An
+application written in Python (its process is a Python interpreter: pycuda, cuda-bindings) is told
+its changes in those libraries' calls (PYTHON_CHANGES), and among its ties page-locking its arrays
+in place counts as more change than allocating them pinned (PYTHON_CHANGE_COST). Where
 the best saving is within the loop's noise (NOISE), the application is told it is already near
 its best; where the saving exceeds what copies and migrations take, where the rest comes from is
 said, and where they are a small share of the run, the most any strategy could save. Each flow of
