@@ -14,10 +14,10 @@ register and free memory, as the trace timed them) stand for the prediction's of
 its host code's accesses to pageable memory are priced as pinned memory's (``_host_now``).
 
 The advice is the fastest strategy, or, where strategies are within the prediction's own error
-of it (PREDICTION_ERROR), the one of them that changes least (CHANGE_COST), said as a tie. An
+of it (PREDICTION_ERROR), the one of them that changes least (ties.CHANGE_COST), said as a tie. An
 application written in Python (its process is a Python interpreter: pycuda, cuda-bindings) is told
 its changes in those libraries' calls (PYTHON_CHANGES), and among its ties page-locking its arrays
-in place counts as more change than allocating them pinned (PYTHON_CHANGE_COST). Where
+in place counts as more change than allocating them pinned (ties.PYTHON_CHANGE_COST). Where
 the best saving is within the loop's noise (NOISE), the application is told it is already near
 its best; where the saving exceeds what copies and migrations take, where the rest comes from is
 said, and where they are a small share of the run, the most any strategy could save. Each flow of
@@ -39,7 +39,6 @@ from umprof.model.application import Application, fraction
 from umprof.model.predict import Calibration, Prediction
 from umprof.model import ties
 from umprof.model.calibration import HOST_STEPS, PARTS_UNMEASURED
-from umprof.model.ties import CHANGE_COST
 from umprof.model.workload import Workload
 
 PREDICTION_ERROR = 0.10  # verification: median errors 5-15% per set on both GPUs; closer than this is a tie
@@ -86,25 +85,12 @@ PYTHON_CHANGES = {
                            "copies",
     "managed": "allocate the arrays with pycuda.driver.managed_empty and pass them to the kernels; drop the copies",
 }
-# Among ties, in Python: pinned memory is the allocator's own call (pagelocked_empty), while page-locking an
-# existing numpy array needs cuda-bindings' cuMemHostRegister and its import (pycuda 2026.1's
-# register_host_memory raised SystemError on one). pycuda_loop page-locked in place ran a median 4% longer
-# than with pinned memory over six leases of both GPUs (0-17%, 2026-11-25/26; its C peers alike within noise).
-PYTHON_CHANGE_COST = {"pageable-registered": 1.25}
 PYTHON_PROCESS = re.compile(r"python[0-9.]*")
 
 
 def is_python(app: Application) -> bool:
     """Whether the application's process is a Python interpreter (its name in the trace)."""
     return bool(PYTHON_PROCESS.fullmatch(PurePosixPath(str(app.name)).name))
-
-
-def change_cost(strategy: str, app: Application) -> float:
-    """How much code the change to ``strategy`` touches in this application (ties.CHANGE_COST, in Python
-    PYTHON_CHANGE_COST where it differs)."""
-    if is_python(app) and strategy in PYTHON_CHANGE_COST:
-        return PYTHON_CHANGE_COST[strategy]
-    return CHANGE_COST.get(strategy, ties.UNKNOWN_COST)
 
 
 @dataclass
@@ -265,7 +251,8 @@ def advise(app: Application, cal: Calibration, source: str = "") -> AppAdvice:
     tied_names = ties.tied([(p.strategy, whole[p.strategy]) for p in ranked], PREDICTION_ERROR)
     tied = [p for p in ranked if p.strategy in tied_names]
     # among the tied: the current way where it is one of them, else the one that changes least code
-    pick = min(tied, key=lambda p: (p.strategy != current, change_cost(p.strategy, app), whole[p.strategy]))
+    python = is_python(app)
+    pick = min(tied, key=lambda p: (p.strategy != current, ties.change_cost(p.strategy, python), whole[p.strategy]))
     saving = measured_base - whole[pick.strategy]
     note = _tie_note(tied, pick, whole)
     within_noise = current is not None and pick.strategy != current and saving < NOISE * now_s
@@ -274,10 +261,10 @@ def advise(app: Application, cal: Calibration, source: str = "") -> AppAdvice:
         note = (f"{pick.strategy} is predicted {format_time(saving)} faster ({saving / now_s:.1%} of the loop): "
                 "within its noise")
         pick, saving = base, 0.0
-    out.advice.append(Advice("loop", pick.strategy, _change(pick.strategy, w, current, is_python(app)), now_s,
+    out.advice.append(Advice("loop", pick.strategy, _change(pick.strategy, w, current, python), now_s,
                              now_s - saving, saving,
                              tie=len(tied) > 1, note=note))
-    out.advice += _flow_advice(app, cal)
+    out.advice += _flow_advice(app, cal, python)
     out.limits += _limits(app, saving, host_now, pick)
     if any(PARTS_UNMEASURED in p.notes for p in ranked):
         out.limits.append(PARTS_UNMEASURED)
@@ -304,7 +291,7 @@ def _tie_note(tied: list[Prediction], pick: Prediction, whole: dict) -> str:
             f"{PREDICTION_ERROR:.0%}); {pick.strategy} changes the least code")
 
 
-def _flow_advice(app: Application, cal: Calibration) -> list[Advice]:
+def _flow_advice(app: Application, cal: Calibration, python: bool) -> list[Advice]:
     """Per flow: pageable copies made from pinned memory; many small copies batched."""
     out = []
     its = app.loop.iterations if app.loop is not None else 1
@@ -315,7 +302,7 @@ def _flow_advice(app: Application, cal: Calibration) -> list[Advice]:
         if f["host_kind"] == "pageable":
             pinned = f["count"] * cal.curve("pinned", d)(float(f["bytes"]))
             if f["time_s"] - pinned > NOISE * f["time_s"]:
-                how = ("allocate this flow's host array with pycuda.driver.pagelocked_empty" if is_python(app) else
+                how = ("allocate this flow's host array with pycuda.driver.pagelocked_empty" if python else
                        "allocate this flow's host buffer with cudaMallocHost (or cudaHostRegister it)")
                 out.append(Advice(label, "pinned", how, f["time_s"], pinned, f["time_s"] - pinned,
                                   note=f"{f['count']} copies at {format_rate(f['bytes_per_s'])} now; pinned: "

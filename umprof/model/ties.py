@@ -2,8 +2,9 @@
 
 Where the top strategies are predicted within the prediction's own error of the fastest, the
 figures do not decide; a second criterion does, and the answer says which: the change that touches
-less code (CHANGE_COST), then the one that pins less host memory (memory the OS can no longer page,
-which the user's other processes lose), then the predicted figure.
+less code (CHANGE_COST; in a Python application, PYTHON_CHANGE_COST where it differs), then the one
+that pins less host memory (memory the OS can no longer page, which the user's other processes lose),
+then the predicted figure.
 """
 
 from __future__ import annotations
@@ -19,6 +20,19 @@ CHANGE_COST = {"pageable": 0, "pinned": 1, "pageable-registered": 1, "write-comb
                "managed-advise-prefer-gpu": 3, "managed-advise-prefer-host": 3, "managed-advise-accessed-by-gpu": 3,
                "pageable-staged": 4, "pinned-pipelined": 4}
 UNKNOWN_COST = 5
+# In Python: pinned memory is the allocator's own call (pycuda's pagelocked_empty), while page-locking an
+# existing numpy array needs cuda-bindings' cuMemHostRegister and its import (pycuda 2026.1's
+# register_host_memory raised SystemError on one). pycuda_loop page-locked in place ran a median 4% longer
+# than with pinned memory over six leases of both GPUs (0-17%, 2026-11-25/26; its C peers alike within noise).
+PYTHON_CHANGE_COST = {"pageable-registered": 1.25}
+
+
+def change_cost(strategy: str, python: bool = False) -> float:
+    """How much code the change to ``strategy`` touches (CHANGE_COST), in an application written in Python
+    (``python``) PYTHON_CHANGE_COST where it differs."""
+    if python and strategy in PYTHON_CHANGE_COST:
+        return PYTHON_CHANGE_COST[strategy]
+    return CHANGE_COST.get(strategy, UNKNOWN_COST)
 
 
 def pinned_bytes(strategy: str, nbytes: int) -> int:
@@ -37,7 +51,7 @@ def pinned_bytes(strategy: str, nbytes: int) -> int:
 
 def tie_key(strategy: str, nbytes: int, cost: float) -> tuple:
     """The order among tied strategies: less code to change, less memory pinned, then the figure."""
-    return (CHANGE_COST.get(strategy, UNKNOWN_COST), pinned_bytes(strategy, nbytes), cost)
+    return (change_cost(strategy), pinned_bytes(strategy, nbytes), cost)
 
 
 def tied(costs: list[tuple[str, float]], error: float) -> list[str]:

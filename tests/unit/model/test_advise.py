@@ -15,7 +15,7 @@ from tests.unit.nsight.test_trace_db import fixture
 from umprof import api
 from umprof.cli import cli
 from umprof.core.errors import UsageError
-from umprof.model import advise
+from umprof.model import advise, ties
 
 MiB = 2**20
 
@@ -157,7 +157,7 @@ def test_strategies_within_the_prediction_s_error_are_a_tie_and_the_least_change
     loop = adv.loop_advice
     assert loop.tie and "changes the least code" in loop.note
     tied = loop.note.split(":")[0].split(", ")
-    from umprof.model.advise import CHANGE_COST
+    from umprof.model.ties import CHANGE_COST
 
     assert loop.strategy in tied and CHANGE_COST[loop.strategy] == min(CHANGE_COST[s] for s in tied)
 
@@ -244,7 +244,8 @@ def test_a_python_application_is_told_its_change_in_pycuda_and_pins_rather_than_
     assert flows and all("pycuda.driver.pagelocked_empty" in x.change for x in flows)
     (c,) = api.advise(fixture("stream_loop", tmp_path))
     assert not advise.is_python(c.app) and "pycuda" not in c.loop_advice.change
-    assert advise.change_cost("pageable-registered", adv.app) > advise.change_cost("pinned", adv.app)
-    assert advise.change_cost("pageable-registered", c.app) == advise.change_cost("pinned", c.app)
+    python, c_python = advise.is_python(adv.app), advise.is_python(c.app)
+    assert ties.change_cost("pageable-registered", python) > ties.change_cost("pinned", python)
+    assert ties.change_cost("pageable-registered", c_python) == ties.change_cost("pinned", c_python)
     for name, python in (("/usr/bin/python3.12", True), ("python", True), ("./pythonic_app", False), ("ipython", False)):
         assert advise.is_python(replace(adv.app, name=name)) is python, name
