@@ -18,6 +18,7 @@ import json
 import statistics
 import sys
 import time
+from contextlib import contextmanager
 
 import numpy as np
 
@@ -33,106 +34,122 @@ def _prepare(context: str, host: np.ndarray, base: np.ndarray, k: int) -> None:
         time.sleep(0.05)
 
 
-def measure(nbytes: int, reps: int) -> list[dict]:
-    """Rows of (what, direction, context, GB/s) for one size."""
-    from umprof.measure.gpu import open_session
-    from umprof.measure.host_cpus import session_cpus
-    from umprof.measure.staging_ring import StagingRing, copy_pool, parallel_copy
-    from umprof.measure.strategies import aligned_empty
-
-    s = open_session()
-    cuda = s.cuda
-    gpu = s.device.name()
-    rows = []
-    host = aligned_empty(nbytes)
-    base = np.arange(nbytes // 4, dtype=np.uint32)
-    host.view(np.uint32)[:] = base
-    pinned = cuda.pagelocked_empty(nbytes, np.uint8)
-    dev = cuda.mem_alloc(nbytes)
-    ring = StagingRing(s, nbytes)
-    pool = copy_pool(ring.threads, session_cpus(s))
-    clock = time.perf_counter
-    try:
-        def timed(fn, context):
-            times = []
-            for k in range(reps + 1):  # the first is a warm-up
-                _prepare(context, host, base, k)
-                t = clock()
-                fn()
-                if k:
-                    times.append(clock() - t)
-            return nbytes / statistics.median(times) / 1e9
-
-        def link_h2d():
-            cuda.memcpy_htod_async(dev, pinned)
-            cuda.Context.synchronize()
-
-        for context in CONTEXTS:
-            rows.append(dict(what="ring", direction="h2d", context=context,
-                             GBps=timed(lambda: ring.h2d(int(dev), host), context)))
-            rows.append(dict(what="pinned", direction="h2d", context=context, GBps=timed(link_h2d, context)))
-            rows.append(dict(what="ring", direction="d2h", context=context,
-                             GBps=timed(lambda: ring.d2h(host, int(dev)), context)))
-            rows.append(dict(what="host-copy", direction="h2d", context=context,
-                             GBps=timed(lambda: parallel_copy(pool, pinned, host, ring.threads), context)))
-            rows.append(dict(what="host-copy", direction="d2h", context=context,
-                             GBps=timed(lambda: parallel_copy(pool, host, pinned, ring.threads), context)))
-        # the ring's data arrived whole: the device holds what the host last sent
-        got = np.empty(nbytes, np.uint8)
-        ring.h2d(int(dev), host)
-        cuda.memcpy_dtoh(got, dev)
-        if not np.array_equal(got, host):
-            raise SystemExit(f"staging_context: the ring's H2D copy of {nbytes} bytes differs from its source")
-    finally:
-        pool.shutdown()
-        ring.close()
-        dev.free()
-        pinned.base.free()
-        s.close()
-    for r in rows:
-        r.update(bytes=nbytes, threads=ring.threads, chunk=ring.chunk, slots=ring.slots, gpu=gpu, reps=reps,
-                 date=time.strftime("%Y-%m-%d", time.gmtime()))
-    return rows
-
-
-def timeline(nbytes: int, reps: int, threads: int = 0) -> list[dict]:
-    """Where one ring H2D transfer's time goes (the median transfer of ``reps``, after a host
-    write): per chunk its bytes, when its host copy began and ended on which thread, when its DMA
-    was issued and when it had landed (host clock, from the transfer's start; the DMA's end from
-    an event recorded after it, placed on the host's clock by an event recorded at the start)."""
-    import threading
+@contextmanager
+def _rig(nbytes: int, threads: int = 0):
+    """A session, the application's pageable buffer (``host``, its words ``base`` + k after the k-th host
+    write), a device buffer and the ring (``threads``: 0 for the rule's), freed after."""
+    from types import SimpleNamespace
 
     from umprof.measure.gpu import open_session
     from umprof.measure.staging_ring import StagingRing
     from umprof.measure.strategies import aligned_empty
 
     s = open_session()
-    cuda = s.cuda
-    host = aligned_empty(nbytes)
-    base = np.arange(nbytes // 4, dtype=np.uint32)
-    dev = cuda.mem_alloc(nbytes)
-    ring = StagingRing(s, nbytes, threads=threads)
+    handles = []
+    try:
+        rig = SimpleNamespace(session=s, cuda=s.cuda, host=aligned_empty(nbytes),
+                              base=np.arange(nbytes // 4, dtype=np.uint32))
+        rig.host.view(np.uint32)[:] = rig.base
+        rig.dev = s.cuda.mem_alloc(nbytes)
+        handles.append(rig.dev.free)
+        rig.ring = StagingRing(s, nbytes, threads=threads)
+        handles.append(rig.ring.close)
+        yield rig
+    finally:
+        for free in reversed(handles):
+            free()
+        s.close()
+
+
+def _about(rig, reps: int) -> dict:
+    """What every row or timeline says of where and how it was measured."""
+    ring = rig.ring
+    return dict(threads=ring.threads, chunk=ring.chunk, slots=ring.slots, gpu=rig.session.device.name(), reps=reps,
+                date=time.strftime("%Y-%m-%d", time.gmtime()))
+
+
+def measure(nbytes: int, reps: int) -> list[dict]:
+    """Rows of (what, direction, context, GB/s) for one size."""
+    from umprof.measure.host_cpus import session_cpus
+    from umprof.measure.staging_ring import copy_pool, parallel_copy
+
+    rows = []
+    clock = time.perf_counter
+    with _rig(nbytes) as rig:
+        cuda, host, dev, ring = rig.cuda, rig.host, rig.dev, rig.ring
+        pinned, pool = cuda.pagelocked_empty(nbytes, np.uint8), None
+        try:
+            pool = copy_pool(ring.threads, session_cpus(rig.session))
+
+            def timed(fn, context):
+                times = []
+                for k in range(reps + 1):  # the first is a warm-up
+                    _prepare(context, host, rig.base, k)
+                    t = clock()
+                    fn()
+                    if k:
+                        times.append(clock() - t)
+                return nbytes / statistics.median(times) / 1e9
+
+            def link_h2d():
+                cuda.memcpy_htod_async(dev, pinned)
+                cuda.Context.synchronize()
+
+            for context in CONTEXTS:
+                rows.append(dict(what="ring", direction="h2d", context=context,
+                                 GBps=timed(lambda: ring.h2d(int(dev), host), context)))
+                rows.append(dict(what="pinned", direction="h2d", context=context, GBps=timed(link_h2d, context)))
+                rows.append(dict(what="ring", direction="d2h", context=context,
+                                 GBps=timed(lambda: ring.d2h(host, int(dev)), context)))
+                rows.append(dict(what="host-copy", direction="h2d", context=context,
+                                 GBps=timed(lambda: parallel_copy(pool, pinned, host, ring.threads), context)))
+                rows.append(dict(what="host-copy", direction="d2h", context=context,
+                                 GBps=timed(lambda: parallel_copy(pool, host, pinned, ring.threads), context)))
+            # the ring's data arrived whole: the device holds what the host last sent
+            got = np.empty(nbytes, np.uint8)
+            ring.h2d(int(dev), host)
+            cuda.memcpy_dtoh(got, dev)
+            if not np.array_equal(got, host):
+                raise SystemExit(f"staging_context: the ring's H2D copy of {nbytes} bytes differs from its source")
+        finally:
+            if pool is not None:
+                pool.shutdown()
+            pinned.base.free()
+        about = _about(rig, reps)
+    return [dict(r, bytes=nbytes, **about) for r in rows]
+
+
+def timeline(nbytes: int, reps: int, threads: int = 0) -> list[dict]:
+    """Where one ring H2D transfer's time goes (the median transfer of ``reps``, after a host
+    write): per chunk its bytes, when its host copy began and ended on which thread, when its DMA
+    was issued and when it had landed (host clock, from the transfer's start; the DMA's end from
+    an event recorded after it, placed on the host's clock by an event recorded at the start). The
+    logging and those events are inside the transfer: it runs a few microseconds a chunk slower."""
+    import threading
+
     clock = time.perf_counter
     runs = []
-    try:
+    with _rig(nbytes, threads) as rig:
+        cuda, host, dev, ring = rig.cuda, rig.host, rig.dev, rig.ring
+        submit, real = ring._submit, cuda.memcpy_htod_async
         for k in range(reps + 1):
-            _prepare("after-host-write", host, base, k)
-            log, t0 = [], None
-            submit, real = ring._submit, cuda.memcpy_htod_async
+            _prepare("after-host-write", host, rig.base, k)
+            log = []
+            landed = [cuda.Event() for _ in range(-(-nbytes // ring.chunk))]  # made before the transfer
 
             def copy(dst, src, log=log):
                 a = clock()
                 np.copyto(dst, src)
                 log.append(("copy", src.ctypes.data - host.ctypes.data, src.size, a, clock(), threading.get_ident()))
 
-            def dma(dst, src, stream, log=log):
+            def dma(dst, src, stream, log=log, landed=landed):
                 log.append(("issue", int(dst) - int(dev), src.size, clock()))
                 real(dst, src, stream)
-                e = cuda.Event()
+                e = landed.pop()
                 e.record(stream)
                 log.append(("landed", int(dst) - int(dev), src.size, e))
 
-            ring._submit = lambda dst, src: ring.pool.submit(copy, dst, src)
+            ring._submit = lambda dst, src, copy=copy: ring.pool.submit(copy, dst, src)
             cuda.memcpy_htod_async = dma
             start = cuda.Event()
             try:
@@ -156,15 +173,10 @@ def timeline(nbytes: int, reps: int, threads: int = 0) -> list[dict]:
             else:
                 c["dma_landed"] = entry[3].time_since(start) / 1e3
         out = sorted(chunks.values(), key=lambda c: c["offset"])
-        threads = sorted({c["thread"] for c in out})
+        ids = sorted({c["thread"] for c in out})
         for c in out:
-            c["thread"] = threads.index(c["thread"])
-        return [{"total_s": total, "bytes": nbytes, "threads": ring.threads, "gpu": s.device.name(), "reps": reps,
-                 "date": time.strftime("%Y-%m-%d", time.gmtime()), "chunks": out}]
-    finally:
-        ring.close()
-        dev.free()
-        s.close()
+            c["thread"] = ids.index(c["thread"])
+        return [dict(_about(rig, reps), total_s=total, bytes=nbytes, chunks=out)]
 
 
 def timeline_summary(t: dict) -> str:
@@ -203,7 +215,7 @@ def markdown(rows: list[dict]) -> str:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--bytes", action="append", help="transfer size (repeatable; default 256MiB and 1GiB)")
-    ap.add_argument("--reps", type=int, default=9)
+    ap.add_argument("--reps", type=int, default=9, help="transfers a figure, after one untimed (default 9)")
     ap.add_argument("--json", help="write the rows here")
     ap.add_argument("--timeline", action="store_true", help="only where one H2D transfer's time goes, chunk by chunk")
     ap.add_argument("--threads", type=int, default=0, help="the timeline's ring threads (0: the rule's)")
