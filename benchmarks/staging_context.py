@@ -70,17 +70,12 @@ def _about(rig, reps: int) -> dict:
 
 def measure(nbytes: int, reps: int) -> list[dict]:
     """Rows of (what, direction, context, GB/s) for one size."""
-    from umprof.measure.host_cpus import session_cpus
-    from umprof.measure.staging_ring import copy_pool, parallel_copy
-
     rows = []
     clock = time.perf_counter
     with _rig(nbytes) as rig:
         cuda, host, dev, ring = rig.cuda, rig.host, rig.dev, rig.ring
-        pinned, pool = cuda.pagelocked_empty(nbytes, np.uint8), None
+        pinned = cuda.pagelocked_empty(nbytes, np.uint8)
         try:
-            pool = copy_pool(ring.threads, session_cpus(rig.session))
-
             def timed(fn, context):
                 times = []
                 for k in range(reps + 1):  # the first is a warm-up
@@ -102,9 +97,9 @@ def measure(nbytes: int, reps: int) -> list[dict]:
                 rows.append(dict(what="ring", direction="d2h", context=context,
                                  GBps=timed(lambda: ring.d2h(host, int(dev)), context)))
                 rows.append(dict(what="host-copy", direction="h2d", context=context,
-                                 GBps=timed(lambda: parallel_copy(pool, pinned, host, ring.threads), context)))
+                                 GBps=timed(lambda: ring.host_copy(pinned, host), context)))
                 rows.append(dict(what="host-copy", direction="d2h", context=context,
-                                 GBps=timed(lambda: parallel_copy(pool, host, pinned, ring.threads), context)))
+                                 GBps=timed(lambda: ring.host_copy(host, pinned), context)))
             # the ring's data arrived whole: the device holds what the host last sent
             got = np.empty(nbytes, np.uint8)
             ring.h2d(int(dev), host)
@@ -112,8 +107,6 @@ def measure(nbytes: int, reps: int) -> list[dict]:
             if not np.array_equal(got, host):
                 raise SystemExit(f"staging_context: the ring's H2D copy of {nbytes} bytes differs from its source")
         finally:
-            if pool is not None:
-                pool.shutdown()
             pinned.base.free()
         about = _about(rig, reps)
     return [dict(r, bytes=nbytes, **about) for r in rows]
@@ -121,67 +114,33 @@ def measure(nbytes: int, reps: int) -> list[dict]:
 
 def timeline(nbytes: int, reps: int, threads: int = 0) -> list[dict]:
     """Where one ring H2D transfer's time goes (the median transfer of ``reps``, after a host
-    write): per chunk its bytes, when its host copy began and ended on which thread, when its DMA
-    was issued and when it had landed (host clock, from the transfer's start; the DMA's end from
-    an event recorded after it, placed on the host's clock by an event recorded at the start). The
-    logging and those events are inside the transfer: it runs a few microseconds a chunk slower."""
-    import threading
-
+    write): per chunk its bytes, when its host copy began and ended on which thread and when its DMA
+    was issued (host clock, from the transfer's start), as the engine logs them; the transfer ends
+    when its last DMA has landed. Logging costs the engine two clock reads a chunk."""
     clock = time.perf_counter
     runs = []
     with _rig(nbytes, threads) as rig:
-        cuda, host, dev, ring = rig.cuda, rig.host, rig.dev, rig.ring
-        submit, real = ring._submit, cuda.memcpy_htod_async
+        host, dev, ring = rig.host, rig.dev, rig.ring
         for k in range(reps + 1):
             _prepare("after-host-write", host, rig.base, k)
-            log = []
-            landed = [cuda.Event() for _ in range(-(-nbytes // ring.chunk))]  # made before the transfer
-
-            def copy(dst, src, log=log):
-                a = clock()
-                np.copyto(dst, src)
-                log.append(("copy", src.ctypes.data - host.ctypes.data, src.size, a, clock(), threading.get_ident()))
-
-            def dma(dst, src, stream, log=log, landed=landed):
-                log.append(("issue", int(dst) - int(dev), src.size, clock()))
-                real(dst, src, stream)
-                e = landed.pop()
-                e.record(stream)
-                log.append(("landed", int(dst) - int(dev), src.size, e))
-
-            ring._submit = lambda dst, src, copy=copy: ring.pool.submit(copy, dst, src)
-            cuda.memcpy_htod_async = dma
-            start = cuda.Event()
-            try:
-                start.record(ring.stream)
-                t0 = clock()
-                ring.h2d(int(dev), host)
-                total = clock() - t0
-            finally:
-                ring._submit, cuda.memcpy_htod_async = submit, real
+            t0 = clock()
+            log = ring.h2d(int(dev), host, log=True)
+            total = clock() - t0
             if k:
-                runs.append((total, t0, start, log))
+                runs.append((total, log))
         runs.sort(key=lambda r: r[0])
-        total, t0, start, log = runs[len(runs) // 2]
-        chunks = {}
-        for entry in log:
-            c = chunks.setdefault(entry[1], {"offset": entry[1], "bytes": entry[2]})
-            if entry[0] == "copy":
-                c.update(copy_start=entry[3] - t0, copy_end=entry[4] - t0, thread=entry[5])
-            elif entry[0] == "issue":
-                c["dma_issued"] = entry[3] - t0
-            else:
-                c["dma_landed"] = entry[3].time_since(start) / 1e3
-        out = sorted(chunks.values(), key=lambda c: c["offset"])
-        ids = sorted({c["thread"] for c in out})
-        for c in out:
-            c["thread"] = ids.index(c["thread"])
+        total, log = runs[len(runs) // 2]
+        out = []
+        for i, (start, end, issued, thread) in enumerate(log):
+            out.append({"offset": i * ring.chunk, "bytes": min(ring.chunk, nbytes - i * ring.chunk),
+                        "copy_start": float(start), "copy_end": float(end), "dma_issued": float(issued),
+                        "thread": int(thread)})
         return [dict(_about(rig, reps), total_s=total, bytes=nbytes, chunks=out)]
 
 
 def timeline_summary(t: dict) -> str:
-    """One transfer's timeline in a sentence: its rate, how busy the copy threads were, and when the
-    first copy, the first DMA, the last copy and the last DMA ended."""
+    """One transfer's timeline in a sentence: its rate, how busy the copy threads were, when the first
+    copies began, when the last copy ended and when the transfer did (its last DMA landed)."""
     ch, ms = t["chunks"], 1e3
     busy = sum(c["copy_end"] - c["copy_start"] for c in ch)
     return (f"one {t['bytes'] // 2**20} MiB H2D after a host write, {t['threads']} threads: {t['total_s'] * ms:.2f} ms, "
@@ -189,16 +148,16 @@ def timeline_summary(t: dict) -> str:
             f"{min(c['copy_start'] for c in ch) * ms:.2f} ms in and the {t['threads']}th "
             f"{sorted(c['copy_start'] for c in ch)[min(len(ch), t['threads']) - 1] * ms:.2f} ms in; copy threads busy "
             f"{busy / (t['threads'] * t['total_s']):.0%}; last copy done {max(c['copy_end'] for c in ch) * ms:.2f} ms, "
-            f"last DMA landed {max(c['dma_landed'] for c in ch) * ms:.2f} ms")
+            f"the last DMA landed by {t['total_s'] * ms:.2f} ms")
 
 
 def timeline_table(t: dict) -> str:
     """Chunk by chunk, as markdown."""
     ms = 1e3
-    lines = ["| chunk | KiB | thread | copy start | copy end | DMA issued | DMA landed |", "|---|---|---|---|---|---|---|"]
+    lines = ["| chunk | KiB | thread | copy start | copy end | DMA issued |", "|---|---|---|---|---|---|"]
     for i, c in enumerate(t["chunks"]):
         lines.append(f"| {i} | {c['bytes'] // 1024} | {c['thread']} | {c['copy_start'] * ms:.3f} | {c['copy_end'] * ms:.3f} | "
-                     f"{c['dma_issued'] * ms:.3f} | {c['dma_landed'] * ms:.3f} |")
+                     f"{c['dma_issued'] * ms:.3f} |")
     return "\n".join(lines)
 
 

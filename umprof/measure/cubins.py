@@ -85,12 +85,21 @@ def compile_cubin(path: Path, arch: str, options: list[str]) -> tuple[bytes, boo
         if proc.returncode != 0:
             raise RuntimeError(f"nvcc failed on {path.name} for {arch}:\n{proc.stderr.strip()}")
         cubin = out.read_bytes()
-    try:  # written whole, then renamed: a concurrent run never reads half a cubin
+    store(cached, cubin)
+    return cubin, False
+
+
+def store(cached: Path, data: bytes) -> bool:
+    """Write ``data`` to the cache file ``cached`` whole, then rename it into place (a concurrent run
+    never reads half a file); False where the cache cannot be written (a read-only home: compile every
+    run, still correct)."""
+    try:
         cached.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp_name = tempfile.mkstemp(dir=cached.parent, prefix=".tmp-")
         with os.fdopen(fd, "wb") as f:
-            f.write(cubin)
+            f.write(data)
+        os.chmod(tmp_name, 0o755)  # a shared library is mapped executable
         os.replace(tmp_name, cached)
+        return True
     except OSError:
-        pass  # a read-only home: compile every run, still correct
-    return cubin, False
+        return False

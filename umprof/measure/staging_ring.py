@@ -1,16 +1,19 @@
 """Pageable data moved through a ring of pinned slots: what an application does with data in
 memory it cannot pin. One engine for everything that stages: the ``staging`` op measures it, the
 ``pageable-staged`` strategy moves a loop's copies with it (so the calibration that prices the
-staged plan measured this same ring).
+staged plan measured this same ring), and the host's parallel copy (the ring's host-side ceiling)
+runs on the same threads.
 
-H2D: the transfer is cut into slot-sized chunks; a pool of host threads copies chunks into free
-slots, each thread a whole chunk (no barrier between threads: a slow thread delays its own chunk
-alone), and the issuing thread starts each chunk's DMA, in order, as soon as its copy is done. A
-slot is free again once the event recorded after its DMA has fired. D2H runs the other way: DMAs
-into free slots run ahead, and each landed chunk is handed to a thread that copies it out. The
-threads are pinned to the CPUs of the GPU's NUMA node (:mod:`umprof.measure.host_cpus`).
+The engine is native (``kernels/staging_ring.c``, built by :mod:`umprof.measure.hostlib`): its
+threads copy and start DMAs without Python's lock, which a ring of Python threads waited for at
+every hand-off (see the docs' staging guide). Each of ``threads`` lanes has its own stream and
+``slots / threads`` pinned slots; the lanes take chunks in turn from a shared counter, so a slow
+lane delays its own chunks alone. H2D: a lane waits for its slot's last DMA, copies the next chunk
+in and starts its DMA. D2H: a lane's DMAs run ahead into its slots; it copies out the oldest once
+it has landed and starts the next one there. The threads are pinned to the CPUs of the GPU's NUMA
+node (:mod:`umprof.measure.host_cpus`).
 
-The ring's stream is a blocking one, so its copies wait for the work issued before them on the
+The lanes' streams are blocking ones, so their copies wait for the work issued before them on the
 legacy stream (a kernel that produced the data) and the legacy stream for them.
 
 :func:`ring_shape` is the rule for threads, slot size and depth, from the sweep in
@@ -19,9 +22,6 @@ legacy stream (a kernel that produced the data) and the legacy stream for them.
 
 from __future__ import annotations
 
-import os
-from collections import deque
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -33,11 +33,12 @@ GRANULE = 64 * 1024  # slots are whole 64 KiB pages
 # 4 MiB slots did as well as 8 (43.5 and 36.5 GB/s D2H against 43.8 and 34.3) while 2 MiB slots fell
 # behind (28.2) and 16 MiB ones too (38.9). Smaller slots fill the pipe sooner (the first DMA waits for
 # one slot's copy on one thread), so 4 MiB is the most a slot takes. 15 threads on 16 cores left the
-# issuing thread without a core (D2H 21-36 GB/s): one core stays for it, and 12 threads at most.
+# issuing thread without a core (D2H 21-36 GB/s): one core stays for the calling thread and the driver's,
+# and 12 threads at most.
 MAX_THREADS = 12
 MIN_CHUNK, MAX_CHUNK = 1 * MiB, 4 * MiB
 DEPTH = 2  # slots per thread: one being copied, one in its DMA
-INLINE_BYTES = 1 * MiB  # a transfer this small is copied on the calling thread: a handoff costs more
+MAX_DEPTH = 64  # the engine's limit of slots a thread
 
 
 @dataclass(frozen=True)
@@ -59,7 +60,9 @@ def ring_shape(nbytes: int, cpus: int, *, threads: int = 0, slots: int = 0, chun
     Threads: one fewer than the CPUs (the issuing thread keeps one), at most MAX_THREADS. Slot size:
     the buffer shared out over the threads, in whole 64 KiB pages, between 1 and 4 MiB (never more
     than the buffer). Depth: DEPTH slots a thread, no more than the buffer has chunks. A non-zero
-    ``threads``, ``slots`` or ``chunk`` overrides the rule's choice (a sweep measures them).
+    ``threads``, ``slots`` or ``chunk`` overrides the rule's choice (a sweep measures them). Every
+    thread has as many slots as the others: no more threads than slots, and slots a whole number a
+    thread (at most MAX_DEPTH).
     """
     nbytes = max(int(nbytes), 1)
     t = threads or max(1, min(MAX_THREADS, cpus - 1))
@@ -71,7 +74,8 @@ def ring_shape(nbytes: int, cpus: int, *, threads: int = 0, slots: int = 0, chun
     c = min(c, -(-nbytes // GRANULE) * GRANULE)
     n_chunks = -(-nbytes // c)
     s = slots or max(1, min(DEPTH * t, n_chunks))
-    return RingShape(threads=t, slots=s, chunk=c)
+    t = min(t, s)  # each thread a lane with slots of its own, as many a lane
+    return RingShape(threads=t, slots=min(s // t, MAX_DEPTH) * t, chunk=c)
 
 
 def chunks(nbytes: int, chunk: int) -> list[tuple[int, int]]:
@@ -79,51 +83,136 @@ def chunks(nbytes: int, chunk: int) -> list[tuple[int, int]]:
     return [(off, min(chunk, nbytes - off)) for off in range(0, nbytes, chunk)]
 
 
-def copy_pool(threads: int, cpus: list[int] | None, name: str = "umprof-staging") -> ThreadPoolExecutor | None:
-    """``threads`` copy threads, each pinned to ``cpus`` (None: not pinned); None for one thread."""
-    if threads <= 1:
-        return None
-
-    def pin():
-        if cpus:
-            try:
-                os.sched_setaffinity(0, cpus)  # 0: the calling thread
-            except (AttributeError, OSError):
-                pass
-
-    return ThreadPoolExecutor(threads, thread_name_prefix=name, initializer=pin)
 
 
-def parallel_copy(pool, dst: np.ndarray, src: np.ndarray, threads: int) -> None:
-    """dst[:] = src in ``threads`` contiguous slices at once (the host's parallel copy rate)."""
-    n = src.size
-    if pool is None or threads <= 1 or n < threads * 4096:
-        np.copyto(dst, src)
-        return
-    step = -(-n // threads)
-    list(pool.map(lambda a: np.copyto(dst[a:a + step], src[a:a + step]), range(0, n, step)))
+# The driver's functions the engine calls, in the order of its table (kernels/staging_ring.c's driver_t).
+DRIVER_FUNCTIONS = ("cuCtxGetCurrent", "cuCtxSetCurrent", "cuStreamCreate", "cuStreamDestroy_v2",
+                    "cuStreamSynchronize", "cuEventCreate", "cuEventDestroy_v2", "cuEventRecord",
+                    "cuEventSynchronize", "cuMemcpyHtoDAsync_v2", "cuMemcpyDtoHAsync_v2")
+H2D, D2H, COPY = 0, 1, 2
+LOG_FIELDS = ("copy_start", "copy_end", "dma_issued", "thread")  # per chunk, in a transfer's log
+ERR_SETUP = 999  # the engine's own code: it could not build the ring
+
+
+def _engine():
+    """The native engine's library, its functions typed."""
+    import ctypes
+
+    from umprof.measure.hostlib import load
+
+    lib = load("staging_ring")
+    if not getattr(lib, "_umprof_typed", False):
+        vp, sz = ctypes.c_void_p, ctypes.c_size_t
+        lib.umprof_ring_open.argtypes = [vp, ctypes.c_int, ctypes.c_int, sz, vp, vp, ctypes.c_int, ctypes.POINTER(vp)]
+        lib.umprof_ring_run.argtypes = [vp, ctypes.c_int, ctypes.c_uint64, vp, vp, sz, vp]
+        lib.umprof_ring_close.argtypes = [vp]
+        lib.umprof_ring_close.restype = None
+        lib._umprof_typed = True
+    return lib
+
+
+def _error(rc: int, what: str) -> RuntimeError:
+    """The engine's failure, named as the driver names it where it can."""
+    if rc == ERR_SETUP:
+        return RuntimeError(f"the staging ring could not {what}: its threads or memory could not be set up")
+    name = str(rc)
+    try:
+        import ctypes
+
+        from umprof.measure.hostlib import libcuda
+
+        text = ctypes.c_char_p()
+        if libcuda().cuGetErrorName(rc, ctypes.byref(text)) == 0 and text.value:
+            name = text.value.decode()
+    except Exception:  # no driver to name it (a stand-in's code): the number says it
+        pass
+    return RuntimeError(f"the staging ring could not {what}: CUDA error {name}")
+
+
+class _Native:
+    """One native ring: ``lanes`` threads pinned to ``cpus``, each with ``depth`` of the ``slots``
+    (pointers to pinned memory of ``chunk`` bytes; none: the host copy alone). ``table``: the
+    driver's functions (None: libcuda's)."""
+
+    def __init__(self, lanes: int, depth: int, chunk: int, slots: list[int] | None, cpus: list[int] | None,
+                 table=None):
+        import ctypes
+
+        self.lib = _engine()
+        self.handle = ctypes.c_void_p()
+        if slots is not None and table is None:
+            from umprof.measure.hostlib import driver_table
+
+            table = driver_table(DRIVER_FUNCTIONS)
+        self._table = table  # kept alive: the engine holds its pointers
+        slot_ptrs = (ctypes.c_void_p * len(slots))(*slots) if slots is not None else None
+        cpu_list = (ctypes.c_int * len(cpus or []))(*(cpus or []))
+        rc = self.lib.umprof_ring_open(table if slots is not None else None, lanes, depth, chunk, slot_ptrs,
+                                       cpu_list, len(cpus or []), ctypes.byref(self.handle))
+        if rc:
+            raise _error(rc, "start")
+
+    def run(self, kind: int, dev: int, host: np.ndarray, other: np.ndarray | None, log: np.ndarray | None,
+            what: str) -> None:
+        rc = self.lib.umprof_ring_run(self.handle, kind, dev, host.ctypes.data,
+                                      None if other is None else other.ctypes.data, host.size,
+                                      None if log is None else log.ctypes.data)
+        if rc:
+            raise _error(rc, what)
+
+    def close(self) -> None:
+        if self.handle:
+            self.lib.umprof_ring_close(self.handle)
+            self.handle = None
+
+
+def _log_for(nbytes: int, chunk: int, log: bool) -> np.ndarray | None:
+    return np.full((-(-nbytes // chunk), len(LOG_FIELDS)), np.nan) if log and nbytes else None
+
+
+def _bytes(a: np.ndarray, what: str) -> np.ndarray:
+    if not (a.flags.c_contiguous and a.dtype == np.uint8):
+        raise ValueError(f"the staging ring moves contiguous uint8 arrays; {what} is {a.dtype}, "
+                         f"{'' if a.flags.c_contiguous else 'not '}contiguous")
+    return a
+
+
+class HostCopy:
+    """The host's parallel copy on ``threads`` native threads pinned to ``cpus``: each copies one of
+    ``threads`` contiguous slices (the rate a staging ring's host side can reach)."""
+
+    def __init__(self, threads: int, cpus: list[int] | None):
+        self.threads = max(1, int(threads))
+        self.engine = _Native(self.threads, 1, 1, None, cpus)
+
+    def copy(self, dst: np.ndarray, src: np.ndarray) -> None:
+        """dst[:] = src (uint8 arrays of one size)."""
+        if dst.size != src.size:
+            raise ValueError(f"a host copy needs arrays of one size, got {dst.size} and {src.size} bytes")
+        self.engine.run(COPY, 0, _bytes(src, "the source"), _bytes(dst, "the destination"), None, "copy on the host")
+
+    def close(self) -> None:
+        self.engine.close()
 
 
 class StagingRing:
-    """The ring: ``shape.slots`` pinned slots of ``shape.chunk`` bytes, ``shape.threads`` copy
-    threads pinned near the GPU, one stream. ``nbytes``: the largest transfer it will move (the
-    rule sizes the ring to it); ``threads``/``slots``/``chunk``: overrides of the rule."""
+    """The ring: ``shape.slots`` pinned slots of ``shape.chunk`` bytes, ``shape.threads`` native copy
+    threads pinned near the GPU, a stream each. ``nbytes``: the largest transfer it will move (the
+    rule sizes the ring to it); ``threads``/``slots``/``chunk``: overrides of the rule; ``driver``:
+    the driver's function table (None: libcuda's; the tests pass a stand-in)."""
 
-    def __init__(self, session, nbytes: int, *, threads: int = 0, slots: int = 0, chunk: int = 0):
+    def __init__(self, session, nbytes: int, *, threads: int = 0, slots: int = 0, chunk: int = 0, driver=None):
         from umprof.measure.host_cpus import session_cpus
 
         cuda = self.cuda = session.cuda
         self.cpus = session_cpus(session)
         self.shape = ring_shape(nbytes, len(self.cpus), threads=threads, slots=slots, chunk=chunk)
-        if self.shape.slots < 1:
-            raise ValueError("a staging ring needs at least one slot")
-        self.ring, self.pool, self.events = [], None, []
+        self.ring, self.engine = [], None
         try:
             session.check_host_alloc(self.shape.pinned_bytes, "the staging ring's pinned memory")
             self.ring = [cuda.pagelocked_empty(self.shape.chunk, np.uint8) for _ in range(self.shape.slots)]
-            self.events = [cuda.Event() for _ in range(self.shape.slots)]
-            self.stream = cuda.Stream()
-            self.pool = copy_pool(self.shape.threads, self.cpus)
+            self.engine = _Native(self.shape.threads, self.shape.slots // self.shape.threads, self.shape.chunk,
+                                  [r.ctypes.data for r in self.ring], self.cpus, driver)
         except BaseException:
             self.close()
             raise
@@ -140,101 +229,30 @@ class StagingRing:
     def threads(self) -> int:
         return self.shape.threads
 
-    def _submit(self, dst, src):
-        if self.pool is None:
-            np.copyto(dst, src)
-            return None
-        return self.pool.submit(np.copyto, dst, src)
+    def h2d(self, dev_ptr: int, host: np.ndarray, log: bool = False) -> np.ndarray | None:
+        """Device memory at ``dev_ptr`` ← the uint8 array ``host``; returns when it has landed. ``log``:
+        return, a row a chunk, when its copy began and ended and its DMA was issued (s from the call's
+        start) and which thread copied it (-1: the calling thread), as in LOG_FIELDS."""
+        rows = _log_for(host.size, self.chunk, log)
+        self.engine.run(H2D, int(dev_ptr), _bytes(host, "the source"), None, rows, "copy to the GPU")
+        return rows
 
-    def _drain(self, futures) -> None:
-        """After a failure: let every copy in flight finish before the slots can be freed."""
-        for f in futures:
-            if f is not None:
-                f.cancel() or f.exception()
-        self.stream.synchronize()
+    def d2h(self, host: np.ndarray, dev_ptr: int, log: bool = False) -> np.ndarray | None:
+        """The uint8 array ``host`` ← device memory at ``dev_ptr``; ``log`` as in :meth:`h2d`."""
+        rows = _log_for(host.size, self.chunk, log)
+        self.engine.run(D2H, int(dev_ptr), _bytes(host, "the destination"), None, rows, "copy from the GPU")
+        return rows
 
-    def h2d(self, dev_ptr: int, host: np.ndarray) -> None:
-        """Device memory at ``dev_ptr`` ← the uint8 array ``host``; returns when it has landed."""
-        cuda, dev = self.cuda, int(dev_ptr)
-        if host.size == 0:
-            return
-        if host.size <= INLINE_BYTES and host.size <= self.chunk:
-            slot = self.ring[0][:host.size]
-            np.copyto(slot, host)
-            cuda.memcpy_htod_async(dev, slot, self.stream)
-            self.stream.synchronize()
-            return
-        parts = chunks(host.size, self.chunk)
-        free, copying, moving = deque(range(self.slots)), deque(), deque()
-        nxt = 0
-        try:
-            while nxt < len(parts) or copying:
-                while nxt < len(parts) and free:  # every free slot gets a chunk to fill
-                    k, (off, length) = free.popleft(), parts[nxt]
-                    copying.append((self._submit(self.ring[k][:length], host[off:off + length]), k, off, length))
-                    nxt += 1
-                fut, k, off, length = copying.popleft()  # the oldest copy: its DMA goes next
-                if fut is not None:
-                    fut.result()
-                cuda.memcpy_htod_async(dev + off, self.ring[k][:length], self.stream)
-                self.events[k].record(self.stream)
-                moving.append(k)
-                while moving and self.events[moving[0]].query():  # DMAs done: their slots are free
-                    free.append(moving.popleft())
-                if not free and not copying and nxt < len(parts):
-                    k = moving.popleft()
-                    self.events[k].synchronize()
-                    free.append(k)
-            self.stream.synchronize()
-        except BaseException:
-            self._drain([c[0] for c in copying])
-            raise
-
-    def d2h(self, host: np.ndarray, dev_ptr: int) -> None:
-        """The uint8 array ``host`` ← device memory at ``dev_ptr``."""
-        cuda, dev = self.cuda, int(dev_ptr)
-        if host.size == 0:
-            return
-        if host.size <= INLINE_BYTES and host.size <= self.chunk:
-            slot = self.ring[0][:host.size]
-            cuda.memcpy_dtoh_async(slot, dev, self.stream)
-            self.stream.synchronize()
-            np.copyto(host, slot)
-            return
-        parts = chunks(host.size, self.chunk)
-        free, moving, copying = deque(range(self.slots)), deque(), deque()
-        nxt = done = 0
-        try:
-            while done < len(parts):
-                while nxt < len(parts) and free:  # DMAs into every free slot run ahead
-                    k, (off, length) = free.popleft(), parts[nxt]
-                    cuda.memcpy_dtoh_async(self.ring[k][:length], dev + off, self.stream)
-                    self.events[k].record(self.stream)
-                    moving.append((k, off, length))
-                    nxt += 1
-                if moving:  # the oldest DMA: once landed, a thread copies it out
-                    k, off, length = moving.popleft()
-                    self.events[k].synchronize()
-                    copying.append((self._submit(host[off:off + length], self.ring[k][:length]), k))
-                while copying and (copying[0][0] is None or copying[0][0].done()):
-                    fut, k = copying.popleft()
-                    if fut is not None:
-                        fut.result()
-                    free.append(k)
-                    done += 1
-                if copying and not moving and (not free or nxt >= len(parts)):
-                    fut, k = copying.popleft()
-                    fut.result()
-                    free.append(k)
-                    done += 1
-        except BaseException:
-            self._drain([c[0] for c in copying])
-            raise
+    def host_copy(self, dst: np.ndarray, src: np.ndarray) -> None:
+        """dst[:] = src on the ring's threads, in contiguous slices: the host side's ceiling."""
+        if dst.size != src.size:
+            raise ValueError(f"a host copy needs arrays of one size, got {dst.size} and {src.size} bytes")
+        self.engine.run(COPY, 0, _bytes(src, "the source"), _bytes(dst, "the destination"), None, "copy on the host")
 
     def close(self) -> None:
-        if self.pool is not None:
-            self.pool.shutdown()
-            self.pool = None
+        if self.engine is not None:
+            self.engine.close()  # its threads stopped, its streams idle: the slots can go
+            self.engine = None
         for r in self.ring:
             r.base.free()
         self.ring = []

@@ -26,6 +26,6 @@ def test_a_timeline_says_where_the_transfer_went():
     t = json.loads((STAGING / "nvidia-h100-staging-timeline.json").read_text())[0]
     text = context.timeline_summary(t)
     assert text.startswith("one 256 MiB H2D after a host write, 12 threads: 8.36 ms, 64 chunks, 32.1 GB/s")
-    assert "the first copy began 0.30 ms in and the 12th 0.87 ms in" in text and "last DMA landed 8.35 ms" in text
+    assert "the first copy began 0.30 ms in and the 12th 0.87 ms in" in text and "the last DMA landed by 8.36 ms" in text
     table = context.timeline_table(t).splitlines()
     assert len(table) == 2 + 64 and table[2].startswith("| 0 | 4096 |")

@@ -1,7 +1,11 @@
-"""The staging ring's engine without a GPU: its rule, and its pipeline over a stand-in driver whose
-'device' is a host array and whose DMAs land when their event is waited for (or at random)."""
+"""The staging ring's engine without a GPU: its rule, and its native pipeline (kernels/staging_ring.c,
+built with nvcc) over a stand-in driver whose 'device' is a host array and whose DMAs run when their
+stream's event or the stream is waited for, or at random before: a slot refilled before its DMA ran
+lands wrong bytes."""
 
+import ctypes
 import random
+import threading
 import types
 
 import numpy as np
@@ -9,21 +13,23 @@ import pytest
 
 from umprof.measure import staging_ring
 from umprof.measure.host_cpus import near_cpus, numa_node, parse_cpulist
-from umprof.measure.staging_ring import MAX_CHUNK, MIN_CHUNK, MiB, StagingRing, ring_shape
+from umprof.measure.staging_ring import MAX_CHUNK, MIN_CHUNK, MiB, HostCopy, StagingRing, ring_shape
 
 
 def test_the_rule_shares_a_buffer_over_threads_in_whole_pages():
     big = ring_shape(1024 * MiB, 16)
-    assert (big.threads, big.chunk, big.slots) == (12, MAX_CHUNK, 24)  # one core left for the issuing thread
+    assert (big.threads, big.chunk, big.slots) == (12, MAX_CHUNK, 24)  # one core left for the calling thread
     assert ring_shape(1024 * MiB, 4).threads == 3 and ring_shape(1024 * MiB, 1).threads == 1
     small = ring_shape(3 * MiB, 16)
-    assert small.chunk == MIN_CHUNK and small.slots == 3  # no more slots than the buffer has chunks
+    assert small.chunk == MIN_CHUNK and small.slots == 3 == small.threads  # no more slots than chunks, a lane each
     tiny = ring_shape(12 * 1024, 16)
     assert tiny.chunk == 64 * 1024 and tiny.slots == 1  # never more than the buffer, in whole pages
     mid = ring_shape(24 * MiB, 9)
     assert mid.threads == 8 and mid.chunk == 3 * MiB and mid.slots == 8
-    assert ring_shape(40 * MiB, 9).chunk == MAX_CHUNK and ring_shape(40 * MiB, 9).slots == 10
-    assert ring_shape(1024 * MiB, 16, threads=4, chunk=2 * MiB, slots=3) == staging_ring.RingShape(4, 3, 2 * MiB)
+    assert ring_shape(40 * MiB, 9).chunk == MAX_CHUNK and ring_shape(40 * MiB, 9).slots == 8  # 10 chunks, 8 lanes
+    # every thread as many slots as the others, and no more threads than slots
+    assert ring_shape(1024 * MiB, 16, threads=4, chunk=2 * MiB, slots=3) == staging_ring.RingShape(3, 3, 2 * MiB)
+    assert ring_shape(1024 * MiB, 16, threads=4, chunk=2 * MiB, slots=9) == staging_ring.RingShape(4, 8, 2 * MiB)
 
 
 def test_cpus_near_the_gpu_come_from_sysfs(tmp_path):
@@ -46,57 +52,88 @@ class _Pinned(np.ndarray):
     pass
 
 
-def _fake_session(device: np.ndarray, seed: int):
-    """A session whose driver copies at once into or out of ``device`` (a numpy array addressed by
-    offset) but reports an event done only at random, until it is waited for."""
-    rng = random.Random(seed)
-    pending = []  # DMAs issued, applied in order when an event after them completes
+def _host(ptr, n):
+    return np.ctypeslib.as_array((ctypes.c_ubyte * n).from_address(ptr))
 
-    def flush(upto):
-        while pending and pending[0][0] <= upto:
-            pending.pop(0)[1]()
 
-    counter = [0]
+def _fake_driver(device: np.ndarray, seed: int, fail_at: int | None = None):
+    """A driver table whose streams queue DMAs to and from ``device`` (addressed by offset) and run
+    them in order when an event recorded after them, or the stream, is waited for, or at random
+    before; the ``fail_at``-th DMA returns CUDA error 700."""
+    rng, lock = random.Random(seed), threading.Lock()
+    streams, events, issued = {}, {}, [0]
+    vp, pp = ctypes.c_void_p, ctypes.POINTER(ctypes.c_void_p)
 
-    class Event:
-        def __init__(self):
-            self.mark = -1
+    def run(stream, upto):
+        q = streams[stream]
+        while q and q[0][0] <= upto:
+            q.pop(0)[1]()
 
-        def record(self, stream):
-            self.mark = counter[0]
+    def new_handle(table, out):
+        h = len(streams) + len(events) + 1
+        table[h] = [] if table is streams else None
+        out[0] = h
+        return 0
 
-        def query(self):
-            if rng.random() < 0.5:
-                flush(self.mark)
-                return True
-            return False
+    def enqueue(stream, fn):
+        with lock:
+            issued[0] += 1
+            if fail_at is not None and issued[0] == fail_at:
+                return 700
+            q = streams[stream]
+            q.append((issued[0], fn))
+            if rng.random() < 0.3:  # the copy engine got there first
+                run(stream, q[0][0])
+            return 0
 
-        def synchronize(self):
-            flush(self.mark)
+    def record(ev, stream):
+        with lock:
+            events[ev] = (stream, issued[0])
+        return 0
 
-    class Stream:
-        def synchronize(self):
-            flush(counter[0])
+    def event_sync(ev):
+        with lock:
+            if events[ev] is not None:
+                run(*events[ev])
+        return 0
 
-    def issue(fn):
-        counter[0] += 1
-        pending.append((counter[0], fn))
+    def stream_sync(stream):
+        with lock:
+            run(stream, issued[0])
+        return 0
 
+    def htod(dst, src, n, stream):
+        return enqueue(stream, lambda: device.__setitem__(slice(dst, dst + n), _host(src, n)))
+
+    def dtoh(dst, src, n, stream):
+        return enqueue(stream, lambda: np.copyto(_host(dst, n), device[src:src + n]))
+
+    def ctx_get(out):
+        out[0] = 1
+        return 0
+
+    f = ctypes.CFUNCTYPE
+    i = ctypes.c_int
+    funcs = [
+        f(i, pp)(ctx_get), f(i, vp)(lambda ctx: 0),
+        f(i, pp, ctypes.c_uint)(lambda out, flags: new_handle(streams, out)), f(i, vp)(lambda h: 0),
+        f(i, vp)(stream_sync),
+        f(i, pp, ctypes.c_uint)(lambda out, flags: new_handle(events, out)), f(i, vp)(lambda h: 0),
+        f(i, vp, vp)(record), f(i, vp)(event_sync),
+        f(i, ctypes.c_uint64, vp, ctypes.c_size_t, vp)(htod), f(i, vp, ctypes.c_uint64, ctypes.c_size_t, vp)(dtoh),
+    ]
+    assert len(funcs) == len(staging_ring.DRIVER_FUNCTIONS)
+    table = (ctypes.c_void_p * len(funcs))(*(ctypes.cast(fn, ctypes.c_void_p).value for fn in funcs))
+    table._keep = funcs  # the callbacks live as long as the table
+    return table
+
+
+def _fake_session():
     def pagelocked_empty(n, dtype):
-        a = np.full(n, 0xEE, dtype).view(_Pinned)
-        a.base_free = False
-        return a
+        return np.full(n, 0xEE, dtype).view(_Pinned)
 
-    def htod(ptr, src, stream):
-        # the DMA reads the slot when it runs: a slot refilled before its event fired lands wrong bytes
-        issue(lambda: device.__setitem__(slice(ptr, ptr + src.size), src))
-
-    def dtoh(dst, ptr, stream):
-        issue(lambda: np.copyto(dst, device[ptr:ptr + dst.size]))
-
-    cuda = types.SimpleNamespace(pagelocked_empty=pagelocked_empty, Event=Event, Stream=Stream,
-                                 memcpy_htod_async=htod, memcpy_dtoh_async=dtoh)
-    return types.SimpleNamespace(cuda=cuda, device=None, check_host_alloc=lambda n, what="": None)
+    return types.SimpleNamespace(cuda=types.SimpleNamespace(pagelocked_empty=pagelocked_empty), device=None,
+                                 check_host_alloc=lambda n, what="": None)
 
 
 @pytest.fixture(autouse=True)
@@ -109,19 +146,61 @@ def _pinned_free(monkeypatch):
     (37 * MiB + 123, {"threads": 1, "slots": 2, "chunk": MiB}),
     (37 * MiB + 123, {"threads": 3, "slots": 2, "chunk": MiB}),
     (9 * MiB, {"threads": 4, "slots": 5, "chunk": 2 * MiB}),
+    (9 * MiB, {"threads": 2, "slots": 6, "chunk": 64 * 1024}),
 ])
 def test_the_ring_moves_every_byte_each_way(nbytes, shape):
     src = np.random.default_rng(nbytes).integers(0, 256, nbytes, dtype=np.uint8)
     for seed in range(3):
         device = np.zeros(nbytes + 4096, np.uint8)
-        ring = StagingRing(_fake_session(device, seed), nbytes, **shape)
+        ring = StagingRing(_fake_session(), nbytes, driver=_fake_driver(device, seed), **shape)
         try:
-            ring.h2d(4096, src)
+            log = ring.h2d(4096, src, log=True)
             assert np.array_equal(device[4096:], src)
+            assert not np.isnan(log).any() and (log[:, 1] >= log[:, 0]).all()  # every chunk's copy, timed
             back = np.zeros(nbytes, np.uint8)
             ring.d2h(back, 4096)
             assert np.array_equal(back, src)
             ring.h2d(4096, src[:0])  # nothing to move: nothing issued
             ring.d2h(back[:0], 4096)
+            again = np.zeros(nbytes, np.uint8)
+            ring.host_copy(again, src)
+            assert np.array_equal(again, src)
         finally:
             ring.close()
+
+
+def test_a_failed_dma_stops_the_ring_with_the_drivers_error():
+    nbytes = 37 * MiB
+    src = np.ones(nbytes, np.uint8)
+    device = np.zeros(nbytes, np.uint8)
+    ring = StagingRing(_fake_session(), nbytes, threads=4, driver=_fake_driver(device, 0, fail_at=5))
+    try:
+        with pytest.raises(RuntimeError, match="could not copy to the GPU: CUDA error 700"):
+            ring.h2d(0, src)
+    finally:
+        ring.close()
+
+
+def test_the_ring_takes_contiguous_bytes_alone():
+    ring = StagingRing(_fake_session(), MiB, driver=_fake_driver(np.zeros(MiB, np.uint8), 0))
+    try:
+        with pytest.raises(ValueError, match="contiguous uint8"):
+            ring.h2d(0, np.zeros(1024, np.float32))
+        with pytest.raises(ValueError, match="not contiguous"):
+            ring.h2d(0, np.zeros(2048, np.uint8)[::2])
+    finally:
+        ring.close()
+
+
+@pytest.mark.parametrize("threads", [1, 3, 8])
+def test_the_host_copy_copies_every_byte(threads):
+    src = np.random.default_rng(1).integers(0, 256, 1_000_003, dtype=np.uint8)
+    dst = np.zeros_like(src)
+    copier = HostCopy(threads, None)
+    try:
+        copier.copy(dst, src)
+        assert np.array_equal(dst, src)
+        with pytest.raises(ValueError, match="one size"):
+            copier.copy(dst[:10], src)
+    finally:
+        copier.close()

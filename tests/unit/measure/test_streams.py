@@ -1,12 +1,12 @@
 """The streams family without a GPU: busy time from event intervals, chunking, the pointer
-chase's chain and its end, the staging ring's parallel copy, and the cases each op expands to."""
+chase's chain and its end, and the cases each op expands to."""
 
 import numpy as np
 import pytest
 
 from umprof.measure.ops.latency import chase_chain, chase_end
 from umprof.measure.ops.overlap import busy_time
-from umprof.measure.staging_ring import chunks, parallel_copy
+from umprof.measure.staging_ring import chunks
 from umprof.measure.scenario import resolve
 
 
@@ -33,17 +33,6 @@ def test_pointer_chase_chain_is_one_cycle_over_every_line():
     assert i == 0 and seen == set(range(0, words, stride))  # back at the start after visiting every line
     assert chase_end(chain, words // stride) == 0 and chase_end(chain, 1) == int(chain[0])
     assert chase_end(chain, 10) == chase_end(chain, 4, chase_end(chain, 6))  # a chase goes on where it stopped
-
-
-@pytest.mark.parametrize("threads", [1, 3, 8])
-def test_parallel_copy_copies_every_byte(threads):
-    from concurrent.futures import ThreadPoolExecutor
-
-    src = np.random.default_rng(1).integers(0, 256, 1_000_003, dtype=np.uint8)
-    dst = np.zeros_like(src)
-    with ThreadPoolExecutor(threads) as pool:
-        parallel_copy(pool, dst, src, threads)
-    assert np.array_equal(dst, src)
 
 
 def test_the_streams_group_expands_as_documented():

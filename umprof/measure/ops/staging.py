@@ -7,7 +7,8 @@ can reach).
 The ring itself (:class:`~umprof.measure.staging_ring.StagingRing`) is what the ``pageable-staged``
 strategy moves a loop's copies with; ``slots``, ``chunk`` and ``threads`` of 0 take its rule's
 choice (:func:`~umprof.measure.staging_ring.ring_shape`), as the strategy does, and the host copy
-runs on the rule's threads, pinned to the CPUs near the GPU, unless ``threads`` says otherwise.
+runs on as many of the same engine's native threads (:class:`~umprof.measure.staging_ring.HostCopy`),
+pinned to the CPUs near the GPU, unless ``threads`` says otherwise.
 One phase per sample (``h2d`` or ``d2h``) by CUDA events around the whole transfer, host copies
 included. The destination is checked in full; each case's extras say the ring it ran
 (``ring_threads``, ``ring_slots``, ``ring_chunk``, ``ring_bytes``).
@@ -22,7 +23,7 @@ from umprof.core.errors import CaseFailed
 from umprof.measure.ops.base import CaseRun, Op, register
 from umprof.measure.ops.transfer import byte_pattern
 from umprof.measure.host_cpus import session_cpus
-from umprof.measure.staging_ring import StagingRing, copy_pool, parallel_copy, ring_shape
+from umprof.measure.staging_ring import HostCopy, StagingRing, ring_shape
 from umprof.measure.strategies import aligned_empty
 
 METHODS = ("pageable", "pageable-staged", "pinned", "host-copy")
@@ -56,7 +57,7 @@ class StagingRun(CaseRun):
             if self.method == "host-copy":
                 cpus = session_cpus(s)
                 self.threads = self.threads or ring_shape(n, len(cpus)).threads
-                self.pool = copy_pool(self.threads, cpus)
+                self.pool = HostCopy(self.threads, cpus)
             if self.method == "pageable-staged":
                 self.ring = StagingRing(s, n, threads=self.threads, slots=self.slots, chunk=self.chunk)
                 self.threads = self.ring.threads
@@ -84,7 +85,7 @@ class StagingRun(CaseRun):
         if self.method == "host-copy":
             src, dst = (self.host, self.other) if self.direction == "h2d" else (self.other, self.host)
             with timer.phase(self.direction, bytes=n, gpu=False):
-                parallel_copy(self.pool, dst, src, self.threads)
+                self.pool.copy(dst, src)
             return
         with timer.phase(self.direction, bytes=n, ceiling="pcie"):
             if self.method == "pageable-staged":
@@ -108,7 +109,7 @@ class StagingRun(CaseRun):
 
     def close(self):
         if self.pool is not None:
-            self.pool.shutdown()
+            self.pool.close()
             self.pool = None
         if self.ring is not None:
             self.ring.close()
