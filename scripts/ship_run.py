@@ -4,11 +4,18 @@ or an earlier full calibration of the same GPU model (another lease, another hos
     python3 scripts/ship_run.py SHIPPED.parquet MEASURED.parquet "2026-11-26: calibration-loop-copies"
     python3 scripts/ship_run.py SHIPPED.parquet OLD.parquet "2026-11-23, another lease: 0.1.0's calibration" \
         --without pageable-staged
+    python3 scripts/ship_run.py SHIPPED.parquet NEW.parquet "2026-11-26: the new staging ring" \
+        --drop pageable-staged --only pageable-staged
 
 A scenario added to the calibration group after a GPU's shipped calibration was measured is measured
 alone (`umprof run calibration-loop-copies -o FILE` on a GPU of that model) and joined here. An earlier
 calibration joins the same way, less the rows of any strategy whose plan has changed since (``--without``:
-the staging ring of 0.1.0 and 0.2.0 is not this release's). The rows are numbered as a run after the file's
+the staging ring of 0.1.0 and 0.2.0 is not this release's). A strategy whose plan has changed since the
+shipped calibration was measured takes its rows from a new full calibration alone: ``--drop`` takes the
+shipped file's rows of it out, and ``--only`` brings the new run's rows of it and no other strategy's,
+so that every other strategy is priced as before (a run of another lease would move them all). The
+memory such a plan borrows comes along as its reference alone (column ``reference``): the staged plan's
+host steps are its ratio to pageable memory's in the same run. The rows are numbered as a run after the file's
 own (column ``run``; a case measured in several runs pools their samples, case by case), and the run is
 described in the file's calibration metadata beside the others. The file's first run stays its own (the
 time estimates come from it). Refuses a file of another GPU.
@@ -34,7 +41,7 @@ def _gpu(rs) -> str | None:
 def main() -> None:
     from umprof.core.results import ResultSet
     from umprof.measure.scenario import round_base
-    from umprof.model.calibration import RUN
+    from umprof.model.calibration import BORROWS, REFERENCE, RUN
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("shipped", type=Path)
@@ -42,6 +49,12 @@ def main() -> None:
     ap.add_argument("about", help="the run in words: its date, what it measured")
     ap.add_argument("--without", action="append", default=[], metavar="STRATEGY",
                     help="leave out the measured run's rows of this strategy (repeatable)")
+    ap.add_argument("--drop", action="append", default=[], metavar="STRATEGY",
+                    help="leave out the shipped file's rows of this strategy, whose plan the measured run "
+                         "measures anew (repeatable)")
+    ap.add_argument("--only", action="append", default=[], metavar="STRATEGY",
+                    help="bring the measured run's rows of this strategy alone (repeatable), with those of the "
+                         "memory it borrows as its reference")
     a = ap.parse_args()
     ship, new = ResultSet.load(a.shipped), ResultSet.load(a.measured)
     if _gpu(ship) != _gpu(new):
@@ -50,12 +63,20 @@ def main() -> None:
     if RUN not in frame.columns:
         frame = frame.assign(**{RUN: 0})
     rows = new.frame
+    if a.drop:
+        frame = frame[~frame["axis.strategy"].astype(str).isin(a.drop)]
+    if a.only:
+        refs = {BORROWS[s] for s in a.only if s in BORROWS} - set(a.only)
+        strategy = rows["axis.strategy"].astype(str)
+        rows = rows[strategy.isin(a.only) | strategy.isin(refs)]
+        rows = rows.assign(**{REFERENCE: rows["axis.strategy"].astype(str).isin(refs)})
     if a.without:
         rows = rows[~rows["axis.strategy"].astype(str).isin(a.without)]
     rows = rows.drop(columns=[RUN], errors="ignore").assign(**{RUN: int(frame[RUN].max()) + 1})
     cal = dict(ship.meta.get("calibration") or {})
     cal["runs"] = list(cal.get("runs") or [ship.meta.get("time", "")[:10] + ": the calibration"]) + [a.about]
-    known = set(zip(round_base(frame["scenario"].astype(str)), frame["case"]))
+    before = ship.frame  # a case replaced is no case new to the file
+    known = set(zip(round_base(before["scenario"].astype(str)), before["case"]))
     totals = rows[rows["phase"] == "total"]
     fresh = {k for k in zip(round_base(totals["scenario"].astype(str)), totals["case"]) if k not in known}
     cal["cases"] = int(cal.get("cases") or 0) + len(fresh)  # cases new to the file

@@ -31,6 +31,7 @@ How the curves compose into an iteration is :mod:`umprof.model.compose`'s; a pla
 from __future__ import annotations
 
 import math
+import statistics
 
 import numpy as np
 import pandas as pd
@@ -44,6 +45,9 @@ CALIBRATION_PREFIX = "calibration-loop-"  # the shipped calibration group's scen
 # the column that tells the files of one frame apart (0, 1, ...): several calibrations given to --from, or
 # several verification runs given to --measured; a case measured in each is a sample of each
 RUN = "run"
+# rows a run carries only as the reference of its own strategies' ratios (`scripts/ship_run.py --only`): the
+# pageable memory measured beside a new staging ring prices the ring's host steps, not pageable memory itself
+REFERENCE = "reference"
 VERIFY_PREFIX = "recommend-"  # scenarios `recommend --verify` writes
 SETUP_PHASES = ("alloc", "host_init", "first_extra", "free")
 STEADY_PHASES = ("host_write", "h2d", "kernel", "d2h", "host_read", "other", "overlap")
@@ -208,6 +212,10 @@ class CalibrationCurves:
                 ok["it_" + col] = ok[col] / steady_its
         # the scenario each row belongs to, its rounds as one (a loop measured in rounds: SETUP_LOOP)
         ok["base_scenario"] = round_base(ok["scenario"].astype(str))
+        reference = ok[REFERENCE].astype("boolean").fillna(False).astype(bool) if REFERENCE in ok.columns else None
+        self.reference_rows = ok[reference] if reference is not None else ok.iloc[:0]
+        if reference is not None:
+            ok = ok[~reference]
         setup_loop = ok["base_scenario"] == CALIBRATION_PREFIX + SETUP_LOOP
         # the setup loop answers for allocation, first write and free alone (see SETUP_LOOP): the curves
         # of the steady iteration, their gaps and the largest calibrated size are the other loops'
@@ -238,8 +246,8 @@ class CalibrationCurves:
             out.update(self._select_one(strategy, LONG_LOOPS[scenario], phase, column, **axes))
         return out
 
-    def _select_one(self, strategy, scenario, phase, column, **axes) -> dict[float, float]:
-        d = self.setup_rows if scenario == SETUP_LOOP else self.ok
+    def _select_one(self, strategy, scenario, phase, column, rows=None, **axes) -> dict[float, float]:
+        d = rows if rows is not None else self.setup_rows if scenario == SETUP_LOOP else self.ok
         if column not in d.columns:
             return {}
         # all of the scenario's rounds, where it was measured in rounds
@@ -289,6 +297,27 @@ class CalibrationCurves:
             self._curves[key] = Curve(self._build(strategy, name), fitted_tail=name in FIXED_OR_PROPORTIONAL)
         return self._curves[key]
 
+    def _host_step_beside(self, strategy, ref, name) -> dict:
+        """A plan's own host step (the staging ring's threads disturb the host's writes and reads of the
+        buffer) as its ratio to the memory it borrows in the same run, size by size, times that memory's
+        pooled host step: the host's rate differs from lease to lease more than the ratio does, and a run
+        that brings the plan's rows alone (with its references, REFERENCE) must not price it at its own
+        lease's rate."""
+        whole = dict(reuse=1, host_writes=1.0, gpu_writes=1.0, host_reads=1.0)
+        rows = pd.concat([self.ok, self.reference_rows])
+        ratios: dict[float, list[float]] = {}
+        for _, run in (rows.groupby(RUN, dropna=False) if RUN in rows.columns else [(0, rows)]):
+            own, base = ({**self._select_one(s, "sizes", name, "per_iteration", rows=run, **whole),
+                          **self._select_one(s, LONG_LOOPS["sizes"], name, "per_iteration", rows=run, **whole)}
+                         for s in (strategy, ref))
+            for b, t in own.items():
+                if base.get(b, 0) > 0:
+                    ratios.setdefault(b, []).append(t / base[b])
+        if not ratios:  # no run measured both: its own figures as they are
+            return self._select(strategy, "sizes", name, **whole)
+        pooled = self.curve(ref, name)
+        return {b: statistics.median(r) * pooled(b) for b, r in ratios.items()}
+
     def _passes(self, strategy, gw: float, scenario="resident", **axes) -> tuple[dict, dict]:
         """(fixed part, each pass) of the kernel phase per iteration, from one and three passes."""
         k1 = self._select(strategy, scenario, "kernel", reuse=1, gpu_writes=gw, **axes)
@@ -304,6 +333,8 @@ class CalibrationCurves:
             # size (each alone varies ±30% from run to run, with no order between them)
             pts = pd.DataFrame([self._select(s, "sizes", name, **whole) for s in self.cached_host])
             return pts.median().to_dict()
+        if name in HOST_STEPS and strategy in BORROWS:  # a plan's own host steps (OWN_CURVES)
+            return self._host_step_beside(strategy, BORROWS[strategy], name)
         if name in ("host_write", "host_read", "h2d", "d2h"):
             return self._select(strategy, "sizes", name, **whole)
         if name == "pass_ro":
