@@ -26,9 +26,9 @@ WORKLOADS = ROOT / "benchmarks" / "workloads"
 GPUS = {"h100": "NVIDIA H100 80GB HBM3", "h200": "NVIDIA H200"}
 # the verification sets measured on each GPU whose measurements are committed (results/verification), and the
 # runs of each (two runs of one lease are judged pooled)
-SETS = {"h100": {10: ("",), 13: ("",), 14: ("",), 15: ("",), 16: ("", "-b"), 18: ("",), 19: ("", "-b")},
+SETS = {"h100": {10: ("",), 13: ("",), 14: ("",), 15: ("",), 16: ("", "-b"), 18: ("",), 19: ("", "-b"), 20: ("",)},
         "h200": {10: ("",), 11: ("",), 12: ("",), 13: ("",), 14: ("",), 15: ("",), 16: ("", "-b"), 17: ("", "-b"),
-                 19: ("", "-b")}}
+                 19: ("", "-b"), 20: ("",)}}
 SHIPPED = {"h100": "nvidia-h100-80gb-hbm3.parquet", "h200": "nvidia-h200.parquet"}
 FIXTURES = ROOT / "tests" / "fixtures" / "results"
 
@@ -110,12 +110,20 @@ def calibrations_section(gpu: str) -> list[str]:
                 "copied by all threads together) and no `pageable-registered`; a calibration of 0.3.0 (the shipped one "
                 "and quick-c) prices the staged plan with 0.3.0's ring, which those sets did not run (none of the "
                 "shipped one's picks that missed there was the staged plan). Set 18 measured 0.3.0's ring and the "
-                "registered buffer. quick-d is 0.4.0's quick calibration, with the copies in parts." if gpu == "h100"
+                "registered buffer. quick-d is 0.4.0's quick calibration, with the copies in parts. Set 20 and "
+                "full-v050 (2026-11-26) measured the native ring of 0.5.0; every set before it measured an older "
+                "ring, so the staged plan's picks are judged by set 20 alone. The shipped calibration prices the staged "
+                "plan by full-v050's rows alone (its host steps as their ratio to pageable memory's in that run), "
+                "every other strategy as before." if gpu == "h100"
                 else " Sets 10-17 were measured with 0.1.0 (its staging ring, no `pageable-registered`) on one-GPU "
                 "machines of 2026-11-23 and -24, where calibration-7 was measured too; 0.4.0's calibrations (full, "
                 "quick-a, quick-b) and set 19 were measured on one machine of 2026-11-25, a host of two H200s and 32 "
                 "cores: sets 10-17 judge them across hosts and releases, set 19 on their own host. The shipped "
-                "calibration pools 0.4.0's full calibration with calibration-7 less its staged rows."), ""]
+                "calibration pools 0.4.0's full calibration with calibration-7 less its staged rows. Set 20 and "
+                "full-v050 (2026-11-26, another machine of two H200s) measured the native ring of 0.5.0; every set "
+                "before it measured an older ring, so the staged plan's picks are judged by set 20 alone. The shipped "
+                "calibration prices the staged plan by full-v050's rows alone (its host steps as their ratio to "
+                "pageable memory's in that run), every other strategy as before."), ""]
     sets = list(SETS[gpu])
     head = "| calibration | file, measured, cases, wall time | " + " | ".join(f"set {n}" for n in sets) + " | all (whole / steady) |"
     lines += [head, "|" + "---|" * (len(sets) + 3)]
@@ -298,13 +306,16 @@ def staging_section() -> list[str]:
              "the same pageable memory and the buffer page-locked in place (`pageable-registered`) with what registering "
              "cost. Below each, the sweep of threads and slot size. Each run is the rule as shipped, on its own lease, "
              "oldest first: the ring's share of its ceiling moves by 10-20% from lease to lease with the host copy it is "
-             "measured against.", ""]
+             "measured against. Runs named *native* measured the ring of 0.5.0, whose threads are native "
+             "(kernels/staging_ring.c); the others, the ring of Python threads before it, and their host copy ran on "
+             "Python threads too.", ""]
     from umprof.core.results import ResultSet, read_header
 
     files = sorted((RESULTS / "staging").glob("nvidia-*-staging*.parquet"), key=lambda f: read_header(f)["meta"]["time"])
     for f in files:
         rs = ResultSet.load(f)
-        lines += [f"### {rs.devices[0]['name']}, {str(rs.meta.get('time', ''))[:10]} ({f.relative_to(ROOT)})", "",
+        engine = "the native ring" if "native" in f.name else "the ring of Python threads"
+        lines += [f"### {rs.devices[0]['name']}, {str(rs.meta.get('time', ''))[:10]}, {engine} ({f.relative_to(ROOT)})", "",
                   table.markdown(table.table(rs.frame), table.sweep(rs.frame)), ""]
     return lines + staging_context_section()
 
@@ -316,7 +327,8 @@ def staging_context_section() -> list[str]:
              "`benchmarks/staging_context.py`: the ring's rate (GB/s, the median of its transfers) back to back, as the "
              "staging scenario runs it; after the main thread wrote the whole buffer, as the loop's host write does; and "
              "after its threads idled 50 ms; beside the host's parallel copy into pinned memory and the pinned link in the "
-             "same contexts.", ""]
+             "same contexts, on the ring's own threads. Files named *native*: the ring of 0.5.0; the others: the ring "
+             "of Python threads before it.", ""]
     for f in sorted((RESULTS / "staging").glob("nvidia-*-staging-context*.json")):
         rows = json.loads(f.read_text())
         lines += [f"{rows[0]['gpu']}, {rows[0]['date']}, {rows[0]['reps']} transfers a figure ({f.relative_to(ROOT)}):", "",

@@ -66,8 +66,8 @@ CHANGES = {
     "pageable-registered": "cudaHostRegister the existing malloc'd buffers once (after malloc, before the loop; "
                            "cudaHostUnregister before free) and make the copies cudaMemcpyAsync",
     "pageable-staged": "keep the malloc'd buffers and copy through a ring of small pinned buffers (cudaMallocHost, "
-                       "4 MiB each, two per thread), host threads near the GPU filling some while the others are "
-                       "copied (cudaMemcpyAsync, an event per buffer)",
+                       "4 MiB each, two per thread): host threads near the GPU each fill one of theirs and start its "
+                       "cudaMemcpyAsync on the thread's own stream while the other is copied (an event per buffer)",
     "pinned-pipelined": "pinned host buffers, each iteration's copies and kernels in {chunks} (cudaMemcpyAsync and "
                         "kernels on each chunk's stream), the host writing the next chunk meanwhile",
     "system": "pass malloc'd memory to the kernels directly (HMM)",
