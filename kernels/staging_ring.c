@@ -103,6 +103,11 @@ static void note(ring_t *r, size_t j, int field, double value) {
     if (r->log) r->log[j * LOG_FIELDS + field] = value;
 }
 
+static size_t chunk_len(const ring_t *r, size_t j) {
+    size_t off = j * r->chunk;
+    return r->n - off < r->chunk ? r->n - off : r->chunk;
+}
+
 static void lane_h2d(ring_t *r, int lane) {
     int used[64] = {0};
     unsigned k = 0;
@@ -116,7 +121,7 @@ static void lane_h2d(ring_t *r, int lane) {
             int rc = r->d.event_sync(r->events[s]);
             if (rc) { fail(r, rc); break; }
         }
-        size_t off = j * r->chunk, len = r->n - off < r->chunk ? r->n - off : r->chunk;
+        size_t off = j * r->chunk, len = chunk_len(r, j);
         note(r, j, 0, since(&r->t0));
         memcpy(r->slots[s], r->host + off, len);
         note(r, j, 1, since(&r->t0));
@@ -130,48 +135,44 @@ static void lane_h2d(ring_t *r, int lane) {
     fail(r, r->d.stream_sync(stream)); /* always: the slots are idle when the call returns */
 }
 
+/* Starts the DMA of chunk j into slot s on the lane's stream, and the slot's event after it; 0, or the error. */
+static int start_d2h(ring_t *r, size_t j, int s, void *stream) {
+    int rc = r->d.dtoh(r->slots[s], r->dev + j * r->chunk, chunk_len(r, j), stream);
+    if (!rc) rc = r->d.event_record(r->events[s], stream);
+    note(r, j, 2, since(&r->t0));
+    return rc;
+}
+
 static void lane_d2h(ring_t *r, int lane) {
-    size_t fifo_j[64];
-    int fifo_s[64], head = 0, count = 0;
+    size_t fifo_j[64]; /* the lane's chunks in flight, oldest first, and their slots */
+    int fifo_s[64], head = 0, count = 0, rc = 0;
     void *stream = r->streams[lane];
-    for (int k = 0; k < r->depth && !failed(r); k++) { /* DMAs into every slot of the lane run ahead */
+    for (int k = 0; k < r->depth && !rc && !failed(r); k++) { /* DMAs into every slot of the lane run ahead */
         size_t j = take(r);
         if (j >= r->nchunks) break;
-        int s = lane * r->depth + k;
-        size_t off = j * r->chunk, len = r->n - off < r->chunk ? r->n - off : r->chunk;
-        int rc = r->d.dtoh(r->slots[s], r->dev + off, len, stream);
-        if (!rc) rc = r->d.event_record(r->events[s], stream);
-        note(r, j, 2, since(&r->t0));
-        if (rc) { fail(r, rc); break; }
-        fifo_j[(head + count) % 64] = j;
-        fifo_s[(head + count) % 64] = s;
-        count++;
+        rc = start_d2h(r, j, lane * r->depth + k, stream);
+        fifo_j[count] = j;
+        fifo_s[count++] = lane * r->depth + k;
     }
-    while (count && !failed(r)) {
+    while (!rc && count && !failed(r)) { /* the oldest, once landed, is copied out; its slot takes the next chunk */
         size_t j = fifo_j[head];
         int s = fifo_s[head];
         head = (head + 1) % 64;
         count--;
-        int rc = r->d.event_sync(r->events[s]);
-        if (rc) { fail(r, rc); break; }
-        size_t off = j * r->chunk, len = r->n - off < r->chunk ? r->n - off : r->chunk;
+        rc = r->d.event_sync(r->events[s]);
+        if (rc) break;
         note(r, j, 0, since(&r->t0));
-        memcpy(r->host + off, r->slots[s], len);
+        memcpy(r->host + j * r->chunk, r->slots[s], chunk_len(r, j));
         note(r, j, 1, since(&r->t0));
         note(r, j, 3, lane);
         j = take(r);
         if (j >= r->nchunks) continue;
-        off = j * r->chunk;
-        len = r->n - off < r->chunk ? r->n - off : r->chunk;
-        rc = r->d.dtoh(r->slots[s], r->dev + off, len, stream);
-        if (!rc) rc = r->d.event_record(r->events[s], stream);
-        note(r, j, 2, since(&r->t0));
-        if (rc) { fail(r, rc); break; }
+        rc = start_d2h(r, j, s, stream);
         fifo_j[(head + count) % 64] = j;
-        fifo_s[(head + count) % 64] = s;
-        count++;
+        fifo_s[(head + count++) % 64] = s;
     }
-    fail(r, r->d.stream_sync(stream));
+    fail(r, rc);
+    fail(r, r->d.stream_sync(stream)); /* always: the slots are idle when the call returns */
 }
 
 static void lane_copy(ring_t *r, int lane) {
