@@ -57,7 +57,7 @@ class RingShape:
 def ring_shape(nbytes: int, cpus: int, *, threads: int = 0, slots: int = 0, chunk: int = 0) -> RingShape:
     """The ring for transfers of up to ``nbytes`` on a host with ``cpus`` usable CPUs near the GPU.
 
-    Threads: one fewer than the CPUs (the issuing thread keeps one), at most MAX_THREADS. Slot size:
+    Threads: one fewer than the CPUs (the calling thread keeps one), at most MAX_THREADS. Slot size:
     the buffer shared out over the threads, in whole 64 KiB pages, between 1 and 4 MiB (never more
     than the buffer). Depth: DEPTH slots a thread, no more than the buffer has chunks. A non-zero
     ``threads``, ``slots`` or ``chunk`` overrides the rule's choice (a sweep measures them). Every
@@ -81,8 +81,6 @@ def ring_shape(nbytes: int, cpus: int, *, threads: int = 0, slots: int = 0, chun
 def chunks(nbytes: int, chunk: int) -> list[tuple[int, int]]:
     """(offset, length) of each chunk; the last one may be shorter."""
     return [(off, min(chunk, nbytes - off)) for off in range(0, nbytes, chunk)]
-
-
 
 
 # The driver's functions the engine calls, in the order of its table (kernels/staging_ring.c's driver_t).

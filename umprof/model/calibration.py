@@ -333,7 +333,7 @@ class CalibrationCurves:
             # size (each alone varies ±30% from run to run, with no order between them)
             pts = pd.DataFrame([self._select(s, "sizes", name, **whole) for s in self.cached_host])
             return pts.median().to_dict()
-        if name in HOST_STEPS and strategy in BORROWS:  # a plan's own host steps (OWN_CURVES)
+        if name in HOST_STEPS and strategy in BORROWS and name in OWN_CURVES.get(strategy, ()):  # a plan's own host steps
             return self._host_step_beside(strategy, BORROWS[strategy], name)
         if name in ("host_write", "host_read", "h2d", "d2h"):
             return self._select(strategy, "sizes", name, **whole)

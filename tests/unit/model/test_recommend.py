@@ -691,6 +691,36 @@ def test_a_staged_plan_is_predicted_from_its_own_copies_and_pageable_s_kernel():
     assert Calibration(f, rs.devices[0]).applies("pageable-staged", w).startswith("not in the calibration")
 
 
+def test_a_staged_run_of_another_lease_prices_its_host_steps_against_pageable_memory_there():
+    """A run that brings the staged plan alone (scripts/ship_run.py --only) carries pageable memory's rows as its
+    reference: the plan's host steps are their ratio to pageable memory's there, times pageable memory's pooled
+    figure, and the reference rows price nothing else. Here the run's host ran twice as fast, and the ring's
+    threads made the host's own accesses 1.2x pageable memory's."""
+    import pandas as pd
+
+    from tests.unit.data import CAL
+    from umprof.model.calibration import REFERENCE, RUN
+    from umprof.model.predict import Calibration
+
+    rs = ResultSet.load(CAL)
+    f = rs.frame.assign(**{RUN: 0})
+    sizes = f[(f["axis.strategy"] == "pageable") & (f["scenario"] == "calibration-loop-sizes")]
+    host = sizes["phase"].isin(["host_write", "host_read"])
+    faster = sizes.copy()
+    faster.loc[host, "time_median_s"] /= 2  # the other lease's host
+    faster[RUN] = 1
+    staged = faster.assign(**{"axis.strategy": "pageable-staged"})
+    staged.loc[host, "time_median_s"] *= 1.2
+    cal = Calibration(pd.concat([f, staged, faster.assign(**{REFERENCE: True})], ignore_index=True), rs.devices[0])
+    b = 256 * MiB
+    for name in ("host_write", "host_read"):
+        assert cal.curve("pageable-staged", name)(b) == pytest.approx(1.2 * cal.curve("pageable", name)(b), rel=1e-6)
+    assert set(cal.ok[cal.ok[RUN] == 1]["axis.strategy"]) == {"pageable-staged"}  # the reference priced nothing
+    alone = Calibration(pd.concat([f, staged], ignore_index=True), rs.devices[0])  # no reference: as measured
+    assert alone.curve("pageable-staged", "host_write")(b) == pytest.approx(0.6 * cal.curve("pageable", "host_write")(b),
+                                                                         rel=0.05)
+
+
 def _with_pipelined(host_factor=1.0, issue_per_chunk=50e-6, launch=None):
     """The committed calibration plus pinned-pipelined's own loop made from pinned's at its sizes:
     its setup rows, and a ``pipelined`` row whose host writes and reads are pinned's × host_factor
