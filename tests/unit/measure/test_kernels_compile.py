@@ -109,3 +109,24 @@ def test_nvcc_errors_name_the_file(tmp_path, monkeypatch):
     bad.write_text("this is not CUDA\n")
     with pytest.raises(RuntimeError, match="nvcc failed on bad.cu for sm_90"):
         cubins.compile_cubin(bad, "sm_90", [])
+
+
+def test_host_code_is_built_once_and_kept_where_the_cache_cannot_be_written(tmp_path, monkeypatch):
+    """kernels/staging_ring.c becomes a shared library by nvcc, cached under a key of its text, options and
+    nvcc (a second build is the cached file); where the cache cannot be written it still builds, to a
+    private copy; without nvcc the error says what to install."""
+    from umprof.core.errors import GpuUnavailable
+    from umprof.measure import hostlib
+
+    monkeypatch.setenv("UMPROF_CACHE_DIR", str(tmp_path / "cache"))
+    lib = hostlib.build("staging_ring")
+    assert lib.parent == tmp_path / "cache" and lib.read_bytes()[:4] == b"\x7fELF"
+    assert hostlib.build("staging_ring") == lib
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    monkeypatch.setenv("UMPROF_CACHE_DIR", str(blocker / "sub"))
+    private = hostlib.build("staging_ring")
+    assert private.is_file() and private.parent != blocker / "sub"
+    monkeypatch.setenv("PATH", str(tmp_path))  # no nvcc
+    with pytest.raises(GpuUnavailable, match="nvcc is not on PATH"):
+        hostlib.build("staging_ring")
