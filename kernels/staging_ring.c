@@ -239,8 +239,9 @@ int umprof_ring_open(const void *const *table, int lanes, int depth, size_t chun
         return ERR_SETUP;
     }
     CPU_ZERO(&r->cpus);
-    for (int i = 0; i < ncpus; i++) CPU_SET(cpus[i], &r->cpus);
-    r->pin = ncpus > 0;
+    for (int i = 0; i < ncpus; i++)
+        if (cpus[i] >= 0 && cpus[i] < CPU_SETSIZE) CPU_SET(cpus[i], &r->cpus); /* a set holds CPU_SETSIZE */
+    r->pin = CPU_COUNT(&r->cpus) > 0;
     int rc = 0;
     if (slots) { /* without slots (and a table): a ring for the host's parallel copy alone */
         memcpy(r->slots, slots, sizeof(void *) * (size_t)(lanes * depth));
