@@ -22,6 +22,8 @@ legacy stream (a kernel that produced the data) and the legacy stream for them.
 
 from __future__ import annotations
 
+import ctypes
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -52,6 +54,11 @@ class RingShape:
     @property
     def pinned_bytes(self) -> int:
         return self.slots * self.chunk
+
+    @property
+    def depth(self) -> int:
+        """Slots a thread (every thread has as many)."""
+        return self.slots // self.threads
 
 
 def ring_shape(nbytes: int, cpus: int, *, threads: int = 0, slots: int = 0, chunk: int = 0) -> RingShape:
@@ -92,20 +99,17 @@ LOG_FIELDS = ("copy_start", "copy_end", "dma_issued", "thread")  # per chunk, in
 ERR_SETUP = 999  # the engine's own code: it could not build the ring
 
 
-def _engine():
-    """The native engine's library, its functions typed."""
-    import ctypes
-
+@functools.lru_cache(maxsize=1)
+def _engine() -> ctypes.CDLL:
+    """The native engine's library, its functions typed (once per process)."""
     from umprof.measure.hostlib import load
 
     lib = load("staging_ring")
-    if not getattr(lib, "_umprof_typed", False):
-        vp, sz = ctypes.c_void_p, ctypes.c_size_t
-        lib.umprof_ring_open.argtypes = [vp, ctypes.c_int, ctypes.c_int, sz, vp, vp, ctypes.c_int, ctypes.POINTER(vp)]
-        lib.umprof_ring_run.argtypes = [vp, ctypes.c_int, ctypes.c_uint64, vp, vp, sz, vp]
-        lib.umprof_ring_close.argtypes = [vp]
-        lib.umprof_ring_close.restype = None
-        lib._umprof_typed = True
+    vp, sz = ctypes.c_void_p, ctypes.c_size_t
+    lib.umprof_ring_open.argtypes = [vp, ctypes.c_int, ctypes.c_int, sz, vp, vp, ctypes.c_int, ctypes.POINTER(vp)]
+    lib.umprof_ring_run.argtypes = [vp, ctypes.c_int, ctypes.c_uint64, vp, vp, sz, vp]
+    lib.umprof_ring_close.argtypes = [vp]
+    lib.umprof_ring_close.restype = None
     return lib
 
 
@@ -115,8 +119,6 @@ def _error(rc: int, what: str) -> RuntimeError:
         return RuntimeError(f"the staging ring could not {what}: its threads or memory could not be set up")
     name = str(rc)
     try:
-        import ctypes
-
         from umprof.measure.hostlib import libcuda
 
         text = ctypes.c_char_p()
@@ -134,8 +136,6 @@ class _Native:
 
     def __init__(self, lanes: int, depth: int, chunk: int, slots: list[int] | None, cpus: list[int] | None,
                  table=None):
-        import ctypes
-
         self.lib = _engine()
         self.handle = ctypes.c_void_p()
         if slots is not None and table is None:
@@ -149,6 +149,12 @@ class _Native:
                                        cpu_list, len(cpus or []), ctypes.byref(self.handle))
         if rc:
             raise _error(rc, "start")
+
+    def host_copy(self, dst: np.ndarray, src: np.ndarray) -> None:
+        """dst[:] = src (uint8 arrays of one size) on the ring's threads, a contiguous slice each."""
+        if dst.size != src.size:
+            raise ValueError(f"a host copy needs arrays of one size, got {dst.size} and {src.size} bytes")
+        self.run(COPY, 0, _bytes(src, "the source"), _bytes(dst, "the destination"), None, "copy on the host")
 
     def run(self, kind: int, dev: int, host: np.ndarray, other: np.ndarray | None, log: np.ndarray | None,
             what: str) -> None:
@@ -185,9 +191,7 @@ class HostCopy:
 
     def copy(self, dst: np.ndarray, src: np.ndarray) -> None:
         """dst[:] = src (uint8 arrays of one size)."""
-        if dst.size != src.size:
-            raise ValueError(f"a host copy needs arrays of one size, got {dst.size} and {src.size} bytes")
-        self.engine.run(COPY, 0, _bytes(src, "the source"), _bytes(dst, "the destination"), None, "copy on the host")
+        self.engine.host_copy(dst, src)
 
     def close(self) -> None:
         self.engine.close()
@@ -202,14 +206,14 @@ class StagingRing:
     def __init__(self, session, nbytes: int, *, threads: int = 0, slots: int = 0, chunk: int = 0, driver=None):
         from umprof.measure.host_cpus import session_cpus
 
-        cuda = self.cuda = session.cuda
+        cuda = session.cuda
         self.cpus = session_cpus(session)
         self.shape = ring_shape(nbytes, len(self.cpus), threads=threads, slots=slots, chunk=chunk)
         self.ring, self.engine = [], None
         try:
             session.check_host_alloc(self.shape.pinned_bytes, "the staging ring's pinned memory")
             self.ring = [cuda.pagelocked_empty(self.shape.chunk, np.uint8) for _ in range(self.shape.slots)]
-            self.engine = _Native(self.shape.threads, self.shape.slots // self.shape.threads, self.shape.chunk,
+            self.engine = _Native(self.shape.threads, self.shape.depth, self.shape.chunk,
                                   [r.ctypes.data for r in self.ring], self.cpus, driver)
         except BaseException:
             self.close()
@@ -243,9 +247,7 @@ class StagingRing:
 
     def host_copy(self, dst: np.ndarray, src: np.ndarray) -> None:
         """dst[:] = src on the ring's threads, in contiguous slices: the host side's ceiling."""
-        if dst.size != src.size:
-            raise ValueError(f"a host copy needs arrays of one size, got {dst.size} and {src.size} bytes")
-        self.engine.run(COPY, 0, _bytes(src, "the source"), _bytes(dst, "the destination"), None, "copy on the host")
+        self.engine.host_copy(dst, src)
 
     def close(self) -> None:
         if self.engine is not None:
