@@ -43,9 +43,9 @@ def main() -> None:
     from umprof.measure.scenario import round_base
     from umprof.model.calibration import BORROWS, REFERENCE, RUN
 
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("shipped", type=Path)
-    ap.add_argument("measured", type=Path)
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("shipped", type=Path, help="the shipped calibration (umprof/calibrations/*.parquet), rewritten")
+    ap.add_argument("measured", type=Path, help="the measured run to add (a result file of the same GPU model)")
     ap.add_argument("about", help="the run in words: its date, what it measured")
     ap.add_argument("--without", action="append", default=[], metavar="STRATEGY",
                     help="leave out the measured run's rows of this strategy (repeatable)")
@@ -63,6 +63,12 @@ def main() -> None:
     if RUN not in frame.columns:
         frame = frame.assign(**{RUN: 0})
     rows = new.frame
+    strategies = set(frame["axis.strategy"].dropna().astype(str)) | set(rows["axis.strategy"].dropna().astype(str))
+    for option, names in (("--without", a.without), ("--drop", a.drop), ("--only", a.only)):
+        unknown = sorted(set(names) - strategies)
+        if unknown:  # a misspelt strategy would leave every row where it was, silently
+            ap.error(f"option '{option}': no strategy {', '.join(unknown)} in either file "
+                     f"(they have: {', '.join(sorted(strategies))})")
     if a.drop:
         frame = frame[~frame["axis.strategy"].astype(str).isin(a.drop)]
     if a.only:
