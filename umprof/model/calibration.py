@@ -63,11 +63,18 @@ TOUCHED_REF = 0.0625  # calibration-loop-touched's fraction
 # over 1 GiB 0.52x and at stride 64 over 520-640 MiB 0.19-0.25x (H200 and H100), where sectors had
 # predicted half of each (holdout-2, -10, -11, -12).
 FETCH_WORDS = 16
-# ordinary cached host memory that only the host and the GPU's own accesses touch: one host rate. Pageable
+# Ordinary cached host memory that only the host and the GPU's own accesses touch: one host rate. Managed
+# memory advised to stay on the host (prefer-host) or mapped for the GPU (accessed-by-gpu) is such memory
+# too: its pages stay on the host and the GPU reads them across the link. Over the verification runs of
+# 2026-11 its host writes and reads took a median 1.00-1.05x pinned memory's in the same workload (H100:
+# 219 writes, 184 reads; H200: 278, 268; quartiles 0.93-1.28, as zero-copy's and mapped memory's 0.93-1.25),
+# where their own calibrated curves said 0.83-1.45x by size: one allocation's luck. Their own curves had
+# priced them up to 17% under pinned memory on the H100, and picked them in 6 of holdout-20's 8 steady
+# iterations, measured 1.07-1.30x the fastest. Pageable
 # memory is not among them: the driver copies into and out of it through its staging buffers (with
 # non-temporal stores, which leave nothing in the host's caches), and its host reads and writes
 # measured 16-45% slower than pinned memory's at 1-16 MiB on the H200 and the H100.
-CACHED_HOST = ("pinned", "zero-copy", "mapped")
+CACHED_HOST = ("pinned", "zero-copy", "mapped", "managed-advise-prefer-host", "managed-advise-accessed-by-gpu")
 # ... until no copy writes into it: pageable memory that the driver only copies out of (the GPU never
 # writes it back, or the host reads none of it) stays in the host's caches as pinned memory does. Over
 # the verification runs of 2026-11 (25 such workloads a GPU) pageable memory's host writes took a
@@ -140,6 +147,9 @@ FIXED_OR_PROPORTIONAL = ("alloc", "free", "gap")
 # steady iteration at 64 KiB and 1 MiB was a median 0.87x (H200) and 0.89x (H100) the short loops'.
 # Where a long loop measured a size, its figures stand for the short loop's.
 LONG_LOOPS = {"sizes": "steady", "resident": "resident-steady"}
+# calibration-loop-large: the whole-buffer loop (sizes) at 1 GiB for the plans whose rate still rises
+# past 256 MiB (the staging ring) and the memory they borrow from; read beside sizes' where measured.
+LARGE_LOOPS = {"sizes": "large"}
 LONG_SCENARIOS = tuple(CALIBRATION_PREFIX + name for name in LONG_LOOPS.values())
 # calibration-loop-setup: every strategy's loop at 64 KiB-1 GiB measured as `recommend --verify` measures
 # an application (rounds, each case sampled briefly and without warm-up, the strategies of one size
@@ -242,8 +252,9 @@ class CalibrationCurves:
         where the calibration has no such column: one older than the measurement); for a loop
         measured again in a long loop (LONG_LOOPS), the long loop's figures at its sizes."""
         out = self._select_one(strategy, scenario, phase, column, **axes)
-        if scenario in LONG_LOOPS:
-            out.update(self._select_one(strategy, LONG_LOOPS[scenario], phase, column, **axes))
+        for also in (LONG_LOOPS, LARGE_LOOPS):
+            if scenario in also:
+                out.update(self._select_one(strategy, also[scenario], phase, column, **axes))
         return out
 
     def _select_one(self, strategy, scenario, phase, column, rows=None, **axes) -> dict[float, float]:
@@ -307,8 +318,8 @@ class CalibrationCurves:
         rows = pd.concat([self.ok, self.reference_rows])
         ratios: dict[float, list[float]] = {}
         for _, run in (rows.groupby(RUN, dropna=False) if RUN in rows.columns else [(0, rows)]):
-            own, base = ({**self._select_one(s, "sizes", name, "per_iteration", rows=run, **whole),
-                          **self._select_one(s, LONG_LOOPS["sizes"], name, "per_iteration", rows=run, **whole)}
+            own, base = ({b: t for loop in ("sizes", LONG_LOOPS["sizes"], LARGE_LOOPS["sizes"])
+                          for b, t in self._select_one(s, loop, name, "per_iteration", rows=run, **whole).items()}
                          for s in (strategy, ref))
             for b, t in own.items():
                 if base.get(b, 0) > 0:
