@@ -2,10 +2,13 @@
 scenario runs it), after the main thread wrote the whole buffer (as a loop's host write does),
 and after the copy threads idled 50 ms; beside the host's parallel copy into pinned memory in the
 same contexts (the ring's host-side ceiling there) and the pinned link. ``--timeline`` shows where one
-H2D transfer's time goes instead, chunk by chunk (after a host write, as in the loop).
+H2D transfer's time goes instead, chunk by chunk (after a host write, as in the loop). ``--small`` times
+small transfers in a loop (the host writes the buffer, then it goes to the GPU) on the calling thread
+and on the ring's threads, beside cudaMemcpy from the same pageable memory: where INLINE_BYTES lies.
 
     python3 benchmarks/staging_context.py [--bytes 256MiB --bytes 1GiB] [--reps 9] [--json OUT]
     python3 benchmarks/staging_context.py --timeline [--bytes 256MiB] [--threads N] [--json OUT]
+    python3 benchmarks/staging_context.py --small [--bytes 1MiB ...] [--reps 9] [--json OUT]
 
 Each figure is bytes / the median of ``reps`` transfers, each timed by the host's clock around
 the whole transfer (the ring returns once its last DMA has landed).
@@ -112,6 +115,57 @@ def measure(nbytes: int, reps: int) -> list[dict]:
     return [dict(r, bytes=nbytes, **about) for r in rows]
 
 
+SMALL = ("1MiB", "2MiB", "4MiB", "8MiB")
+SMALL_METHODS = ("ring, calling thread", "ring, its threads", "cudaMemcpy")
+
+
+def small(nbytes: int, reps: int) -> list[dict]:
+    """Rows of (method, host write ms, H2D ms) for one small size: each step the host writes the whole
+    buffer (one thread, as a loop does) and it goes to the GPU, the medians of ``reps`` steps after one
+    untimed. The device is checked to hold the last step's bytes."""
+    from umprof.measure.staging_ring import StagingRing
+
+    clock, rows = time.perf_counter, []
+    with _rig(nbytes) as rig:
+        cuda, host, dev = rig.cuda, rig.host, rig.dev
+        for method in SMALL_METHODS:
+            ring = None if method == "cudaMemcpy" else \
+                StagingRing(rig.session, nbytes, inline_bytes=nbytes if method.endswith("calling thread") else 0)
+            try:
+                send = (lambda: cuda.memcpy_htod(dev, host)) if ring is None else (lambda: ring.h2d(int(dev), host))
+                writes, sends = [], []
+                for k in range(reps + 1):
+                    t0 = clock()
+                    _prepare("after-host-write", host, rig.base, k)
+                    t1 = clock()
+                    send()
+                    t2 = clock()
+                    if k:
+                        writes.append(t1 - t0)
+                        sends.append(t2 - t1)
+                got = np.empty(nbytes, np.uint8)
+                cuda.memcpy_dtoh(got, dev)
+                if not np.array_equal(got, host):
+                    raise SystemExit(f"staging_context: {method} left the device unlike its source ({nbytes} bytes)")
+                threads = 0 if ring is None else ring.threads
+            finally:
+                if ring is not None:
+                    ring.close()
+            rows.append(dict(method=method, bytes=nbytes, threads=threads,
+                             host_write_ms=statistics.median(writes) * 1e3, h2d_ms=statistics.median(sends) * 1e3,
+                             gpu=rig.session.device.name(), reps=reps, date=time.strftime("%Y-%m-%d", time.gmtime())))
+    return rows
+
+
+def small_table(rows: list[dict]) -> str:
+    """The small transfers as markdown: a row per size and method."""
+    lines = ["| bytes | method | host write ms | H2D ms | both ms |", "|---|---|---|---|---|"]
+    for r in rows:
+        lines.append(f"| {r['bytes'] / 2**20:g} MiB | {r['method']} | {r['host_write_ms']:.3f} | {r['h2d_ms']:.3f} | "
+                     f"{r['host_write_ms'] + r['h2d_ms']:.3f} |")
+    return "\n".join(lines)
+
+
 def timeline(nbytes: int, reps: int, threads: int = 0) -> list[dict]:
     """Where one ring H2D transfer's time goes (the median transfer of ``reps``, after a host
     write): per chunk its bytes, when its host copy began and ended on which thread and when its DMA
@@ -178,7 +232,16 @@ def main(argv=None) -> int:
     ap.add_argument("--json", help="write the rows here")
     ap.add_argument("--timeline", action="store_true", help="only where one H2D transfer's time goes, chunk by chunk")
     ap.add_argument("--threads", type=int, default=0, help="the timeline's ring threads (0: the rule's)")
+    ap.add_argument("--small", action="store_true", help="only small transfers in a loop, on the calling thread "
+                                                         "and on the ring's threads (default sizes 1-8 MiB)")
     a = ap.parse_args(argv)
+    if a.small:
+        got = [r for size in a.bytes or SMALL for r in small(parse_size(size), a.reps)]
+        if a.json:
+            with open(a.json, "w") as f:
+                json.dump(got, f, indent=1)
+        print(small_table(got))
+        return 0
     if a.timeline:
         got = [t for size in a.bytes or ["256MiB"] for t in timeline(parse_size(size), a.reps, a.threads)]
         if a.json:  # before printing: a reader that stops early (| head) leaves the file whole

@@ -11,6 +11,9 @@
  *        for each, copies it out and starts its next chunk's DMA in that slot;
  *   COPY: the host's parallel copy (the ring's host-side ceiling): lane i copies the i-th of `lanes`
  *        contiguous slices.
+ * A transfer of at most `inline_bytes` (umprof_ring_set_inline) runs as lane 0 on the calling thread:
+ * waking threads on other cores costs more than they save there, and their reads leave the buffer's lines
+ * in those cores' caches, which the application's next write of it must take back.
  * The call returns once every byte has landed. The CUDA driver's functions come in a table from the
  * caller (libcuda's, or a stand-in in the tests), so this file needs no CUDA header or library.
  */
@@ -61,7 +64,7 @@ struct ring {
     driver_t d;
     void *ctx;
     int lanes, depth;
-    size_t chunk;
+    size_t chunk, inline_bytes;
     unsigned char **slots; /* lanes * depth, the caller's pinned memory */
     void **streams;        /* lanes */
     void **events;         /* lanes * depth */
@@ -75,7 +78,7 @@ struct ring {
     unsigned long generation;
     int running, quit;
     /* the job */
-    int kind;
+    int kind, on_caller; /* on_caller: this transfer runs on the calling thread (logged as lane -1) */
     uint64_t dev;
     unsigned char *host, *other;
     size_t n, nchunks, next;
@@ -128,7 +131,7 @@ static void lane_h2d(ring_t *r, int lane) {
         int rc = r->d.htod(r->dev + off, r->slots[s], len, stream);
         if (!rc) rc = r->d.event_record(r->events[s], stream);
         note(r, j, 2, since(&r->t0));
-        note(r, j, 3, lane);
+        note(r, j, 3, r->on_caller ? -1 : lane);
         used[s - lane * r->depth] = 1;
         if (rc) { fail(r, rc); break; }
     }
@@ -164,7 +167,7 @@ static void lane_d2h(ring_t *r, int lane) {
         note(r, j, 0, since(&r->t0));
         memcpy(r->host + j * r->chunk, r->slots[s], chunk_len(r, j));
         note(r, j, 1, since(&r->t0));
-        note(r, j, 3, lane);
+        note(r, j, 3, r->on_caller ? -1 : lane);
         j = take(r);
         if (j >= r->nchunks) continue;
         rc = start_d2h(r, j, s, stream);
@@ -280,25 +283,11 @@ int umprof_ring_run(ring_t *r, int kind, uint64_t dev, unsigned char *host, unsi
     r->err = 0;
     r->log = log;
     clock_gettime(CLOCK_MONOTONIC, &r->t0);
-    if (kind != COPY && n <= r->chunk) { /* one chunk: on the calling thread, which a hand-off would only delay */
-        int rc;
-        if (kind == H2D) {
-            note(r, 0, 0, since(&r->t0));
-            memcpy(r->slots[0], host, n);
-            note(r, 0, 1, since(&r->t0));
-            rc = r->d.htod(dev, r->slots[0], n, r->streams[0]);
-            note(r, 0, 2, since(&r->t0));
-            if (!rc) rc = r->d.stream_sync(r->streams[0]);
-        } else {
-            rc = r->d.dtoh(r->slots[0], dev, n, r->streams[0]);
-            note(r, 0, 2, since(&r->t0));
-            if (!rc) rc = r->d.stream_sync(r->streams[0]);
-            note(r, 0, 0, since(&r->t0));
-            if (!rc) memcpy(host, r->slots[0], n);
-            note(r, 0, 1, since(&r->t0));
-        }
-        note(r, 0, 3, -1);
-        return rc;
+    r->on_caller = kind != COPY && (n <= r->chunk || n <= r->inline_bytes);
+    if (r->on_caller) { /* lane 0's work on the calling thread, which a hand-off would only delay */
+        if (kind == H2D) lane_h2d(r, 0);
+        else lane_d2h(r, 0);
+        return r->err;
     }
     pthread_mutex_lock(&r->mu);
     r->running = r->lanes;
@@ -332,5 +321,8 @@ void umprof_ring_close(ring_t *r) {
     free(r->args);
     free(r);
 }
+
+/* Transfers of at most `n` bytes run on the calling thread (one chunk always does). */
+void umprof_ring_set_inline(ring_t *r, size_t n) { r->inline_bytes = n; }
 
 int umprof_ring_log_fields(void) { return LOG_FIELDS; }

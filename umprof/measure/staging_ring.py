@@ -39,6 +39,12 @@ GRANULE = 64 * 1024  # slots are whole 64 KiB pages
 # and 12 threads at most.
 MAX_THREADS = 12
 MIN_CHUNK, MAX_CHUNK = 1 * MiB, 4 * MiB
+# Transfers up to INLINE_BYTES run on the calling thread (lane 0's slots and stream; one chunk always
+# did). In the verification runs of 2026-11-26 a loop sending 2 MiB each step through two lanes
+# measured 0.27-0.28 ms a copy where cudaMemcpy from the same pageable memory took 0.17-0.19, and the
+# host's next write of the buffer 0.23-0.33 ms against 0.16-0.19 (H200, H100): the lanes' wake-up, and
+# the buffer's lines left in their cores' caches. At 6 MiB the host's write measured no slower.
+INLINE_BYTES = 2 * MiB
 DEPTH = 2  # slots per thread: one being copied, one in its DMA
 MAX_DEPTH = 64  # the engine's limit of slots a thread
 
@@ -61,22 +67,26 @@ class RingShape:
         return self.slots // self.threads
 
 
-def ring_shape(nbytes: int, cpus: int, *, threads: int = 0, slots: int = 0, chunk: int = 0) -> RingShape:
+def ring_shape(nbytes: int, cpus: int, *, threads: int = 0, slots: int = 0, chunk: int = 0,
+               inline_bytes: int = INLINE_BYTES) -> RingShape:
     """The ring for transfers of up to ``nbytes`` on a host with ``cpus`` usable CPUs near the GPU.
 
-    Threads: one fewer than the CPUs (the calling thread keeps one), at most MAX_THREADS. Slot size:
-    the buffer shared out over the threads, in whole 64 KiB pages, between 1 and 4 MiB (never more
-    than the buffer). Depth: DEPTH slots a thread, no more than the buffer has chunks. A non-zero
+    Threads: one fewer than the CPUs (the calling thread keeps one), at most MAX_THREADS; one where
+    every transfer fits ``inline_bytes`` (the calling thread moves them with lane 0's slots, each
+    slot's copy beside the other's DMA). Slot size: the buffer shared out over the threads (over
+    DEPTH slots on the calling thread), in whole 64 KiB pages, between 1 and 4 MiB (never more than
+    the buffer). Depth: DEPTH slots a thread, no more than the buffer has chunks. A non-zero
     ``threads``, ``slots`` or ``chunk`` overrides the rule's choice (a sweep measures them). Every
     thread has as many slots as the others: no more threads than slots, and slots a whole number a
     thread (at most MAX_DEPTH).
     """
     nbytes = max(int(nbytes), 1)
-    t = threads or max(1, min(MAX_THREADS, cpus - 1))
+    on_caller = nbytes <= inline_bytes
+    t = threads or (1 if on_caller else max(1, min(MAX_THREADS, cpus - 1)))
     if chunk:
         c = int(chunk)
     else:
-        share = -(-nbytes // t)
+        share = -(-nbytes // (DEPTH if on_caller else t))  # on the caller: its copies beside its own DMAs
         c = min(MAX_CHUNK, max(MIN_CHUNK, -(-share // GRANULE) * GRANULE))
     c = min(c, -(-nbytes // GRANULE) * GRANULE)
     n_chunks = -(-nbytes // c)
@@ -110,7 +120,25 @@ def _engine() -> ctypes.CDLL:
     lib.umprof_ring_run.argtypes = [vp, ctypes.c_int, ctypes.c_uint64, vp, vp, sz, vp]
     lib.umprof_ring_close.argtypes = [vp]
     lib.umprof_ring_close.restype = None
+    lib.umprof_ring_set_inline.argtypes = [vp, sz]
+    lib.umprof_ring_set_inline.restype = None
     return lib
+
+
+@functools.lru_cache(maxsize=1)
+def _driver() -> ctypes.Array:
+    """libcuda's functions in the engine's order (kept for the process: rings hold its pointers)."""
+    from umprof.measure.hostlib import driver_table
+
+    return driver_table(DRIVER_FUNCTIONS)
+
+
+def prepare() -> None:
+    """Build or load the engine and look up the driver's functions, once per process: what the first
+    ring would otherwise pay inside the allocation a loop times (nvcc's version asked for the cache's
+    key, the library opened: 0.05-0.4 s)."""
+    _engine()
+    _driver()
 
 
 def _error(rc: int, what: str) -> RuntimeError:
@@ -135,13 +163,11 @@ class _Native:
     driver's functions (None: libcuda's)."""
 
     def __init__(self, lanes: int, depth: int, chunk: int, slots: list[int] | None, cpus: list[int] | None,
-                 table=None):
+                 table=None, inline_bytes: int = 0):
         self.lib = _engine()
         self.handle = ctypes.c_void_p()
         if slots is not None and table is None:
-            from umprof.measure.hostlib import driver_table
-
-            table = driver_table(DRIVER_FUNCTIONS)
+            table = _driver()
         self._table = table  # kept alive: the engine holds its pointers
         slot_ptrs = (ctypes.c_void_p * len(slots))(*slots) if slots is not None else None
         cpu_list = (ctypes.c_int * len(cpus or []))(*(cpus or []))
@@ -149,6 +175,7 @@ class _Native:
                                        cpu_list, len(cpus or []), ctypes.byref(self.handle))
         if rc:
             raise _error(rc, "start")
+        self.lib.umprof_ring_set_inline(self.handle, int(inline_bytes))
 
     def host_copy(self, dst: np.ndarray, src: np.ndarray) -> None:
         """dst[:] = src (uint8 arrays of one size) on the ring's threads, a contiguous slice each."""
@@ -200,21 +227,24 @@ class HostCopy:
 class StagingRing:
     """The ring: ``shape.slots`` pinned slots of ``shape.chunk`` bytes, ``shape.threads`` native copy
     threads pinned near the GPU, a stream each. ``nbytes``: the largest transfer it will move (the
-    rule sizes the ring to it); ``threads``/``slots``/``chunk``: overrides of the rule; ``driver``:
-    the driver's function table (None: libcuda's; the tests pass a stand-in)."""
+    rule sizes the ring to it); ``threads``/``slots``/``chunk``: overrides of the rule; ``inline_bytes``:
+    transfers up to this size run on the calling thread (INLINE_BYTES); ``driver``: the driver's
+    function table (None: libcuda's; the tests pass a stand-in)."""
 
-    def __init__(self, session, nbytes: int, *, threads: int = 0, slots: int = 0, chunk: int = 0, driver=None):
+    def __init__(self, session, nbytes: int, *, threads: int = 0, slots: int = 0, chunk: int = 0,
+                 inline_bytes: int = INLINE_BYTES, driver=None):
         from umprof.measure.host_cpus import session_cpus
 
         cuda = session.cuda
         self.cpus = session_cpus(session)
-        self.shape = ring_shape(nbytes, len(self.cpus), threads=threads, slots=slots, chunk=chunk)
+        self.shape = ring_shape(nbytes, len(self.cpus), threads=threads, slots=slots, chunk=chunk,
+                                inline_bytes=inline_bytes)
         self.ring, self.engine = [], None
         try:
             session.check_host_alloc(self.shape.pinned_bytes, "the staging ring's pinned memory")
             self.ring = [cuda.pagelocked_empty(self.shape.chunk, np.uint8) for _ in range(self.shape.slots)]
             self.engine = _Native(self.shape.threads, self.shape.depth, self.shape.chunk,
-                                  [r.ctypes.data for r in self.ring], self.cpus, driver)
+                                  [r.ctypes.data for r in self.ring], self.cpus, driver, inline_bytes)
         except BaseException:
             self.close()
             raise

@@ -13,7 +13,7 @@ import pytest
 
 from umprof.measure import staging_ring
 from umprof.measure.host_cpus import near_cpus, numa_node, parse_cpulist
-from umprof.measure.staging_ring import MAX_CHUNK, MIN_CHUNK, MiB, HostCopy, StagingRing, ring_shape
+from umprof.measure.staging_ring import GRANULE, MAX_CHUNK, MIN_CHUNK, MiB, HostCopy, StagingRing, ring_shape
 
 
 def test_the_rule_shares_a_buffer_over_threads_in_whole_pages():
@@ -30,6 +30,14 @@ def test_the_rule_shares_a_buffer_over_threads_in_whole_pages():
     # every thread as many slots as the others, and no more threads than slots
     assert ring_shape(1024 * MiB, 16, threads=4, chunk=2 * MiB, slots=3) == staging_ring.RingShape(3, 3, 2 * MiB)
     assert ring_shape(1024 * MiB, 16, threads=4, chunk=2 * MiB, slots=9) == staging_ring.RingShape(4, 8, 2 * MiB)
+
+
+def test_a_ring_for_small_transfers_is_the_calling_threads():
+    # up to INLINE_BYTES the calling thread moves every transfer: one lane, a slot's copy beside the other's DMA
+    assert ring_shape(staging_ring.INLINE_BYTES, 16) == staging_ring.RingShape(1, 2, MIN_CHUNK)
+    assert ring_shape(MIN_CHUNK, 16) == staging_ring.RingShape(1, 1, MIN_CHUNK)
+    assert ring_shape(staging_ring.INLINE_BYTES + GRANULE, 16).threads == 3  # past it, threads as before
+    assert ring_shape(2 * MiB, 16, inline_bytes=0).threads == 2
 
 
 def test_cpus_near_the_gpu_come_from_sysfs(tmp_path):
@@ -167,6 +175,37 @@ def test_the_ring_moves_every_byte_each_way(nbytes, shape):
             assert np.array_equal(again, src)
         finally:
             ring.close()
+
+
+@pytest.mark.parametrize("inline_bytes,on_caller", [(0, False), (64 * MiB, True)])
+def test_a_transfer_within_inline_bytes_runs_on_the_calling_thread(inline_bytes, on_caller):
+    nbytes = 9 * MiB + 4096  # ten chunks of 1 MiB: a pipeline of its own on either side
+    src = np.random.default_rng(7).integers(0, 256, nbytes, dtype=np.uint8)
+    for seed in range(3):
+        device = np.zeros(nbytes, np.uint8)
+        ring = StagingRing(_fake_session(), nbytes, threads=3, slots=6, chunk=MiB, inline_bytes=inline_bytes,
+                           driver=_fake_driver(device, seed))
+        try:
+            log = ring.h2d(0, src, log=True)
+            assert np.array_equal(device, src)
+            assert (log[:, 3] == -1).all() if on_caller else (log[:, 3] >= 0).all()
+            back = np.zeros(nbytes, np.uint8)
+            log = ring.d2h(back, 0, log=True)
+            assert np.array_equal(back, src)
+            assert (log[:, 3] == -1).all() if on_caller else (log[:, 3] >= 0).all()
+        finally:
+            ring.close()
+
+
+def test_the_staged_strategy_loads_its_engine_before_anything_is_timed(monkeypatch):
+    from umprof.measure import strategies
+    from umprof.measure.ops.base import CaseRun
+
+    loaded = []
+    monkeypatch.setattr(staging_ring, "prepare", lambda: loaded.append(True))
+    CaseRun().use_strategy("pageable-staged", types.SimpleNamespace())
+    assert loaded == [True]
+    strategies.get("pinned").prepare()  # others have nothing to prepare
 
 
 def test_a_failed_dma_stops_the_ring_with_the_drivers_error():

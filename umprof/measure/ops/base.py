@@ -58,6 +58,7 @@ class CaseRun:
             why = f"{name} is a plan for the loop op (chunks over streams); this op has no chunks to pipeline"
         if why:
             raise CaseSkipped(why)
+        st.prepare()
         self.uses_managed_memory = st.pages_migrate
         return st
 
