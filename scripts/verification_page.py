@@ -26,9 +26,9 @@ WORKLOADS = ROOT / "benchmarks" / "workloads"
 GPUS = {"h100": "NVIDIA H100 80GB HBM3", "h200": "NVIDIA H200"}
 # the verification sets measured on each GPU whose measurements are committed (results/verification), and the
 # runs of each (two runs of one lease are judged pooled)
-SETS = {"h100": {10: ("",), 13: ("",), 14: ("",), 15: ("",), 16: ("", "-b"), 18: ("",), 19: ("", "-b"), 20: ("",)},
+SETS = {"h100": {10: ("",), 13: ("",), 14: ("",), 15: ("",), 16: ("", "-b"), 18: ("",), 19: ("", "-b"), 20: ("",), 21: ("",)},
         "h200": {10: ("",), 11: ("",), 12: ("",), 13: ("",), 14: ("",), 15: ("",), 16: ("", "-b"), 17: ("", "-b"),
-                 19: ("", "-b"), 20: ("",)}}
+                 19: ("", "-b"), 20: ("",), 21: ("",)}}
 SHIPPED = {"h100": "nvidia-h100-80gb-hbm3.parquet", "h200": "nvidia-h200.parquet"}
 FIXTURES = ROOT / "tests" / "fixtures" / "results"
 
@@ -112,18 +112,24 @@ def calibrations_section(gpu: str) -> list[str]:
                 "shipped one's picks that missed there was the staged plan). Set 18 measured 0.3.0's ring and the "
                 "registered buffer. quick-d is 0.4.0's quick calibration, with the copies in parts. Set 20 and "
                 "full-v050 (2026-11-26) measured the native ring of 0.5.0; every set before it measured an older "
-                "ring, so the staged plan's picks are judged by set 20 alone. The shipped calibration prices the staged "
-                "plan by full-v050's rows alone (its host steps as their ratio to pageable memory's in that run), "
-                "every other strategy as before." if gpu == "h100"
+                "ring, so the staged plan's picks are judged by sets 20 and 21. full-v060 and full-v060-b (one lease, "
+                "2026-11-26) measured 0.6.0's ring (transfers up to 2 MiB on the calling thread: no calibrated size "
+                "moved from one engine to the other) and the ring at 1 GiB. The shipped calibration prices the staged "
+                "plan by the rows of full-v050, full-v060 and full-v060-b (its host steps as their ratio to pageable "
+                "memory's in each run, the median over the runs), every other strategy as before; since 0.6.0 managed "
+                "memory kept on the host is written and read at cached memory's pooled rate." if gpu == "h100"
                 else " Sets 10-17 were measured with 0.1.0 (its staging ring, no `pageable-registered`) on one-GPU "
                 "machines of 2026-11-23 and -24, where calibration-7 was measured too; 0.4.0's calibrations (full, "
                 "quick-a, quick-b) and set 19 were measured on one machine of 2026-11-25, a host of two H200s and 32 "
                 "cores: sets 10-17 judge them across hosts and releases, set 19 on their own host. The shipped "
                 "calibration pools 0.4.0's full calibration with calibration-7 less its staged rows. Set 20 and "
                 "full-v050 (2026-11-26, another machine of two H200s) measured the native ring of 0.5.0; every set "
-                "before it measured an older ring, so the staged plan's picks are judged by set 20 alone. The shipped "
-                "calibration prices the staged plan by full-v050's rows alone (its host steps as their ratio to "
-                "pageable memory's in that run), every other strategy as before."), ""]
+                "before it measured an older ring, so the staged plan's picks are judged by sets 20 and 21. full-v060 "
+                "(2026-11-26, a machine of two H200s) measured 0.6.0's ring (transfers up to 2 MiB on the calling "
+                "thread: no calibrated size moved from one engine to the other) and the ring at 1 GiB. The shipped "
+                "calibration prices the staged plan by the rows of full-v050 and full-v060 (its host steps as their "
+                "ratio to pageable memory's in each run, the median over the runs), every other strategy as before; "
+                "since 0.6.0 managed memory kept on the host is written and read at cached memory's pooled rate."), ""]
     sets = list(SETS[gpu])
     head = "| calibration | file, measured, cases, wall time | " + " | ".join(f"set {n}" for n in sets) + " | all (whole / steady) |"
     lines += [head, "|" + "---|" * (len(sets) + 3)]
@@ -306,8 +312,8 @@ def staging_section() -> list[str]:
              "the same pageable memory and the buffer page-locked in place (`pageable-registered`) with what registering "
              "cost. Below each, the sweep of threads and slot size. Each run is the rule as shipped, on its own lease, "
              "oldest first: the ring's share of its ceiling moves by 10-20% from lease to lease with the host copy it is "
-             "measured against. Runs named *native* measured the ring of 0.5.0, whose threads are native "
-             "(kernels/staging_ring.c); the others, the ring of Python threads before it, and their host copy ran on "
+             "measured against. Runs named *native* measured the native ring of 0.5.0 and later, whose threads are "
+             "native (kernels/staging_ring.c; native-c on the H100 and native-b on the H200: 0.6.0); the others, the ring of Python threads before it, and their host copy ran on "
              "Python threads too.", ""]
     from umprof.core.results import ResultSet, read_header
 
@@ -337,6 +343,15 @@ def staging_context_section() -> list[str]:
         for t in json.loads(f.read_text()):
             lines += [f"{t['gpu']}, {t['date']} ({f.relative_to(ROOT)}): {context.timeline_summary(t)} (the median "
                       f"transfer of {t['reps']}).", ""]
+    lines += ["### Small transfers: the calling thread or the ring's threads", "",
+              "`benchmarks/staging_context.py --small`: a loop whose host writes the whole buffer, then sends it to the "
+              "GPU: the host's write and the H2D copy (ms, the medians of their steps), through the ring on the calling "
+              "thread (lane 0's slots), on the ring's threads, and by cudaMemcpy from the same pageable memory. Since "
+              "0.6.0 transfers up to 2 MiB run on the calling thread (`INLINE_BYTES`).", ""]
+    for f in sorted((RESULTS / "staging").glob("nvidia-*-staging-small*.json")):
+        rows = json.loads(f.read_text())
+        lines += [f"{rows[0]['gpu']}, {rows[0]['date']}, {rows[0]['reps']} steps a figure ({f.relative_to(ROOT)}):", "",
+                  context.small_table(rows), ""]
     return lines
 
 

@@ -43,7 +43,10 @@ MIN_CHUNK, MAX_CHUNK = 1 * MiB, 4 * MiB
 # did). In the verification runs of 2026-11-26 a loop sending 2 MiB each step through two lanes
 # measured 0.27-0.28 ms a copy where cudaMemcpy from the same pageable memory took 0.17-0.19, and the
 # host's next write of the buffer 0.23-0.33 ms against 0.16-0.19 (H200, H100): the lanes' wake-up, and
-# the buffer's lines left in their cores' caches. At 6 MiB the host's write measured no slower.
+# the buffer's lines left in their cores' caches. benchmarks/staging_context.py --small (2026-11-26): at 2 MiB
+# the write and the copy took 0.39-0.45 ms on the calling thread and 0.48-0.64 on two threads (H100, two runs),
+# 0.35 and 0.51 (H200); at 4 MiB the threads' copy was the faster (0.32 against 0.45 ms on the H100) and the
+# write after it the slower, which a loop that writes less of its buffer does not pay: threads from there.
 INLINE_BYTES = 2 * MiB
 DEPTH = 2  # slots per thread: one being copied, one in its DMA
 MAX_DEPTH = 64  # the engine's limit of slots a thread
