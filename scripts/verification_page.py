@@ -335,10 +335,7 @@ def staging_context_section() -> list[str]:
              "after its threads idled 50 ms; beside the host's parallel copy into pinned memory and the pinned link in the "
              "same contexts, on the ring's own threads. Files named *native*: the ring of 0.5.0; the others: the ring "
              "of Python threads before it.", ""]
-    for f in sorted((RESULTS / "staging").glob("nvidia-*-staging-context*.json")):
-        rows = json.loads(f.read_text())
-        lines += [f"{rows[0]['gpu']}, {rows[0]['date']}, {rows[0]['reps']} transfers a figure ({f.relative_to(ROOT)}):", "",
-                  context.markdown(rows), ""]
+    lines += _staging_tables("context", "transfers", context.markdown)
     for f in sorted((RESULTS / "staging").glob("nvidia-*-staging-timeline*.json")):
         for t in json.loads(f.read_text()):
             lines += [f"{t['gpu']}, {t['date']} ({f.relative_to(ROOT)}): {context.timeline_summary(t)} (the median "
@@ -348,10 +345,16 @@ def staging_context_section() -> list[str]:
               "GPU: the host's write and the H2D copy (ms, the medians of their steps), through the ring on the calling "
               "thread (lane 0's slots), on the ring's threads, and by cudaMemcpy from the same pageable memory. Since "
               "0.6.0 transfers up to 2 MiB run on the calling thread (`INLINE_BYTES`).", ""]
-    for f in sorted((RESULTS / "staging").glob("nvidia-*-staging-small*.json")):
+    return lines + _staging_tables("small", "steps", context.small_table)
+
+
+def _staging_tables(kind: str, unit: str, render) -> list[str]:
+    """Each committed staging_context run of this kind (results/staging/nvidia-*-staging-KIND*.json), rendered."""
+    lines = []
+    for f in sorted((RESULTS / "staging").glob(f"nvidia-*-staging-{kind}*.json")):
         rows = json.loads(f.read_text())
-        lines += [f"{rows[0]['gpu']}, {rows[0]['date']}, {rows[0]['reps']} steps a figure ({f.relative_to(ROOT)}):", "",
-                  context.small_table(rows), ""]
+        lines += [f"{rows[0]['gpu']}, {rows[0]['date']}, {rows[0]['reps']} {unit} a figure ({f.relative_to(ROOT)}):", "",
+                  render(rows), ""]
     return lines
 
 
