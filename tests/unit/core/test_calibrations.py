@@ -133,27 +133,29 @@ def test_a_calibration_saved_as_csv_or_json_describes_itself(tmp_path):
 
 def test_a_shipped_calibration_of_two_runs_keeps_them_apart():
     """The H100's shipped calibration pools two leases in one file (column ``run``), two runs of one
-    scenario measured alone on two more (calibration-loop-copies, added after them) and the staged plan of a
-    fifth (with its reference rows, kept out of pageable memory's own figures): they stay apart when it is
+    scenario measured alone on two more (calibration-loop-copies, added after them) and the staged plan of three
+    more (with their reference rows, kept out of pageable memory's own figures): they stay apart when it is
     loaded alone, beside another file, or as a quick calibration's base, whose own rows are a run of
     their own; the time estimate reads the first run's cases (this release's)."""
     from umprof.model.calibration import RUN
 
     path = SHIPPED / "nvidia-h100-80gb-hbm3.parquet"
     cf = store.describe(path, "shipped")
-    assert len(cf.runs) == 5 and "5 runs pooled" in cf.summary()
+    assert len(cf.runs) == 7 and "7 runs pooled" in cf.summary()
     cal = api.load_calibration(path)
-    # the fifth run brings the staged plan's rows (0.5.0's ring) and pageable memory's as their reference alone
-    assert sorted(cal.ok[RUN].unique()) == [0, 1, 4] and set(cal.parts_rows[RUN]) == {2, 3}
-    assert set(cal.ok[cal.ok[RUN] == 4]["axis.strategy"]) == {"pageable-staged"}
-    assert set(cal.reference_rows[RUN]) == {4} and set(cal.reference_rows["axis.strategy"]) == {"pageable"}
+    # runs 4-6 bring the staged plan's rows (0.5.0's ring, then 0.6.0's twice) and pageable memory's as their
+    # reference alone
+    assert sorted(cal.ok[RUN].unique()) == [0, 1, 4, 5, 6] and set(cal.parts_rows[RUN]) == {2, 3}
+    for run in (4, 5, 6):
+        assert set(cal.ok[cal.ok[RUN] == run]["axis.strategy"]) == {"pageable-staged"}
+    assert set(cal.reference_rows[RUN]) == {4, 5, 6} and set(cal.reference_rows["axis.strategy"]) == {"pageable"}
     assert "pageable-staged" not in set(cal.ok[cal.ok[RUN] < 4]["axis.strategy"])
-    both = api.load_calibration([path, SHIPPED / "nvidia-h200.parquet"])  # the H200's: 4 runs, 5-8 here
-    assert sorted(both.ok[RUN].unique()) == [0, 1, 4, 5, 7, 8] and set(both.parts_rows[RUN]) == {2, 3, 5, 6}
-    assert set(both.reference_rows[RUN]) == {4, 8}
+    both = api.load_calibration([path, SHIPPED / "nvidia-h200.parquet"])  # the H200's: 5 runs, 7-11 here
+    assert sorted(both.ok[RUN].unique()) == [0, 1, 4, 5, 6, 7, 9, 10, 11]
+    assert set(both.parts_rows[RUN]) == {2, 3, 7, 8} and set(both.reference_rows[RUN]) == {4, 5, 6, 10, 11}
     quick = api.load_calibration(RESULTS / "calibration" / "nvidia-h100-calibration-quick-c.parquet")
     sizes = quick.ok[quick.ok["base_scenario"] == "calibration-loop-sizes"]
-    assert set(sizes[RUN]) == {5} and {0, 1} <= set(quick.ok[RUN])
+    assert set(sizes[RUN]) == {7} and {0, 1} <= set(quick.ok[RUN])
     assert 200 < api.calibration_estimate("full", H100) < 300
     assert 200 < api.calibration_estimate("full", "NVIDIA H200") < 300  # 265 s measured, 2026-11-25
 
