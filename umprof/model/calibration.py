@@ -70,9 +70,9 @@ FETCH_WORDS = 16
 # 219 writes, 184 reads; H200: 278, 268; quartiles 0.93-1.28, as zero-copy's and mapped memory's 0.93-1.25),
 # where their own calibrated curves said 0.83-1.45x by size: one allocation's luck. Their own curves had
 # priced them up to 17% under pinned memory on the H100, and picked them in 6 of holdout-20's 8 steady
-# iterations, measured 1.07-1.30x the fastest. Pageable
-# memory is not among them: the driver copies into and out of it through its staging buffers (with
-# non-temporal stores, which leave nothing in the host's caches), and its host reads and writes
+# iterations, measured 1.07-1.30x the fastest.
+# Pageable memory is not among them: the driver copies into and out of it through its staging buffers
+# (with non-temporal stores, which leave nothing in the host's caches), and its host reads and writes
 # measured 16-45% slower than pinned memory's at 1-16 MiB on the H200 and the H100.
 CACHED_HOST = ("pinned", "zero-copy", "mapped", "managed-advise-prefer-host", "managed-advise-accessed-by-gpu")
 # ... until no copy writes into it: pageable memory that the driver only copies out of (the GPU never
@@ -247,14 +247,15 @@ class CalibrationCurves:
 
     # -- what was measured --------------------------------------------------------------------
 
-    def _select(self, strategy, scenario, phase, column="per_iteration", **axes) -> dict[float, float]:
+    def _select(self, strategy, scenario, phase, column="per_iteration", rows=None, **axes) -> dict[float, float]:
         """bytes → the median of ``column`` over the cases of one scenario matching ``axes`` (none
-        where the calibration has no such column: one older than the measurement); for a loop
-        measured again in a long loop (LONG_LOOPS), the long loop's figures at its sizes."""
-        out = self._select_one(strategy, scenario, phase, column, **axes)
+        where the calibration has no such column: one older than the measurement), among ``rows``
+        (default: the calibration's); for a loop measured again in a long loop (LONG_LOOPS) or at
+        larger sizes (LARGE_LOOPS), that loop's figures at its sizes."""
+        out = self._select_one(strategy, scenario, phase, column, rows=rows, **axes)
         for also in (LONG_LOOPS, LARGE_LOOPS):
             if scenario in also:
-                out.update(self._select_one(strategy, also[scenario], phase, column, **axes))
+                out.update(self._select_one(strategy, also[scenario], phase, column, rows=rows, **axes))
         return out
 
     def _select_one(self, strategy, scenario, phase, column, rows=None, **axes) -> dict[float, float]:
@@ -318,9 +319,7 @@ class CalibrationCurves:
         rows = pd.concat([self.ok, self.reference_rows])
         ratios: dict[float, list[float]] = {}
         for _, run in (rows.groupby(RUN, dropna=False) if RUN in rows.columns else [(0, rows)]):
-            own, base = ({b: t for loop in ("sizes", LONG_LOOPS["sizes"], LARGE_LOOPS["sizes"])
-                          for b, t in self._select_one(s, loop, name, "per_iteration", rows=run, **whole).items()}
-                         for s in (strategy, ref))
+            own, base = (self._select(s, "sizes", name, rows=run, **whole) for s in (strategy, ref))
             for b, t in own.items():
                 if base.get(b, 0) > 0:
                     ratios.setdefault(b, []).append(t / base[b])
