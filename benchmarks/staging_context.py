@@ -38,9 +38,9 @@ def _prepare(context: str, host: np.ndarray, base: np.ndarray, k: int) -> None:
 
 
 @contextmanager
-def _rig(nbytes: int, threads: int = 0):
+def _rig(nbytes: int, threads: int = 0, ring: bool = True):
     """A session, the application's pageable buffer (``host``, its words ``base`` + k after the k-th host
-    write), a device buffer and the ring (``threads``: 0 for the rule's), freed after."""
+    write), a device buffer and, with ``ring``, the ring (``threads``: 0 for the rule's), freed after."""
     from types import SimpleNamespace
 
     from umprof.measure.gpu import open_session
@@ -55,8 +55,9 @@ def _rig(nbytes: int, threads: int = 0):
         rig.host.view(np.uint32)[:] = rig.base
         rig.dev = s.cuda.mem_alloc(nbytes)
         handles.append(rig.dev.free)
-        rig.ring = StagingRing(s, nbytes, threads=threads)
-        handles.append(rig.ring.close)
+        rig.ring = StagingRing(s, nbytes, threads=threads) if ring else None
+        if rig.ring is not None:
+            handles.append(rig.ring.close)
         yield rig
     finally:
         for free in reversed(handles):
@@ -126,7 +127,7 @@ def small(nbytes: int, reps: int) -> list[dict]:
     from umprof.measure.staging_ring import StagingRing
 
     clock, rows = time.perf_counter, []
-    with _rig(nbytes) as rig:
+    with _rig(nbytes, ring=False) as rig:  # its rings are its own, one a method
         cuda, host, dev = rig.cuda, rig.host, rig.dev
         for method in SMALL_METHODS:
             ring = None if method == "cudaMemcpy" else \
@@ -227,7 +228,7 @@ def markdown(rows: list[dict]) -> str:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--bytes", action="append", help="transfer size (repeatable; default 256MiB and 1GiB)")
+    ap.add_argument("--bytes", action="append", help="transfer size (repeatable; default 256MiB and 1GiB, with --small 1, 2, 4 and 8 MiB)")
     ap.add_argument("--reps", type=int, default=9, help="transfers a figure, after one untimed (default 9)")
     ap.add_argument("--json", help="write the rows here")
     ap.add_argument("--timeline", action="store_true", help="only where one H2D transfer's time goes, chunk by chunk")
