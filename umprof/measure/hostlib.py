@@ -34,11 +34,12 @@ def build(name: str) -> Path:
         proc = subprocess.run([nvcc, *OPTIONS, "-o", str(out), str(src)], capture_output=True, text=True)
         if proc.returncode != 0:
             raise RuntimeError(f"nvcc failed on {src.name}:\n{proc.stderr.strip()}")
-        if store(cached, out.read_bytes()):
+        data = out.read_bytes()
+        if store(cached, data):
             return cached
         # no cache to keep it in: a private copy that lives as long as the process
         keep = Path(tempfile.mkdtemp(prefix="umprof-hostlib-")) / out.name
-        keep.write_bytes(out.read_bytes())
+        keep.write_bytes(data)
         return keep
 
 
