@@ -5,10 +5,14 @@ same contexts (the ring's host-side ceiling there) and the pinned link. ``--time
 H2D transfer's time goes instead, chunk by chunk (after a host write, as in the loop). ``--small`` times
 small transfers in a loop (the host writes the buffer, then it goes to the GPU) on the calling thread
 and on the ring's threads, beside cudaMemcpy from the same pageable memory: where INLINE_BYTES lies.
+``--parts`` times parts of a 1 GiB buffer sent through the ring built for the whole buffer, cut as a ring
+of the part's size would cut them (what the ring does) and into its own slots' size, beside a ring of the
+part's size and cudaMemcpy.
 
     python3 benchmarks/staging_context.py [--bytes 256MiB --bytes 1GiB] [--reps 9] [--json OUT]
     python3 benchmarks/staging_context.py --timeline [--bytes 256MiB] [--threads N] [--json OUT]
     python3 benchmarks/staging_context.py --small [--bytes 1MiB ...] [--reps 9] [--json OUT]
+    python3 benchmarks/staging_context.py --parts [--bytes 6MiB ...] [--reps 9] [--json OUT]
 
 Each figure is bytes / the median of ``reps`` transfers, each timed by the host's clock around
 the whole transfer (the ring returns once its last DMA has landed).
@@ -120,13 +124,39 @@ SMALL = ("1MiB", "2MiB", "4MiB", "8MiB")
 SMALL_METHODS = ("ring, calling thread", "ring, its threads", "cudaMemcpy")
 
 
+def _send_loop(rig, part: int, send, reps: int) -> tuple[float, float]:
+    """Median ms of the host's write of the first ``part`` bytes and of ``send()`` after it, over ``reps``
+    steps after one untimed; the device is then checked to hold those bytes."""
+    clock, writes, sends = time.perf_counter, [], []
+    host = rig.host[:part]
+    for k in range(reps + 1):
+        t0 = clock()
+        _prepare("after-host-write", host, rig.base[:part // 4], k)
+        t1 = clock()
+        send()
+        t2 = clock()
+        if k:
+            writes.append(t1 - t0)
+            sends.append(t2 - t1)
+    got = np.empty(part, np.uint8)
+    rig.cuda.memcpy_dtoh(got, rig.dev)
+    if not np.array_equal(got, host):
+        raise SystemExit(f"staging_context: a loop of {part}-byte transfers left the device unlike its source")
+    return statistics.median(writes) * 1e3, statistics.median(sends) * 1e3
+
+
+def _row(rig, method: str, nbytes: int, threads: int, reps: int, write_ms: float, h2d_ms: float, **more) -> dict:
+    return dict(method=method, bytes=nbytes, threads=threads, host_write_ms=write_ms, h2d_ms=h2d_ms, **more,
+                gpu=rig.session.device.name(), reps=reps, date=time.strftime("%Y-%m-%d", time.gmtime()))
+
+
 def small(nbytes: int, reps: int) -> list[dict]:
     """Rows of (method, host write ms, H2D ms) for one small size: each step the host writes the whole
     buffer (one thread, as a loop does) and it goes to the GPU, the medians of ``reps`` steps after one
     untimed. The device is checked to hold the last step's bytes."""
     from umprof.measure.staging_ring import StagingRing
 
-    clock, rows = time.perf_counter, []
+    rows = []
     with _rig(nbytes, ring=False) as rig:  # its rings are its own, one a method
         cuda, host, dev = rig.cuda, rig.host, rig.dev
         for method in SMALL_METHODS:
@@ -134,36 +164,57 @@ def small(nbytes: int, reps: int) -> list[dict]:
                 StagingRing(rig.session, nbytes, inline_bytes=nbytes if method.endswith("calling thread") else 0)
             try:
                 send = (lambda: cuda.memcpy_htod(dev, host)) if ring is None else (lambda: ring.h2d(int(dev), host))
-                writes, sends = [], []
-                for k in range(reps + 1):
-                    t0 = clock()
-                    _prepare("after-host-write", host, rig.base, k)
-                    t1 = clock()
-                    send()
-                    t2 = clock()
-                    if k:
-                        writes.append(t1 - t0)
-                        sends.append(t2 - t1)
-                got = np.empty(nbytes, np.uint8)
-                cuda.memcpy_dtoh(got, dev)
-                if not np.array_equal(got, host):
-                    raise SystemExit(f"staging_context: {method} left the device unlike its source ({nbytes} bytes)")
+                times = _send_loop(rig, nbytes, send, reps)
                 threads = 0 if ring is None else ring.threads
             finally:
                 if ring is not None:
                     ring.close()
-            rows.append(dict(method=method, bytes=nbytes, threads=threads,
-                             host_write_ms=statistics.median(writes) * 1e3, h2d_ms=statistics.median(sends) * 1e3,
-                             gpu=rig.session.device.name(), reps=reps, date=time.strftime("%Y-%m-%d", time.gmtime())))
+            rows.append(_row(rig, method, nbytes, threads, reps, *times))
+    return rows
+
+
+PARTS = ("1536KiB", "2MiB", "4MiB", "6MiB", "8MiB", "16MiB")
+PARTS_METHODS = ("cut to the part", "in the ring's slots", "a ring of the part's size", "cudaMemcpy")
+
+
+def parts(ring_bytes: int, sizes: list[int], reps: int) -> list[dict]:
+    """Rows of (method, host write ms, H2D ms) for parts of a buffer that a ring was built for
+    (``ring_bytes``), as a loop that sends part of its buffer does: each step the host writes the part and
+    it goes to the GPU. Methods: the ring cutting the part as a ring of the part's size would (what it
+    does), the ring cutting it into its own slots' size (what it did before 0.7.0), a ring built for the
+    part, and cudaMemcpy from the same pageable memory."""
+    from umprof.measure.staging_ring import StagingRing
+
+    rows = []
+    with _rig(ring_bytes) as rig:
+        big, dev = rig.ring, rig.dev
+        for part in sizes:
+            host = rig.host[:part]
+            for method in PARTS_METHODS:
+                ring = StagingRing(rig.session, part) if method == "a ring of the part's size" else big
+                big.fixed_chunk = method == "in the ring's slots"
+                try:
+                    send = (lambda: rig.cuda.memcpy_htod(dev, host)) if method == "cudaMemcpy" else \
+                        (lambda: ring.h2d(int(dev), host))
+                    times = _send_loop(rig, part, send, reps)
+                    chunk, on_caller = ring.shape.transfer(part, ring.inline_bytes, ring.fixed_chunk)
+                finally:
+                    big.fixed_chunk = False
+                    if ring is not big:
+                        ring.close()
+                rows.append(_row(rig, method, part, 0 if method == "cudaMemcpy" else ring.threads, reps, *times,
+                                 ring_bytes=ring.shape.pinned_bytes if method != "cudaMemcpy" else 0,
+                                 chunk=0 if method == "cudaMemcpy" else chunk,
+                                 on_caller=method != "cudaMemcpy" and on_caller))
     return rows
 
 
 def small_table(rows: list[dict]) -> str:
     """The small transfers as markdown: a row per size and method."""
-    lines = ["| bytes | method | host write ms | H2D ms | both ms |", "|---|---|---|---|---|"]
+    lines = ["| bytes | method | threads | host write ms | H2D ms | both ms |", "|---|---|---|---|---|---|"]
     for r in rows:
-        lines.append(f"| {r['bytes'] / 2**20:g} MiB | {r['method']} | {r['host_write_ms']:.3f} | {r['h2d_ms']:.3f} | "
-                     f"{r['host_write_ms'] + r['h2d_ms']:.3f} |")
+        lines.append(f"| {r['bytes'] / 2**20:g} MiB | {r['method']} | {r['threads']} | {r['host_write_ms']:.3f} | "
+                     f"{r['h2d_ms']:.3f} | {r['host_write_ms'] + r['h2d_ms']:.3f} |")
     return "\n".join(lines)
 
 
@@ -228,16 +279,20 @@ def markdown(rows: list[dict]) -> str:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--bytes", action="append", help="transfer size (repeatable; default 256MiB and 1GiB, with --small 1, 2, 4 and 8 MiB)")
+    ap.add_argument("--bytes", action="append", help="transfer size (repeatable; default 256MiB and 1GiB, with --small 1, 2, 4 and 8 MiB, with "
+                                         "--parts 1.5, 2, 4, 6, 8 and 16 MiB)")
     ap.add_argument("--reps", type=int, default=9, help="transfers a figure, after one untimed (default 9)")
     ap.add_argument("--json", help="write the rows here")
     ap.add_argument("--timeline", action="store_true", help="only where one H2D transfer's time goes, chunk by chunk")
     ap.add_argument("--threads", type=int, default=0, help="the timeline's ring threads (0: the rule's)")
     ap.add_argument("--small", action="store_true", help="only small transfers in a loop, on the calling thread "
                                                          "and on the ring's threads (default sizes 1-8 MiB)")
+    ap.add_argument("--parts", action="store_true", help="only parts of a 1 GiB buffer sent in a loop through a ring "
+                                                         "built for it (default parts 1.5-16 MiB)")
     a = ap.parse_args(argv)
-    if a.small:
-        got = [r for size in a.bytes or SMALL for r in small(parse_size(size), a.reps)]
+    if a.small or a.parts:
+        sizes = [parse_size(size) for size in a.bytes or (SMALL if a.small else PARTS)]
+        got = [r for n in sizes for r in small(n, a.reps)] if a.small else parts(2**30, sizes, a.reps)
         if a.json:
             with open(a.json, "w") as f:
                 json.dump(got, f, indent=1)

@@ -1,7 +1,7 @@
 /* The staging ring's engine: pageable host memory moved to or from the GPU through pinned slots by
  * native threads, so that no copy waits for Python's lock (umprof/measure/staging_ring.py drives it).
  *
- * A ring has `lanes` threads, each with `depth` pinned slots of `chunk` bytes, its own stream (a
+ * A ring has `lanes` threads, each with `depth` pinned slots of `slot_bytes`, its own stream (a
  * blocking one: its copies wait for the legacy stream's earlier work, as cudaMemcpy's do) and one event
  * a slot. A transfer is cut into chunks that the lanes take in turn from a shared counter, so a slow
  * lane delays its own chunks alone:
@@ -11,9 +11,11 @@
  *        for each, copies it out and starts its next chunk's DMA in that slot;
  *   COPY: the host's parallel copy (the ring's host-side ceiling): lane i copies the i-th of `lanes`
  *        contiguous slices.
- * A transfer of at most `inline_bytes` (umprof_ring_set_inline) runs as lane 0 on the calling thread:
- * waking threads on other cores costs more than they save there, and their reads leave the buffer's lines
- * in those cores' caches, which the application's next write of it must take back.
+ * Each transfer comes with its own chunk size (at most a slot's): a transfer smaller than the ring was
+ * built for is cut finer, so that it too keeps every lane busy. A transfer the caller marks `on_caller`
+ * runs as lane 0 on the calling thread: for small ones, waking threads on other cores costs more than they
+ * save, and their reads leave the buffer's lines in those cores' caches, which the application's next
+ * write of it must take back.
  * The call returns once every byte has landed. The CUDA driver's functions come in a table from the
  * caller (libcuda's, or a stand-in in the tests), so this file needs no CUDA header or library.
  */
@@ -64,7 +66,7 @@ struct ring {
     driver_t d;
     void *ctx;
     int lanes, depth;
-    size_t chunk, inline_bytes;
+    size_t slot_bytes;
     unsigned char **slots; /* lanes * depth, the caller's pinned memory */
     void **streams;        /* lanes */
     void **events;         /* lanes * depth */
@@ -81,7 +83,7 @@ struct ring {
     int kind, on_caller; /* on_caller: this transfer runs on the calling thread (logged as lane -1) */
     uint64_t dev;
     unsigned char *host, *other;
-    size_t n, nchunks, next;
+    size_t n, chunk, nchunks, next; /* chunk: this transfer's, at most slot_bytes */
     int err;
     double *log;
     struct timespec t0;
@@ -111,6 +113,9 @@ static size_t chunk_len(const ring_t *r, size_t j) {
     return r->n - off < r->chunk ? r->n - off : r->chunk;
 }
 
+/* The lane a chunk's log names: -1 for the calling thread. */
+static double logged_lane(const ring_t *r, int lane) { return r->on_caller ? -1 : lane; }
+
 static void lane_h2d(ring_t *r, int lane) {
     int used[64] = {0};
     unsigned k = 0;
@@ -119,8 +124,8 @@ static void lane_h2d(ring_t *r, int lane) {
         if (failed(r)) break;
         size_t j = take(r);
         if (j >= r->nchunks) break;
-        int s = lane * r->depth + (int)(k++ % (unsigned)r->depth);
-        if (used[s - lane * r->depth]) { /* its last DMA must have read the slot */
+        int i = (int)(k++ % (unsigned)r->depth), s = lane * r->depth + i; /* the lane's i-th slot */
+        if (used[i]) { /* its last DMA must have read the slot */
             int rc = r->d.event_sync(r->events[s]);
             if (rc) { fail(r, rc); break; }
         }
@@ -131,8 +136,8 @@ static void lane_h2d(ring_t *r, int lane) {
         int rc = r->d.htod(r->dev + off, r->slots[s], len, stream);
         if (!rc) rc = r->d.event_record(r->events[s], stream);
         note(r, j, 2, since(&r->t0));
-        note(r, j, 3, r->on_caller ? -1 : lane);
-        used[s - lane * r->depth] = 1;
+        note(r, j, 3, logged_lane(r, lane));
+        used[i] = 1;
         if (rc) { fail(r, rc); break; }
     }
     fail(r, r->d.stream_sync(stream)); /* always: the slots are idle when the call returns */
@@ -167,7 +172,7 @@ static void lane_d2h(ring_t *r, int lane) {
         note(r, j, 0, since(&r->t0));
         memcpy(r->host + j * r->chunk, r->slots[s], chunk_len(r, j));
         note(r, j, 1, since(&r->t0));
-        note(r, j, 3, r->on_caller ? -1 : lane);
+        note(r, j, 3, logged_lane(r, lane));
         j = take(r);
         if (j >= r->nchunks) continue;
         rc = start_d2h(r, j, s, stream);
@@ -216,19 +221,19 @@ static void *lane_main(void *p) {
 
 void umprof_ring_close(ring_t *r);
 
-/* A ring over the caller's `lanes * depth` pinned slots of `chunk` bytes (NULL, and `table` NULL: a ring
+/* A ring over the caller's `lanes * depth` pinned slots of `slot_bytes` (NULL, and `table` NULL: a ring
  * for COPY alone), its threads pinned to `cpus` (none: not pinned). The caller's CUDA context must be
  * current where there are slots. 0, or the error. */
-int umprof_ring_open(const void *const *table, int lanes, int depth, size_t chunk, unsigned char **slots,
+int umprof_ring_open(const void *const *table, int lanes, int depth, size_t slot_bytes, unsigned char **slots,
                      const int *cpus, int ncpus, ring_t **out) {
     *out = NULL;
-    if (lanes < 1 || depth < 1 || depth > 64 || chunk == 0 || (slots && !table)) return ERR_SETUP;
+    if (lanes < 1 || depth < 1 || depth > 64 || slot_bytes == 0 || (slots && !table)) return ERR_SETUP;
     ring_t *r = calloc(1, sizeof(ring_t));
     if (!r) return ERR_SETUP;
     if (table) memcpy(&r->d, table, sizeof(driver_t));
     r->lanes = lanes;
     r->depth = depth;
-    r->chunk = chunk;
+    r->slot_bytes = slot_bytes;
     r->slots = malloc(sizeof(void *) * (size_t)(lanes * depth));
     r->streams = calloc((size_t)lanes, sizeof(void *));
     r->events = calloc((size_t)(lanes * depth), sizeof(void *));
@@ -267,23 +272,27 @@ int umprof_ring_open(const void *const *table, int lanes, int depth, size_t chun
     return 0;
 }
 
-/* Move `n` bytes: H2D (device `dev` <- `host`), D2H (`host` <- device `dev`) or COPY (`other` <- `host`,
- * the host's parallel copy). `log`: NULL, or `LOG_FIELDS` doubles for each chunk. 0, or the first error. */
+/* Move `n` bytes: H2D (device `dev` <- `host`), D2H (`host` <- device `dev`) in chunks of `chunk` bytes
+ * (at most a slot's), on the calling thread where `on_caller`; or COPY (`other` <- `host`, the host's
+ * parallel copy, in one slice a lane). `log`: NULL, or `LOG_FIELDS` doubles for each chunk. 0, or the
+ * first error. */
 int umprof_ring_run(ring_t *r, int kind, uint64_t dev, unsigned char *host, unsigned char *other, size_t n,
-                    double *log) {
+                    size_t chunk, int on_caller, double *log) {
     if (n == 0) return 0;
-    if (kind != COPY && !r->dma) return ERR_SETUP; /* a ring without slots copies on the host alone */
+    if (kind != COPY && (!r->dma || chunk == 0 || chunk > r->slot_bytes))
+        return ERR_SETUP; /* a ring without slots copies on the host alone; a chunk fits a slot */
     r->kind = kind;
     r->dev = dev;
     r->host = host;
     r->other = other;
     r->n = n;
+    r->chunk = kind == COPY ? n : chunk;
     r->nchunks = (n + r->chunk - 1) / r->chunk;
     r->next = 0;
     r->err = 0;
     r->log = log;
     clock_gettime(CLOCK_MONOTONIC, &r->t0);
-    r->on_caller = kind != COPY && (n <= r->chunk || n <= r->inline_bytes);
+    r->on_caller = kind != COPY && on_caller;
     if (r->on_caller) { /* lane 0's work on the calling thread, which a hand-off would only delay */
         if (kind == H2D) lane_h2d(r, 0);
         else lane_d2h(r, 0);
@@ -321,8 +330,5 @@ void umprof_ring_close(ring_t *r) {
     free(r->args);
     free(r);
 }
-
-/* Transfers of at most `n` bytes run on the calling thread (one chunk always does). */
-void umprof_ring_set_inline(ring_t *r, size_t n) { r->inline_bytes = n; }
 
 int umprof_ring_log_fields(void) { return LOG_FIELDS; }

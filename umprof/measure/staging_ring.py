@@ -69,6 +69,17 @@ class RingShape:
         """Slots a thread (every thread has as many)."""
         return self.slots // self.threads
 
+    def transfer(self, nbytes: int, inline_bytes: int = INLINE_BYTES, fixed_chunk: bool = False) -> tuple[int, bool]:
+        """(chunk, on_caller) for one transfer of ``nbytes`` through this ring: on the calling thread up
+        to ``inline_bytes`` (or where it is one chunk), and cut as the rule would cut a buffer of its own
+        size (never past a slot), so that a part of the buffer keeps as many lanes busy as a ring built
+        for it would: a 6 MiB transfer through a ring of 4 MiB slots goes in six 1 MiB chunks over six
+        lanes, not 4 + 2 MiB over two. A whole buffer's chunk is the ring's own. ``fixed_chunk``: always
+        the slot's size (a sweep that chose it)."""
+        on_caller = nbytes <= inline_bytes
+        c = self.chunk if fixed_chunk else min(self.chunk, _share(nbytes, self.depth if on_caller else self.threads))
+        return c, on_caller or nbytes <= c
+
 
 def ring_shape(nbytes: int, cpus: int, *, threads: int = 0, slots: int = 0, chunk: int = 0,
                inline_bytes: int = INLINE_BYTES) -> RingShape:
@@ -86,16 +97,18 @@ def ring_shape(nbytes: int, cpus: int, *, threads: int = 0, slots: int = 0, chun
     nbytes = max(int(nbytes), 1)
     on_caller = nbytes <= inline_bytes
     t = threads or (1 if on_caller else max(1, min(MAX_THREADS, cpus - 1)))
-    if chunk:
-        c = int(chunk)
-    else:
-        share = -(-nbytes // (DEPTH if on_caller else t))  # on the caller: its copies beside its own DMAs
-        c = min(MAX_CHUNK, max(MIN_CHUNK, -(-share // GRANULE) * GRANULE))
+    c = int(chunk) or _share(nbytes, DEPTH if on_caller else t)  # on the caller: its copies beside its own DMAs
     c = min(c, -(-nbytes // GRANULE) * GRANULE)
     n_chunks = -(-nbytes // c)
     s = slots or max(1, min(DEPTH * t, n_chunks))
     t = min(t, s)  # each thread a lane with slots of its own, as many a lane
     return RingShape(threads=t, slots=min(s // t, MAX_DEPTH) * t, chunk=c)
+
+
+def _share(nbytes: int, parts: int) -> int:
+    """``nbytes`` shared out over ``parts``, in whole 64 KiB pages, between MIN_CHUNK and MAX_CHUNK."""
+    share = -(-max(int(nbytes), 1) // max(parts, 1))
+    return min(MAX_CHUNK, max(MIN_CHUNK, -(-share // GRANULE) * GRANULE))
 
 
 def chunks(nbytes: int, chunk: int) -> list[tuple[int, int]]:
@@ -120,11 +133,9 @@ def _engine() -> ctypes.CDLL:
     lib = load("staging_ring")
     vp, sz = ctypes.c_void_p, ctypes.c_size_t
     lib.umprof_ring_open.argtypes = [vp, ctypes.c_int, ctypes.c_int, sz, vp, vp, ctypes.c_int, ctypes.POINTER(vp)]
-    lib.umprof_ring_run.argtypes = [vp, ctypes.c_int, ctypes.c_uint64, vp, vp, sz, vp]
+    lib.umprof_ring_run.argtypes = [vp, ctypes.c_int, ctypes.c_uint64, vp, vp, sz, sz, ctypes.c_int, vp]
     lib.umprof_ring_close.argtypes = [vp]
     lib.umprof_ring_close.restype = None
-    lib.umprof_ring_set_inline.argtypes = [vp, sz]
-    lib.umprof_ring_set_inline.restype = None
     return lib
 
 
@@ -162,11 +173,11 @@ def _error(rc: int, what: str) -> RuntimeError:
 
 class _Native:
     """One native ring: ``lanes`` threads pinned to ``cpus``, each with ``depth`` of the ``slots``
-    (pointers to pinned memory of ``chunk`` bytes; none: the host copy alone). ``table``: the
+    (pointers to pinned memory of ``slot_bytes``; none: the host copy alone). ``table``: the
     driver's functions (None: libcuda's)."""
 
-    def __init__(self, lanes: int, depth: int, chunk: int, slots: list[int] | None, cpus: list[int] | None,
-                 table=None, inline_bytes: int = 0):
+    def __init__(self, lanes: int, depth: int, slot_bytes: int, slots: list[int] | None, cpus: list[int] | None,
+                 table=None):
         self.lib = _engine()
         self.handle = ctypes.c_void_p()
         if slots is not None and table is None:
@@ -174,11 +185,10 @@ class _Native:
         self._table = table  # kept alive: the engine holds its pointers
         slot_ptrs = (ctypes.c_void_p * len(slots))(*slots) if slots is not None else None
         cpu_list = (ctypes.c_int * len(cpus or []))(*(cpus or []))
-        rc = self.lib.umprof_ring_open(table if slots is not None else None, lanes, depth, chunk, slot_ptrs,
+        rc = self.lib.umprof_ring_open(table if slots is not None else None, lanes, depth, slot_bytes, slot_ptrs,
                                        cpu_list, len(cpus or []), ctypes.byref(self.handle))
         if rc:
             raise _error(rc, "start")
-        self.lib.umprof_ring_set_inline(self.handle, int(inline_bytes))
 
     def host_copy(self, dst: np.ndarray, src: np.ndarray) -> None:
         """dst[:] = src (uint8 arrays of one size) on the ring's threads, a contiguous slice each."""
@@ -187,10 +197,12 @@ class _Native:
         self.run(COPY, 0, _bytes(src, "the source"), _bytes(dst, "the destination"), None, "copy on the host")
 
     def run(self, kind: int, dev: int, host: np.ndarray, other: np.ndarray | None, log: np.ndarray | None,
-            what: str) -> None:
+            what: str, chunk: int = 0, on_caller: bool = False) -> None:
+        """One transfer (H2D, D2H: in chunks of ``chunk`` bytes, on the calling thread where
+        ``on_caller``) or host copy (COPY, into ``other``)."""
         rc = self.lib.umprof_ring_run(self.handle, kind, dev, host.ctypes.data,
-                                      None if other is None else other.ctypes.data, host.size,
-                                      None if log is None else log.ctypes.data)
+                                      None if other is None else other.ctypes.data, host.size, chunk,
+                                      int(on_caller), None if log is None else log.ctypes.data)
         if rc:
             raise _error(rc, what)
 
@@ -242,12 +254,13 @@ class StagingRing:
         self.cpus = session_cpus(session)
         self.shape = ring_shape(nbytes, len(self.cpus), threads=threads, slots=slots, chunk=chunk,
                                 inline_bytes=inline_bytes)
+        self.inline_bytes, self.fixed_chunk = inline_bytes, bool(chunk)
         self.ring, self.engine = [], None
         try:
             session.check_host_alloc(self.shape.pinned_bytes, "the staging ring's pinned memory")
             self.ring = [cuda.pagelocked_empty(self.shape.chunk, np.uint8) for _ in range(self.shape.slots)]
             self.engine = _Native(self.shape.threads, self.shape.depth, self.shape.chunk,
-                                  [r.ctypes.data for r in self.ring], self.cpus, driver, inline_bytes)
+                                  [r.ctypes.data for r in self.ring], self.cpus, driver)
         except BaseException:
             self.close()
             raise
@@ -268,14 +281,16 @@ class StagingRing:
         """Device memory at ``dev_ptr`` ← the uint8 array ``host``; returns when it has landed. ``log``:
         return, a row a chunk, when its copy began and ended and its DMA was issued (s from the call's
         start) and which thread copied it (-1: the calling thread), as in LOG_FIELDS."""
-        rows = _log_for(host.size, self.chunk, log)
-        self.engine.run(H2D, int(dev_ptr), _bytes(host, "the source"), None, rows, "copy to the GPU")
-        return rows
+        return self._move(H2D, dev_ptr, _bytes(host, "the source"), log, "copy to the GPU")
 
     def d2h(self, host: np.ndarray, dev_ptr: int, log: bool = False) -> np.ndarray | None:
         """The uint8 array ``host`` ← device memory at ``dev_ptr``; ``log`` as in :meth:`h2d`."""
-        rows = _log_for(host.size, self.chunk, log)
-        self.engine.run(D2H, int(dev_ptr), _bytes(host, "the destination"), None, rows, "copy from the GPU")
+        return self._move(D2H, dev_ptr, _bytes(host, "the destination"), log, "copy from the GPU")
+
+    def _move(self, kind: int, dev_ptr: int, host: np.ndarray, log: bool, what: str) -> np.ndarray | None:
+        chunk, on_caller = self.shape.transfer(host.size, self.inline_bytes, self.fixed_chunk)
+        rows = _log_for(host.size, chunk, log)
+        self.engine.run(kind, int(dev_ptr), host, None, rows, what, chunk, on_caller)
         return rows
 
     def host_copy(self, dst: np.ndarray, src: np.ndarray) -> None:

@@ -35,6 +35,6 @@ def test_small_transfers_are_tabled_by_size_and_method():
     rows = [dict(method=m, bytes=2 * 2**20, threads=t, host_write_ms=w, h2d_ms=h)
             for m, t, w, h in zip(context.SMALL_METHODS, (1, 2, 0), (0.2, 0.33, 0.19), (0.15, 0.27, 0.19))]
     lines = context.small_table(rows).splitlines()
-    assert lines[0] == "| bytes | method | host write ms | H2D ms | both ms |"
-    assert lines[2] == "| 2 MiB | ring, calling thread | 0.200 | 0.150 | 0.350 |"
-    assert lines[3] == "| 2 MiB | ring, its threads | 0.330 | 0.270 | 0.600 |" and len(lines) == 5
+    assert lines[0] == "| bytes | method | threads | host write ms | H2D ms | both ms |"
+    assert lines[2] == "| 2 MiB | ring, calling thread | 1 | 0.200 | 0.150 | 0.350 |"
+    assert lines[3] == "| 2 MiB | ring, its threads | 2 | 0.330 | 0.270 | 0.600 |" and len(lines) == 5
