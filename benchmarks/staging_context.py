@@ -5,9 +5,8 @@ same contexts (the ring's host-side ceiling there) and the pinned link. ``--time
 H2D transfer's time goes instead, chunk by chunk (after a host write, as in the loop). ``--small`` times
 small transfers in a loop (the host writes the buffer, then it goes to the GPU) on the calling thread
 and on the ring's threads, beside cudaMemcpy from the same pageable memory: where INLINE_BYTES lies.
-``--parts`` times parts of a 1 GiB buffer sent through the ring built for the whole buffer, cut as a ring
-of the part's size would cut them (what the ring does) and into its own slots' size, beside a ring of the
-part's size and cudaMemcpy.
+``--parts`` times parts of a 1 GiB buffer sent through the ring built for the whole buffer, beside a ring
+built for the part's size and cudaMemcpy.
 
     python3 benchmarks/staging_context.py [--bytes 256MiB --bytes 1GiB] [--reps 9] [--json OUT]
     python3 benchmarks/staging_context.py --timeline [--bytes 256MiB] [--threads N] [--json OUT]
@@ -174,15 +173,15 @@ def small(nbytes: int, reps: int) -> list[dict]:
 
 
 PARTS = ("1536KiB", "2MiB", "4MiB", "6MiB", "8MiB", "16MiB")
-PARTS_METHODS = ("cut to the part", "in the ring's slots", "a ring of the part's size", "cudaMemcpy")
+PARTS_METHODS = ("the whole buffer's ring", "a ring of the part's size", "cudaMemcpy")
 
 
 def parts(ring_bytes: int, sizes: list[int], reps: int) -> list[dict]:
     """Rows of (method, host write ms, H2D ms) for parts of a buffer that a ring was built for
     (``ring_bytes``), as a loop that sends part of its buffer does: each step the host writes the part and
-    it goes to the GPU. Methods: the ring cutting the part as a ring of the part's size would (what it
-    does), the ring cutting it into its own slots' size (what it did before 0.7.0), a ring built for the
-    part, and cudaMemcpy from the same pageable memory."""
+    it goes to the GPU. Methods: the whole buffer's ring (what the staged plan does), a ring built for
+    the part (as many threads as its 1 MiB chunks, up to the rule's), and cudaMemcpy from the same
+    pageable memory."""
     from umprof.measure.staging_ring import StagingRing
 
     rows = []
@@ -192,20 +191,18 @@ def parts(ring_bytes: int, sizes: list[int], reps: int) -> list[dict]:
             host = rig.host[:part]
             for method in PARTS_METHODS:
                 ring = StagingRing(rig.session, part) if method == "a ring of the part's size" else big
-                big.fixed_chunk = method == "in the ring's slots"
                 try:
                     send = (lambda: rig.cuda.memcpy_htod(dev, host)) if method == "cudaMemcpy" else \
                         (lambda: ring.h2d(int(dev), host))
                     times = _send_loop(rig, part, send, reps)
-                    chunk, on_caller = ring.shape.transfer(part, ring.inline_bytes, ring.fixed_chunk)
+                    chunk, on_caller = ring.shape.transfer(part, ring.inline_bytes)
                 finally:
-                    big.fixed_chunk = False
                     if ring is not big:
                         ring.close()
-                rows.append(_row(rig, method, part, 0 if method == "cudaMemcpy" else ring.threads, reps, *times,
-                                 ring_bytes=ring.shape.pinned_bytes if method != "cudaMemcpy" else 0,
-                                 chunk=0 if method == "cudaMemcpy" else chunk,
-                                 on_caller=method != "cudaMemcpy" and on_caller))
+                copies = method != "cudaMemcpy"
+                rows.append(_row(rig, method, part, ring.threads if copies else 0, reps, *times,
+                                 ring_bytes=ring.shape.pinned_bytes if copies else 0, chunk=chunk if copies else 0,
+                                 on_caller=copies and on_caller))
     return rows
 
 

@@ -11,11 +11,10 @@
  *        for each, copies it out and starts its next chunk's DMA in that slot;
  *   COPY: the host's parallel copy (the ring's host-side ceiling): lane i copies the i-th of `lanes`
  *        contiguous slices.
- * Each transfer comes with its own chunk size (at most a slot's): a transfer smaller than the ring was
- * built for is cut finer, so that it too keeps every lane busy. A transfer the caller marks `on_caller`
- * runs as lane 0 on the calling thread: for small ones, waking threads on other cores costs more than they
- * save, and their reads leave the buffer's lines in those cores' caches, which the application's next
- * write of it must take back.
+ * Each transfer comes with its chunk size (at most a slot's) and whether it runs as lane 0 on the calling
+ * thread, as the caller's rule chooses (staging_ring.py's RingShape.transfer): for small transfers, waking
+ * threads on other cores costs more than they save, and their reads leave the buffer's lines in those
+ * cores' caches, which the application's next write of it must take back.
  * The call returns once every byte has landed. The CUDA driver's functions come in a table from the
  * caller (libcuda's, or a stand-in in the tests), so this file needs no CUDA header or library.
  */

@@ -69,15 +69,18 @@ class RingShape:
         """Slots a thread (every thread has as many)."""
         return self.slots // self.threads
 
-    def transfer(self, nbytes: int, inline_bytes: int = INLINE_BYTES, fixed_chunk: bool = False) -> tuple[int, bool]:
-        """(chunk, on_caller) for one transfer of ``nbytes`` through this ring: on the calling thread up
-        to ``inline_bytes`` (or where it is one chunk), and cut as the rule would cut a buffer of its own
-        size (never past a slot), so that a part of the buffer keeps as many lanes busy as a ring built
-        for it would: a 6 MiB transfer through a ring of 4 MiB slots goes in six 1 MiB chunks over six
-        lanes, not 4 + 2 MiB over two. A whole buffer's chunk is the ring's own. ``fixed_chunk``: always
-        the slot's size (a sweep that chose it)."""
+    def transfer(self, nbytes: int, inline_bytes: int = INLINE_BYTES) -> tuple[int, bool]:
+        """(chunk, on_caller) for one transfer of ``nbytes`` through this ring. Up to ``inline_bytes`` it
+        runs on the calling thread, cut over lane 0's slots as a ring of its own size would cut it (a
+        1.5 MiB part of a large buffer in two chunks, one copied beside the other's DMA); past it, on
+        the threads in chunks of a slot, as a whole buffer goes: a 6 MiB part of a ring of 4 MiB slots
+        in 4 + 2 MiB over two threads, not 1 MiB chunks over six, because every thread that reads the
+        buffer leaves its lines in that thread's core, and the application's next write of them pays
+        for it (benchmarks/staging_context.py --parts: on an H100, 2026-11-26, six 1 MiB chunks sent
+        6 MiB in 0.37 ms against 0.52 but the host's next write of it took 0.93 ms against 0.63). One
+        chunk runs on the calling thread too."""
         on_caller = nbytes <= inline_bytes
-        c = self.chunk if fixed_chunk else min(self.chunk, _share(nbytes, self.depth if on_caller else self.threads))
+        c = min(self.chunk, _share(nbytes, self.depth)) if on_caller else self.chunk
         return c, on_caller or nbytes <= c
 
 
@@ -254,7 +257,7 @@ class StagingRing:
         self.cpus = session_cpus(session)
         self.shape = ring_shape(nbytes, len(self.cpus), threads=threads, slots=slots, chunk=chunk,
                                 inline_bytes=inline_bytes)
-        self.inline_bytes, self.fixed_chunk = inline_bytes, bool(chunk)
+        self.inline_bytes = inline_bytes
         self.ring, self.engine = [], None
         try:
             session.check_host_alloc(self.shape.pinned_bytes, "the staging ring's pinned memory")
@@ -288,7 +291,7 @@ class StagingRing:
         return self._move(D2H, dev_ptr, _bytes(host, "the destination"), log, "copy from the GPU")
 
     def _move(self, kind: int, dev_ptr: int, host: np.ndarray, log: bool, what: str) -> np.ndarray | None:
-        chunk, on_caller = self.shape.transfer(host.size, self.inline_bytes, self.fixed_chunk)
+        chunk, on_caller = self.shape.transfer(host.size, self.inline_bytes)
         rows = _log_for(host.size, chunk, log)
         self.engine.run(kind, int(dev_ptr), host, None, rows, what, chunk, on_caller)
         return rows

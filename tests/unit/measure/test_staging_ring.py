@@ -40,14 +40,12 @@ def test_a_ring_for_small_transfers_is_the_calling_threads():
     assert ring_shape(2 * MiB, 16, inline_bytes=0).threads == 2
 
 
-def test_a_transfer_is_cut_as_a_ring_of_its_own_size_would_cut_it():
+def test_a_transfer_on_the_calling_thread_is_cut_over_its_slots_and_one_on_the_threads_in_whole_slots():
     big = ring_shape(1024 * MiB, 16)
     assert big.transfer(1024 * MiB) == (MAX_CHUNK, False)
-    assert big.transfer(6 * MiB) == (MIN_CHUNK, False)  # six lanes of 1 MiB, not 4 + 2 MiB on two
-    assert big.transfer(30 * MiB) == (5 * MiB // 2, False)  # 2.5 MiB a lane of twelve, in whole 64 KiB pages
+    assert big.transfer(6 * MiB) == (MAX_CHUNK, False)  # 4 + 2 MiB on two threads: fewer cores touch the buffer
     assert big.transfer(3 * MiB // 2) == (MIN_CHUNK, True)  # on the caller, its two slots overlapping
-    assert big.transfer(6 * MiB, inline_bytes=0, fixed_chunk=True) == (MAX_CHUNK, False)
-    assert big.transfer(3 * MiB, inline_bytes=0, fixed_chunk=True) == (MAX_CHUNK, True)  # one chunk: the caller's
+    assert big.transfer(3 * MiB, inline_bytes=0) == (MAX_CHUNK, True)  # one chunk: the caller's
     # a whole buffer goes as the ring was built for it: what the calibration measured is what runs
     for cpus in (2, 5, 9, 16, 64):
         for nbytes in (12 * 1024, MiB, 3 * MiB // 2, 2 * MiB, 3 * MiB + 4096, 24 * MiB, 40 * MiB, 256 * MiB, 1536 * MiB):
@@ -213,7 +211,7 @@ def test_a_transfer_within_inline_bytes_runs_on_the_calling_thread(inline_bytes,
             ring.close()
 
 
-def test_part_of_the_buffer_goes_over_as_many_lanes_as_its_chunks():
+def test_part_of_the_buffer_goes_in_the_rings_chunks():
     nbytes, part = 64 * MiB, 6 * MiB + 4096
     src = np.random.default_rng(3).integers(0, 256, part, dtype=np.uint8)
     for seed in range(3):
@@ -223,12 +221,13 @@ def test_part_of_the_buffer_goes_over_as_many_lanes_as_its_chunks():
             assert ring.chunk == MAX_CHUNK
             log = ring.h2d(0, src, log=True)
             assert np.array_equal(device[:part], src) and not device[part:].any()
-            assert len(log) == 7 and (log[:, 3] >= 0).all()  # 1 MiB chunks on the threads, not two of 4 MiB
+            assert len(log) == 2 and (log[:, 3] >= 0).all()  # 4 MiB and the rest, on the threads
             back = np.zeros(part, np.uint8)
             log = ring.d2h(back, 0, log=True)
-            assert np.array_equal(back, src) and len(log) == 7
+            assert np.array_equal(back, src) and len(log) == 2
             small = src[:3 * MiB // 2]
             log = ring.h2d(0, small, log=True)
+            assert np.array_equal(device[:len(small)], small)
             assert len(log) == 2 and (log[:, 3] == -1).all()  # on the caller, both its slots at work
         finally:
             ring.close()
