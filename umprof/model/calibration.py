@@ -145,14 +145,12 @@ FIXED_OR_PROPORTIONAL = ("alloc", "free", "gap")
 # over 50 iterations, its pass 30 µs against 14 µs, and the host's time between the steps of a
 # five-step iteration 92 µs against 55 µs (H200: 57 against 40 µs); in calibration-5 the long loops'
 # steady iteration at 64 KiB and 1 MiB was a median 0.87x (H200) and 0.89x (H100) the short loops'.
-# Where a long loop measured a size, its figures stand for the short loop's. calibration-loop-ring-steady
-# is one more for the staging ring (and pageable memory) at the sizes where it moves from the calling
-# thread to its threads (1.5-3 MiB).
-LONG_LOOPS = {"sizes": ("steady", "ring-steady"), "resident": ("resident-steady",)}
+# Where a long loop measured a size, its figures stand for the short loop's.
+LONG_LOOPS = {"sizes": "steady", "resident": "resident-steady"}
 # calibration-loop-large: the whole-buffer loop (sizes) at 1 GiB for the plans whose rate still rises
 # past 256 MiB (the staging ring) and the memory they borrow from; read beside sizes' where measured.
-LARGE_LOOPS = {"sizes": ("large",)}
-LONG_SCENARIOS = tuple(CALIBRATION_PREFIX + name for names in LONG_LOOPS.values() for name in names)
+LARGE_LOOPS = {"sizes": "large"}
+LONG_SCENARIOS = tuple(CALIBRATION_PREFIX + name for name in LONG_LOOPS.values())
 # calibration-loop-setup: every strategy's loop at 64 KiB-1 GiB measured as `recommend --verify` measures
 # an application (rounds, each case sampled briefly and without warm-up, the strategies of one size
 # one after another). Allocation, the host's first write and free cost what the process's state makes
@@ -256,8 +254,8 @@ class CalibrationCurves:
         larger sizes (LARGE_LOOPS), that loop's figures at its sizes."""
         out = self._select_one(strategy, scenario, phase, column, rows=rows, **axes)
         for also in (LONG_LOOPS, LARGE_LOOPS):
-            for name in also.get(scenario, ()):
-                out.update(self._select_one(strategy, name, phase, column, rows=rows, **axes))
+            if scenario in also:
+                out.update(self._select_one(strategy, also[scenario], phase, column, rows=rows, **axes))
         return out
 
     def _select_one(self, strategy, scenario, phase, column, rows=None, **axes) -> dict[float, float]:

@@ -156,31 +156,6 @@ def test_the_large_loop_extends_the_staged_plans_curves_past_256_mib():
         assert both.curve("pageable-staged", name)(256 * MiB) == pytest.approx(at_256)
 
 
-def test_the_rings_long_loop_adds_its_sizes_to_the_steady_loops():
-    """calibration-loop-ring-steady measures the staging ring and pageable memory at 1.5-3 MiB in long
-    loops: where it measured a size, its figure is the curve's there; the steady loop's sizes stay."""
-    import pandas as pd
-
-    from umprof.model.calibration import CALIBRATION_PREFIX
-    from umprof.model.predict import Calibration
-
-    rs = ResultSet.load(data.CAL7["h200"])
-    f = rs.frame
-    rows = f[(f["scenario"] == CALIBRATION_PREFIX + "steady") & (f["axis.bytes"] == 4 * MiB)
-             & f["axis.strategy"].isin(["pageable", "pageable-staged"])].copy()
-    rows["axis.bytes"] = 2 * MiB
-    rows["time_median_s"] *= 1.2  # 2 MiB slower than 4 MiB (threads past it): what 1 and 4 MiB's line can't say
-    rows["scenario"] = CALIBRATION_PREFIX + "ring-steady"
-    plain = Calibration(f, rs.devices[0])
-    both = Calibration(pd.concat([f, rows], ignore_index=True), rs.devices[0])
-    for name in ("h2d", "d2h"):
-        at_4 = plain.curve("pageable-staged", name)(4 * MiB)
-        assert plain.curve("pageable-staged", name)(2 * MiB) < at_4
-        assert both.curve("pageable-staged", name)(2 * MiB) == pytest.approx(1.2 * at_4)
-        assert both.curve("pageable-staged", name)(4 * MiB) == pytest.approx(at_4)
-        assert both.curve("pageable-staged", name)(MiB) == pytest.approx(plain.curve("pageable-staged", name)(MiB))
-
-
 def test_the_setup_loop_stands_for_allocation_first_write_and_free_alone():
     """calibration-loop-setup, measured in rounds as an application pays its setup, gives the
     allocation, first write and free curves (the median over its rounds); the first iteration,
