@@ -26,9 +26,10 @@ WORKLOADS = ROOT / "benchmarks" / "workloads"
 GPUS = {"h100": "NVIDIA H100 80GB HBM3", "h200": "NVIDIA H200"}
 # the verification sets measured on each GPU whose measurements are committed (results/verification), and the
 # runs of each (two runs of one lease are judged pooled)
-SETS = {"h100": {10: ("",), 13: ("",), 14: ("",), 15: ("",), 16: ("", "-b"), 18: ("",), 19: ("", "-b"), 20: ("",), 21: ("",)},
+SETS = {"h100": {10: ("",), 13: ("",), 14: ("",), 15: ("",), 16: ("", "-b"), 18: ("",), 19: ("", "-b"), 20: ("",), 21: ("",),
+                22: ("",)},
         "h200": {10: ("",), 11: ("",), 12: ("",), 13: ("",), 14: ("",), 15: ("",), 16: ("", "-b"), 17: ("", "-b"),
-                 19: ("", "-b"), 20: ("",), 21: ("",)}}
+                 19: ("", "-b"), 20: ("",), 21: ("",), 22: ("",)}}
 SHIPPED = {"h100": "nvidia-h100-80gb-hbm3.parquet", "h200": "nvidia-h200.parquet"}
 FIXTURES = ROOT / "tests" / "fixtures" / "results"
 
@@ -345,7 +346,17 @@ def staging_context_section() -> list[str]:
               "GPU: the host's write and the H2D copy (ms, the medians of their steps), through the ring on the calling "
               "thread (lane 0's slots), on the ring's threads, and by cudaMemcpy from the same pageable memory. Since "
               "0.6.0 transfers up to 2 MiB run on the calling thread (`INLINE_BYTES`).", ""]
-    return lines + _staging_tables("small", "steps", context.small_table)
+    lines += _staging_tables("small", "steps", context.small_table)
+    lines += ["### Part of a buffer: the ring of the whole buffer or one of the part's size", "",
+              "`benchmarks/staging_context.py --parts`: a loop that writes part of a 1 GiB buffer and sends that part "
+              "to the GPU, through the ring built for the whole buffer (12 threads, 4 MiB slots: what the staged plan "
+              "does), a ring built for the part (the rule's threads for its size, 1 MiB chunks), and cudaMemcpy. The "
+              "first H100 file measured a trial of 0.7.0 that cut a part on the ring's threads as a ring of the "
+              "part's size would (\"cut to the part\") beside the ring's own slots (\"in the ring's slots\", what "
+              "the ring does): cut finer, the part was sent faster and the host's next write of it was slower, and the "
+              "trial was taken back. Up to 2 MiB the part runs on the calling thread, cut over its two slots, in both.",
+              ""]
+    return lines + _staging_tables("parts", "steps", context.small_table)
 
 
 def _staging_tables(kind: str, unit: str, render) -> list[str]:
