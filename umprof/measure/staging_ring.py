@@ -77,8 +77,9 @@ class RingShape:
         in 4 + 2 MiB over two threads, not 1 MiB chunks over six, because every thread that reads the
         buffer leaves its lines in that thread's core, and the application's next write of them pays
         for it (benchmarks/staging_context.py --parts: on an H100, 2026-11-26, six 1 MiB chunks sent
-        6 MiB in 0.37 ms against 0.52 but the host's next write of it took 0.93 ms against 0.63). One
-        chunk runs on the calling thread too."""
+        6 MiB in 0.37 ms against 0.52 but the host's next write of it took 0.93 ms against 0.63; two
+        later runs found a ring of the part's size 8-20% faster at 6-8 MiB, and at 16 MiB all three
+        found whole slots faster: see the docs' staging guide). One chunk runs on the calling thread too."""
         on_caller = nbytes <= inline_bytes
         c = min(self.chunk, _share(nbytes, self.depth)) if on_caller else self.chunk
         return c, on_caller or nbytes <= c
