@@ -30,6 +30,7 @@ How the curves compose into an iteration is :mod:`umprof.model.compose`'s; a pla
 
 from __future__ import annotations
 
+import functools
 import math
 import statistics
 
@@ -51,6 +52,9 @@ REFERENCE = "reference"
 VERIFY_PREFIX = "recommend-"  # scenarios `recommend --verify` writes
 SETUP_PHASES = ("alloc", "host_init", "first_extra", "free")
 STEADY_PHASES = ("host_write", "h2d", "kernel", "d2h", "host_read", "other", "overlap")
+# the axes of calibration-loop-sizes' whole-buffer loop (and its long and large loops): the host writes and
+# reads all of the buffer each iteration, one kernel pass updates all of it
+WHOLE_LOOP = dict(reuse=1, host_writes=1.0, gpu_writes=1.0, host_reads=1.0)
 PHASES = SETUP_PHASES + STEADY_PHASES
 PATTERN_BYTES = 16 * 1024**2  # where calibration-loop-patterns measures
 PATTERN_LARGE_BYTES = 256 * 1024**2  # where calibration-loop-patterns-large measures (past the L2)
@@ -279,10 +283,9 @@ class CalibrationCurves:
         measured as cached memory's (WC_CACHED_READ)."""
         if "cached_host" not in self._values:
             pool = tuple(s for s in CACHED_HOST if s in self.strategies)
-            whole = dict(reuse=1, host_writes=1.0, gpu_writes=1.0, host_reads=1.0)
-            wc = self._select(WRITE_COMBINED, "sizes", "host_read", **whole) if WRITE_COMBINED in self.strategies else {}
-            ref = pd.DataFrame([self._select(s, "sizes", "host_read", **whole) for s in pool]).median().to_dict() \
-                if pool else {}
+            read = functools.partial(self._select, phase="host_read", scenario="sizes", **WHOLE_LOOP)
+            wc = read(WRITE_COMBINED) if WRITE_COMBINED in self.strategies else {}
+            ref = pd.DataFrame([read(s) for s in pool]).median().to_dict() if pool else {}
             ratios = [wc[b] / ref[b] for b in wc if ref.get(b, 0) > 0]
             if ratios and max(ratios) <= WC_CACHED_READ:
                 pool += (WRITE_COMBINED,)
@@ -315,16 +318,15 @@ class CalibrationCurves:
         pooled host step: the host's rate differs from lease to lease more than the ratio does, and a run
         that brings the plan's rows alone (with its references, REFERENCE) must not price it at its own
         lease's rate."""
-        whole = dict(reuse=1, host_writes=1.0, gpu_writes=1.0, host_reads=1.0)
         rows = pd.concat([self.ok, self.reference_rows])
         ratios: dict[float, list[float]] = {}
         for _, run in (rows.groupby(RUN, dropna=False) if RUN in rows.columns else [(0, rows)]):
-            own, base = (self._select(s, "sizes", name, rows=run, **whole) for s in (strategy, ref))
+            own, base = (self._select(s, "sizes", name, rows=run, **WHOLE_LOOP) for s in (strategy, ref))
             for b, t in own.items():
                 if base.get(b, 0) > 0:
                     ratios.setdefault(b, []).append(t / base[b])
         if not ratios:  # no run measured both: its own figures as they are
-            return self._select(strategy, "sizes", name, **whole)
+            return self._select(strategy, "sizes", name, **WHOLE_LOOP)
         pooled = self.curve(ref, name)
         return {b: statistics.median(r) * pooled(b) for b, r in ratios.items()}
 
@@ -337,16 +339,16 @@ class CalibrationCurves:
         return fixed, each
 
     def _build(self, strategy, name) -> dict:
-        whole = dict(reuse=1, host_writes=1.0, gpu_writes=1.0, host_reads=1.0)
         if name in ("host_write", "host_read") and strategy in self.cached_host:
             # the same memory to the host whoever allocated it: the median of their measurements per
             # size (each alone varies ±30% from run to run, with no order between them)
-            pts = pd.DataFrame([self._select(s, "sizes", name, **whole) for s in self.cached_host])
+            pts = pd.DataFrame([self._select(s, "sizes", name, **WHOLE_LOOP) for s in self.cached_host])
             return pts.median().to_dict()
-        if name in HOST_STEPS and strategy in BORROWS and name in OWN_CURVES.get(strategy, ()):  # a plan's own host steps
+        # a plan's own host steps
+        if name in HOST_STEPS and strategy in BORROWS and name in OWN_CURVES.get(strategy, ()):
             return self._host_step_beside(strategy, BORROWS[strategy], name)
         if name in ("host_write", "host_read", "h2d", "d2h"):
-            return self._select(strategy, "sizes", name, **whole)
+            return self._select(strategy, "sizes", name, **WHOLE_LOOP)
         if name == "pass_ro":
             return self._passes(strategy, 0.0)[1]
         if name == "pass_rw":
@@ -354,7 +356,7 @@ class CalibrationCurves:
         if name == "fixed":
             return self._passes(strategy, 0.0)[0]
         if name == "migrate":  # the whole-buffer loop's kernel beyond its fixed part and its pass
-            k = self._select(strategy, "sizes", "kernel", **whole)
+            k = self._select(strategy, "sizes", "kernel", **WHOLE_LOOP)
             fixed, each = self.curve(strategy, "fixed"), self.curve(strategy, "pass_rw")
             return {b: max(t - fixed(b) - each(b), 1e-7) for b, t in k.items()}
         if name == "migrate_dup":  # READ_MOSTLY: read-only copies made again after the host's writes
@@ -365,14 +367,14 @@ class CalibrationCurves:
             return self._select(strategy, "host", "host_write", reuse=1, host_writes=1.0, gpu_writes=0.0,
                                 host_reads=0.0)
         if name == "fault_read":
-            return self._select(strategy, "sizes", "host_read", **whole)
+            return self._select(strategy, "sizes", "host_read", **WHOLE_LOOP)
         if name == "local_read":  # managed pages read where they are (READ_MOSTLY's copies)
             return self._select(strategy, "host-read", "host_read", reuse=1, host_writes=0.0, gpu_writes=0.0,
                                 host_reads=1.0)
         if name in ("h2d_part", "d2h_part"):
             return self._parts(strategy, name[:3])
         if name == "pipe_issue":  # the pipelined loop's own issuing (its row's extras), per iteration
-            return self._select(strategy, "sizes", "pipelined", column="it_issue_s", **whole)
+            return self._select(strategy, "sizes", "pipelined", column="it_issue_s", **WHOLE_LOOP)
         if name in ("alloc", "host_init", "free", "first"):
             if name in SETUP_FROM_SETUP_LOOP:  # as an application pays them, where measured so (SETUP_LOOP)
                 measured = self._select(strategy, SETUP_LOOP, name, column="time_median_s")
@@ -405,7 +407,7 @@ class CalibrationCurves:
         """The calibration loop whose setup phases and first iteration stand for the strategy's."""
         if kind(strategy) == "read-mostly":
             return "host-read", dict(reuse=1, host_writes=0.0, gpu_writes=0.0, host_reads=1.0)
-        return "sizes", dict(reuse=1, host_writes=1.0, gpu_writes=1.0, host_reads=1.0)
+        return "sizes", dict(WHOLE_LOOP)
 
     def _gap_rows(self) -> pd.DataFrame:
         """Per calibrated loop (steady iterations timed): its strategy, bytes, timed GPU and host
