@@ -190,19 +190,19 @@ def parts(ring_bytes: int, sizes: list[int], reps: int) -> list[dict]:
         for part in sizes:
             host = rig.host[:part]
             for method in PARTS_METHODS:
+                if method == "cudaMemcpy":
+                    times = _send_loop(rig, part, lambda: rig.cuda.memcpy_htod(dev, host), reps)
+                    rows.append(_row(rig, method, part, 0, reps, *times, ring_bytes=0, chunk=0, on_caller=False))
+                    continue
                 ring = StagingRing(rig.session, part) if method == "a ring of the part's size" else big
                 try:
-                    send = (lambda: rig.cuda.memcpy_htod(dev, host)) if method == "cudaMemcpy" else \
-                        (lambda: ring.h2d(int(dev), host))
-                    times = _send_loop(rig, part, send, reps)
-                    chunk, on_caller = ring.shape.transfer(part, ring.inline_bytes)
+                    times = _send_loop(rig, part, lambda: ring.h2d(int(dev), host), reps)
                 finally:
                     if ring is not big:
                         ring.close()
-                copies = method != "cudaMemcpy"
-                rows.append(_row(rig, method, part, ring.threads if copies else 0, reps, *times,
-                                 ring_bytes=ring.shape.pinned_bytes if copies else 0, chunk=chunk if copies else 0,
-                                 on_caller=copies and on_caller))
+                chunk, on_caller = ring.shape.transfer(part)
+                rows.append(_row(rig, method, part, ring.threads, reps, *times, ring_bytes=ring.shape.pinned_bytes,
+                                 chunk=chunk, on_caller=on_caller))
     return rows
 
 
@@ -276,15 +276,17 @@ def markdown(rows: list[dict]) -> str:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--bytes", action="append", help="transfer size (repeatable; default 256MiB and 1GiB, with --small 1, 2, 4 and 8 MiB, with "
-                                         "--parts 1.5, 2, 4, 6, 8 and 16 MiB)")
+    ap.add_argument("--bytes", action="append", help="transfer size (repeatable; default 256MiB and 1GiB, with "
+                                                      "--small 1, 2, 4 and 8 MiB, with --parts 1.5, 2, 4, 6, 8 and 16 MiB)")
     ap.add_argument("--reps", type=int, default=9, help="transfers a figure, after one untimed (default 9)")
     ap.add_argument("--json", help="write the rows here")
-    ap.add_argument("--timeline", action="store_true", help="only where one H2D transfer's time goes, chunk by chunk")
     ap.add_argument("--threads", type=int, default=0, help="the timeline's ring threads (0: the rule's)")
-    ap.add_argument("--small", action="store_true", help="only small transfers in a loop, on the calling thread "
+    mode = ap.add_mutually_exclusive_group()  # one measurement a run
+    mode.add_argument("--timeline", action="store_true",
+                      help="only where one H2D transfer's time goes, chunk by chunk")
+    mode.add_argument("--small", action="store_true", help="only small transfers in a loop, on the calling thread "
                                                          "and on the ring's threads (default sizes 1-8 MiB)")
-    ap.add_argument("--parts", action="store_true", help="only parts of a 1 GiB buffer sent in a loop through a ring "
+    mode.add_argument("--parts", action="store_true", help="only parts of a 1 GiB buffer sent in a loop through a ring "
                                                          "built for it (default parts 1.5-16 MiB)")
     a = ap.parse_args(argv)
     if a.small or a.parts:

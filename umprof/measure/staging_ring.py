@@ -54,11 +54,13 @@ MAX_DEPTH = 64  # the engine's limit of slots a thread
 
 @dataclass(frozen=True)
 class RingShape:
-    """How a staging ring is built: ``threads`` copy threads, ``slots`` pinned slots of ``chunk`` bytes."""
+    """How a staging ring is built: ``threads`` copy threads, ``slots`` pinned slots of ``chunk`` bytes;
+    transfers up to ``inline_bytes`` run on the calling thread."""
 
     threads: int
     slots: int
     chunk: int
+    inline_bytes: int = INLINE_BYTES
 
     @property
     def pinned_bytes(self) -> int:
@@ -69,7 +71,7 @@ class RingShape:
         """Slots a thread (every thread has as many)."""
         return self.slots // self.threads
 
-    def transfer(self, nbytes: int, inline_bytes: int = INLINE_BYTES) -> tuple[int, bool]:
+    def transfer(self, nbytes: int) -> tuple[int, bool]:
         """(chunk, on_caller) for one transfer of ``nbytes`` through this ring. Up to ``inline_bytes`` it
         runs on the calling thread, cut over lane 0's slots as a ring of its own size would cut it (a
         1.5 MiB part of a large buffer in two chunks, one copied beside the other's DMA); past it, on
@@ -80,7 +82,7 @@ class RingShape:
         6 MiB in 0.37 ms against 0.52 but the host's next write of it took 0.93 ms against 0.63; two
         later runs found a ring of the part's size 8-20% faster at 6-8 MiB, and at 16 MiB all three
         found whole slots faster: see the docs' staging guide). One chunk runs on the calling thread too."""
-        on_caller = nbytes <= inline_bytes
+        on_caller = nbytes <= self.inline_bytes
         c = min(self.chunk, _share(nbytes, self.depth)) if on_caller else self.chunk
         return c, on_caller or nbytes <= c
 
@@ -106,7 +108,7 @@ def ring_shape(nbytes: int, cpus: int, *, threads: int = 0, slots: int = 0, chun
     n_chunks = -(-nbytes // c)
     s = slots or max(1, min(DEPTH * t, n_chunks))
     t = min(t, s)  # each thread a lane with slots of its own, as many a lane
-    return RingShape(threads=t, slots=min(s // t, MAX_DEPTH) * t, chunk=c)
+    return RingShape(threads=t, slots=min(s // t, MAX_DEPTH) * t, chunk=c, inline_bytes=inline_bytes)
 
 
 def _share(nbytes: int, parts: int) -> int:
@@ -258,7 +260,6 @@ class StagingRing:
         self.cpus = session_cpus(session)
         self.shape = ring_shape(nbytes, len(self.cpus), threads=threads, slots=slots, chunk=chunk,
                                 inline_bytes=inline_bytes)
-        self.inline_bytes = inline_bytes
         self.ring, self.engine = [], None
         try:
             session.check_host_alloc(self.shape.pinned_bytes, "the staging ring's pinned memory")
@@ -292,7 +293,7 @@ class StagingRing:
         return self._move(D2H, dev_ptr, _bytes(host, "the destination"), log, "copy from the GPU")
 
     def _move(self, kind: int, dev_ptr: int, host: np.ndarray, log: bool, what: str) -> np.ndarray | None:
-        chunk, on_caller = self.shape.transfer(host.size, self.inline_bytes)
+        chunk, on_caller = self.shape.transfer(host.size)
         rows = _log_for(host.size, chunk, log)
         self.engine.run(kind, int(dev_ptr), host, None, rows, what, chunk, on_caller)
         return rows
