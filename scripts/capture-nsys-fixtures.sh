@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# On the GPU machine (after source .device/bootstrap.sh): trace umprof and the example app
-# with nsys and save every report umprof reads as CSV, for tests/fixtures/nsys/.
+# On the GPU machine (after source .device/bootstrap.sh): trace umprof and the example app with nsys,
+# keep each trace's SQLite export trimmed to the tables umprof reads (tests/fixtures/nsys/*.sqlite), and
+# nsys' own reports of the same traces as CSV (*_<report>.csv), which the tests hold umprof's reading to.
 set -uo pipefail
 OUT="${OUT:-device-out}"; mkdir -p "$OUT/nsys"
 t=/tmp/umprof-trace; mkdir -p $t
 nsys --version > "$OUT/nsys/version.txt" 2>&1
-nsys profile -t cuda,nvtx --cuda-um-gpu-page-faults=true --cuda-um-cpu-page-faults=true -o $t/run --force-overwrite true \
+nsys profile -t cuda,nvtx -o $t/run --force-overwrite true \
   python3 -m umprof run transfers -a bytes=64MiB -a strategy=pinned,pageable --min-samples 3 --timeout 0.3 -q -o $t/run.parquet --force \
   > "$OUT/nsys/profile-run.log" 2>&1
 nsys profile -t cuda,nvtx --cuda-um-gpu-page-faults=true --cuda-um-cpu-page-faults=true -o $t/um --force-overwrite true \
@@ -13,9 +14,10 @@ nsys profile -t cuda,nvtx --cuda-um-gpu-page-faults=true --cuda-um-cpu-page-faul
   > "$OUT/nsys/profile-um.log" 2>&1
 nsys profile -t cuda,nvtx -o $t/app --force-overwrite true python3 examples/annotated_app.py --mib 16 > "$OUT/nsys/profile-app.log" 2>&1
 for rep in run um app; do
-  for r in cuda_gpu_mem_time_sum cuda_gpu_mem_size_sum cuda_gpu_kern_sum nvtx_sum nvtx_gpu_proj_sum nvtx_pushpop_trace nvtx_gpu_proj_trace um_sum um_total_sum um_cpu_page_faults_sum cuda_gpu_trace; do
-    nsys stats --force-export=true --report $r --format csv --output $OUT/nsys/$rep $t/$rep.nsys-rep >> "$OUT/nsys/stats.log" 2>&1 || echo "FAILED $rep $r" >> "$OUT/nsys/stats.log"
+  nsys export --type sqlite --force-overwrite true --output $t/$rep.sqlite $t/$rep.nsys-rep >> "$OUT/nsys/export.log" 2>&1
+  python3 benchmarks/apps/trim_trace.py $t/$rep.sqlite "$OUT/nsys/$rep.sqlite"
+  for r in nvtx_pushpop_trace nvtx_gpu_proj_trace um_total_sum cuda_gpu_mem_size_sum cuda_gpu_mem_time_sum; do
+    nsys stats --report $r --format csv --output $OUT/nsys/$rep $t/$rep.sqlite >> "$OUT/nsys/stats.log" 2>&1 || echo "FAILED $rep $r" >> "$OUT/nsys/stats.log"
   done
 done
 ls -la $OUT/nsys | head -60
-cd $OUT && tar czf nsys-fixtures.tgz nsys && rm -rf nsys

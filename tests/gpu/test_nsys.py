@@ -26,7 +26,7 @@ def test_trace_transfers_agrees_on_pinned(nsys, tmp_path):
     out = tmp_path / "t.parquet"
     _umprof("trace", "transfers", "-a", "strategy=pinned", "-a", "direction=h2d,d2h", "-a", "bytes=16MiB,256MiB",
             "-o", str(out), "-q")
-    assert (tmp_path / "t.nsys-rep").is_file()
+    assert (tmp_path / "t.nsys-rep").is_file() and (tmp_path / "t.sqlite").is_file()
     phases = ResultSet.load(tmp_path / "t-nsys.parquet")
     f = phases.frame
     matched = f[f["agrees"].notna()]
@@ -51,8 +51,9 @@ def test_import_nsys_on_the_example_app(nsys, tmp_path):
     assert res.exit_code == 0, res.output
     f = ResultSet.load(out).frame.set_index(["case", "phase"])
     assert f.loc[("iteration", "h2d"), "samples"] == 4
-    assert f.loc[("iteration", "h2d"), "bytes"] == 2 * 33_554_000  # x and y, nsys' decimal MB to 1 kB
-    assert f.loc[("iteration", "d2h"), "bytes"] == 33_554_000
+    assert f.loc[("iteration", "h2d"), "bytes"] == 2 * 32 * 2**20  # x and y, to the byte
+    assert f.loc[("iteration", "d2h"), "bytes"] == 32 * 2**20
+    assert (tmp_path / "app.sqlite").is_file()  # exported once, beside the report
     assert f.loc[("iteration", "kernel"), "detail"] == "saxpy"
     assert 20e9 < f.loc[("iteration", "h2d"), "bytes_per_s"] < 64e9
     assert ("(top level)", "alloc") in f.index

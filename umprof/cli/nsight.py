@@ -22,15 +22,16 @@ from umprof.core.errors import ToolUnavailable, UsageError
               help="Trace unified-memory CPU and GPU page faults (slows faulting cases down).")
 def trace(scenarios, axes, output, force, device_index, min_samples, min_time, max_noise, timeout, warmup,
           allow_oversubscription, quiet, nsys_path, um_faults):
-    """Run scenarios under Nsight Systems; read its reports and check them against umprof's timing.
+    """Run scenarios under Nsight Systems; read its trace and check it against umprof's timing.
 
-    Writes the result file, the trace beside it (.nsys-rep), the exported reports (a -nsys
-    folder of CSVs) and the trace's phase breakdown (<name>-nsys.<suffix>, a result file
-    like any other), then prints where Nsight's GPU time and umprof's differ by over 5%.
+    Writes the result file, the trace beside it (.nsys-rep) and its SQLite export (.sqlite), and
+    the trace's phase breakdown (<name>-nsys.<suffix>, a result file like any other), then prints
+    where Nsight's GPU time and umprof's differ by over 5%.
     """
     from umprof.core.results import format_for
     from umprof.nsight import nsys as nsysmod
     from umprof.nsight.nsys_import import agreement, attach_agreement, import_trace
+    from umprof.nsight.trace_db import export_sqlite, read_sqlite
     from umprof.views.terminal import print_agreement, print_trace_extras
 
     chosen = api.select(scenarios, axes)
@@ -39,8 +40,8 @@ def trace(scenarios, axes, output, force, device_index, min_samples, min_time, m
     output = Path(output or api.default_output("trace"))
     format_for(output)
     stem = output.with_suffix("")
-    rep, phases_out = Path(f"{stem}.nsys-rep"), Path(f"{stem}-nsys{output.suffix}")
-    nsysmod.refuse_existing((output, rep, phases_out), force)
+    rep, db, phases_out = Path(f"{stem}.nsys-rep"), Path(f"{stem}.sqlite"), Path(f"{stem}-nsys{output.suffix}")
+    nsysmod.refuse_existing((output, rep, db, phases_out), force)
     child = common.child_command("run", chosen, axes, device) + ["-o", str(output), "--force"]
     for flag, v in common.timing(min_samples, min_time, max_noise, timeout, warmup).items():
         if v is not None:
@@ -48,6 +49,7 @@ def trace(scenarios, axes, output, force, device_index, min_samples, min_time, m
     child += ["--allow-oversubscription"] * allow_oversubscription + ["-q"] * quiet
     err = common.err()
     output.parent.mkdir(parents=True, exist_ok=True)
+    db.unlink(missing_ok=True)  # an export of an earlier trace of the same name is not this one's
     cmd = nsysmod.profile_command(nsys, stem, child, um_faults=um_faults)
     err.print(f"tracing: {' '.join(cmd)}")
     try:
@@ -59,17 +61,17 @@ def trace(scenarios, axes, output, force, device_index, min_samples, min_time, m
         raise ToolUnavailable(f"the traced run wrote no results (nsys exit {proc.returncode}); see the lines above")
     if not rep.is_file():
         raise ToolUnavailable(f"nsys wrote no trace at {rep} (exit {proc.returncode}); see the lines above")
-    reports = nsysmod.export_reports(nsys, rep, Path(f"{stem}-nsys") / stem.name)
+    tables = read_sqlite(export_sqlite(rep, nsys))
     measured = api.load(output)
-    imported = import_trace(reports, scenario=stem.name, devices=measured.devices,
+    imported = import_trace(tables, scenario=stem.name, devices=measured.devices,
                             meta={"argv": common.argv(), "nsys": nsysmod.nsys_version(nsys), "results": str(output)})
     agree = agreement(imported.frame, measured.frame)
     imported.frame = attach_agreement(imported.frame, agree)
     imported.save(phases_out)
     console = common.out()
-    print_trace_extras(imported, reports, console)
+    print_trace_extras(imported, tables, console)
     print_agreement(agree, console)
-    err.print(f"results: {output}\ntrace: {rep}\nreports: {stem}-nsys/\nphases from the trace: {phases_out}")
+    err.print(f"results: {output}\ntrace: {rep} (exported: {db})\nphases from the trace: {phases_out}")
     if proc.returncode not in (0, 1):
         raise ToolUnavailable(f"the traced run ended with exit code {proc.returncode}")
     if proc.returncode == 1:
@@ -89,10 +91,11 @@ def trace(scenarios, axes, output, force, device_index, min_samples, min_time, m
 def import_nsys(trace_file, output, force, nsys_path, scenario, against, keep_numbers):
     """Turn an Nsight Systems trace into umprof's phase breakdown per NVTX range.
 
-    TRACE is a .nsys-rep or .sqlite file (exported with nsys stats), or the PREFIX of
-    reports already exported with `nsys stats --format csv --output PREFIX`. Phases are
-    ranges named as umprof.nvtx names them (h2d, kernel, d2h, ...); works on any
-    application annotated that way, not only on umprof's own runs.
+    TRACE is a .sqlite export, read directly (no nsys needed), or a .nsys-rep report, exported
+    once with nsys (the .sqlite kept beside it). Phases are ranges named as umprof.nvtx names
+    them (h2d, kernel, d2h, ...); works on any application annotated that way, not only on
+    umprof's own runs. For an application's copies and kernels without such ranges, run
+    `umprof advise TRACE`.
     """
     from umprof.core.results import format_for
     from umprof.nsight import nsys as nsysmod
@@ -102,26 +105,28 @@ def import_nsys(trace_file, output, force, nsys_path, scenario, against, keep_nu
         default_scenario_name,
         import_trace,
     )
+    from umprof.nsight.trace_db import open_trace
     from umprof.views.terminal import print_agreement, print_results, print_trace_extras
 
     if output:
         format_for(Path(output))
         nsysmod.refuse_existing([output], force)
     measured = api.load(against) if against else None
-    reports, version = nsysmod.reports_from(trace_file, nsys_path)
-    imported = import_trace(reports, scenario=scenario or default_scenario_name(Path(trace_file)),
+    tables = open_trace(trace_file, nsys_path)
+    imported = import_trace(tables, scenario=scenario or default_scenario_name(Path(trace_file)),
                             merge_numbered=not keep_numbers, devices=measured.devices if measured else [],
-                            meta={"argv": common.argv(), "nsys": version})
+                            meta={"argv": common.argv()})
     if imported.frame.empty:
         raise UsageError(f"{trace_file}: no phase ranges found: annotate phases with umprof.nvtx.phase('h2d') and the like "
-                         "and trace with `nsys profile -t cuda,nvtx`")
+                         "and trace with `nsys profile -t cuda,nvtx`; for what an application's copies and kernels "
+                         "do without them, run `umprof advise` on the trace")
     console = common.out()
     agree = None
     if measured is not None:
         agree = agreement(imported.frame, measured.frame)
         imported.frame = attach_agreement(imported.frame, agree)
     print_results(imported, console)
-    print_trace_extras(imported, reports, console)
+    print_trace_extras(imported, tables, console)
     if agree is not None:
         print_agreement(agree, console)
     if output:

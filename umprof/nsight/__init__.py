@@ -2,7 +2,8 @@
 
 Owns the NVTX domain, phase names and colors (``nvtx``: also importable as ``umprof.nvtx``,
 for annotating applications), finding tools on disk (``tools``), running under Nsight
-Systems and reading its reports back as a ResultSet (``nsys``, ``nsys_import``), and the
+Systems (``nsys``), reading any trace's tables with SQL (``trace_db``) and its NVTX phases back as a
+ResultSet (``nsys_import``), and the
 Nsight Compute pass that measures sectors per request (``ncu``).
 
 May import: ``umprof.core``. Never the GPU session, a model or a view.

@@ -1,15 +1,19 @@
 """A trace's NVTX ranges turned into umprof's phase breakdown, and checked against umprof's own timing.
 
-Ranges named after a phase (``h2d``, ``kernel: saxpy``, ... in the ``umprof`` domain, as
-:mod:`umprof.nvtx` writes them) are the phases; the nearest enclosing range that is not a
-phase names the case (``case <label>`` in umprof's own runs, ``iteration 3`` or whatever an
-application calls it), and an enclosing ``scenario <name>`` range names the scenario. Phases
-inside an ``untimed`` range (umprof's warm-ups, the sample CUPTI counts) are left out.
+Read from the trace's tables (:mod:`umprof.nsight.trace_db`: an ``.sqlite`` export directly, an
+``.nsys-rep`` exported once with nsys). Ranges named after a phase (``h2d``, ``kernel: saxpy``, ...
+in the ``umprof`` domain, as :mod:`umprof.nvtx` writes them) are the phases; the nearest enclosing
+range that is not a phase names the case (``case <label>`` in umprof's own runs, ``iteration 3`` or
+whatever an application calls it), and an enclosing ``scenario <name>`` range names the scenario.
+Phases inside an ``untimed`` range (umprof's warm-ups, the sample CUPTI counts) are left out.
 
-A phase's GPU time is Nsight Systems' NVTX projection (first GPU operation launched inside
-the range to the end of the last); its CPU time is the range's own duration; its bytes are
-those of the memory copies the GPU ran inside the projected window. Unified-memory
-migrations inside the window are counted apart, in ``um_htod_bytes`` / ``um_dtoh_bytes``.
+Ranges nest by containment on their thread, as push/pop ranges do. A phase's GPU time is its range's
+projection onto the GPU, as Nsight Systems projects it: from the start of the first GPU operation
+launched by a call inside the range to the end of the last; its CPU time is the range's own
+duration; its bytes are those of the memory copies the GPU ran inside the projected window.
+Unified-memory migrations inside the window are counted apart, in ``um_htod_bytes`` /
+``um_dtoh_bytes``. On real traces the nesting and the projection are nsys' own, range for range
+(tests/fixtures/nsys holds three traces with nsys' reports of them).
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from umprof.nsight.nvtx import DOMAIN, PHASES, UNTIMED
 RANGE_AXIS = AXIS_PREFIX + "range"
 TOP_LEVEL = "(top level)"
 AGREEMENT_TOLERANCE = 0.05
+RANGE_COLUMNS = ["pid", "tid", "rangeid", "parentid", "name", "cpu_start", "cpu_s", "gpu_start", "gpu_s", "gpu_ops"]
 
 
 def phase_of(name: str) -> tuple[str | None, str]:
@@ -39,25 +44,58 @@ def phase_of(name: str) -> tuple[str | None, str]:
     return None, bare
 
 
-def ranges(reports) -> pd.DataFrame:
-    """Every push/pop range with its CPU and projected GPU times (one row per range instance)."""
-    pp, proj = reports.get("nvtx_pushpop_trace"), reports.get("nvtx_gpu_proj_trace")
-    if pp is None and proj is None:
-        return pd.DataFrame(columns=["pid", "rangeid", "parentid", "name", "cpu_start", "cpu_s", "gpu_start", "gpu_s", "gpu_ops"])
-    if pp is not None:
-        out = pd.DataFrame({"pid": pp["pid"], "rangeid": pp["rangeid"], "parentid": pp["parentid"], "name": pp["name"],
-                            "cpu_start": pp["start_ns"], "cpu_s": pp["duration_ns"] / 1e9})
-    else:
-        out = pd.DataFrame({"pid": proj["pid"], "rangeid": proj["rangeid"], "parentid": proj["parentid"],
-                            "name": proj["name"], "cpu_start": proj["orig_start_ns"], "cpu_s": proj["orig_duration_ns"] / 1e9})
-    if proj is not None:
-        g = pd.DataFrame({"pid": proj["pid"], "rangeid": proj["rangeid"], "gpu_start": proj["projected_start_ns"],
-                          "gpu_s": proj["projected_duration_ns"] / 1e9, "gpu_ops": proj["numgpuops"]})
-        out = out.merge(g, on=["pid", "rangeid"], how="left")
-    else:
-        out["gpu_start"], out["gpu_s"], out["gpu_ops"] = np.nan, np.nan, np.nan
-    out["gpu_ops"] = out["gpu_ops"].fillna(0).astype(int)
-    return out
+def ranges(t) -> pd.DataFrame:
+    """Every NVTX range of the trace (``TraceTables``) with its parent, its CPU time and its projection
+    onto the GPU (one row per range instance; ``gpu_start`` / ``gpu_s`` empty where it launched nothing)."""
+    r = t.ranges.sort_values(["pid", "tid", "start", "end"], ascending=[True, True, True, False], kind="stable")
+    r = r.reset_index(drop=True)
+    out = pd.DataFrame({"pid": r["pid"], "tid": r["tid"], "rangeid": np.arange(len(r)), "parentid": _parents(r),
+                        "name": r["name"].astype(str), "cpu_start": r["start"], "cpu_s": (r["end"] - r["start"]) / 1e9})
+    start, end, count = _projection(t, r)
+    out["gpu_start"], out["gpu_s"], out["gpu_ops"] = start, (end - start) / 1e9, count
+    return out[RANGE_COLUMNS]
+
+
+def _parents(r: pd.DataFrame) -> np.ndarray:
+    """Each range's parent (its row, NaN for none): the innermost range of its thread that contains it.
+    ``r`` is sorted by thread, then start, the longer first."""
+    parent = np.full(len(r), np.nan)
+    starts, ends = r["start"].to_numpy(), r["end"].to_numpy()
+    stack: list[int] = []
+    thread = None
+    for i, key in enumerate(zip(r["pid"].to_numpy(), r["tid"].to_numpy())):
+        if key != thread:
+            stack, thread = [], key
+        while stack and not (starts[stack[-1]] <= starts[i] and ends[i] <= ends[stack[-1]]):
+            stack.pop()
+        if stack:
+            parent[i] = stack[-1]
+        stack.append(i)
+    return parent
+
+
+def _projection(t, r: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per range: the first start and last end (ns) of the GPU operations launched by calls made inside
+    it on its thread, and how many there were (NaN, NaN, 0 for none)."""
+    n = len(r)
+    start, end, count = np.full(n, np.nan), np.full(n, np.nan), np.zeros(n, dtype=int)
+    ops = pd.concat([d[["correlation", "start", "end"]] for d in (t.copies, t.kernels, t.memsets) if len(d)])
+    ops = ops.dropna(subset=["correlation"]) if len(ops) else ops
+    calls = t.calls.dropna(subset=["correlation"])[["correlation", "start", "pid", "tid"]]
+    if not n or ops.empty or calls.empty:
+        return start, end, count
+    launched = ops.merge(calls.rename(columns={"start": "call"}), on="correlation").sort_values("call", kind="stable")
+    rpid, rtid = r["pid"].to_numpy(), r["tid"].to_numpy()
+    rstart, rend = r["start"].to_numpy(), r["end"].to_numpy()
+    for (pid, tid), g in launched.groupby(["pid", "tid"]):
+        mine = np.flatnonzero((rpid == pid) & (rtid == tid))
+        call, op_start, op_end = g["call"].to_numpy(), g["start"].to_numpy(), g["end"].to_numpy()
+        lo = np.searchsorted(call, rstart[mine], "left")
+        hi = np.searchsorted(call, rend[mine], "right")
+        for i, a, b in zip(mine, lo, hi):
+            if b > a:
+                start[i], end[i], count[i] = op_start[a:b].min(), op_end[a:b].max(), b - a
+    return start, end, count
 
 
 def _enclosing(r, by_id, merge_numbered: bool) -> tuple[str, str | None, bool]:
@@ -93,22 +131,15 @@ def unnumbered(name: str) -> str:
     return re.sub(r"\s+#?\d+$", "", name) or name
 
 
-def _gpu_bytes(reports):
+def _gpu_bytes(t):
     """Start times and cumulative bytes of explicit copies and of UM migrations, for window sums."""
-    trace = reports.get("cuda_gpu_trace")
-    empty = (np.array([]), np.array([0.0]))
-    if trace is None or "bytes_mb" not in trace:
-        return {"copy": empty, "um_htod": empty, "um_dtoh": empty}
-    t = trace[trace["bytes_mb"].notna()]
-    names = t["name"].astype(str)
-    unified = names.str.contains("Unified")
-    kinds = {"copy": ~unified & names.str.contains("memcpy"),
-             "um_htod": unified & names.str.contains("Host-to-Device"),
-             "um_dtoh": unified & names.str.contains("Device-to-Host")}
+    c = t.copies
+    kinds = {"copy": ~c["kind"].str.startswith("um_"), "um_htod": c["kind"] == "um_h2d", "um_dtoh": c["kind"] == "um_d2h"}
     out = {}
     for k, mask in kinds.items():
-        sel = t[mask].sort_values("start_ns")
-        out[k] = (sel["start_ns"].to_numpy(), np.concatenate([[0.0], np.cumsum(sel["bytes_mb"].to_numpy() * 1e6)]))
+        sel = c[mask].sort_values("start")
+        nbytes = pd.to_numeric(sel["bytes"], errors="coerce").fillna(0).to_numpy(float)
+        out[k] = (sel["start"].to_numpy(), np.concatenate([[0.0], np.cumsum(nbytes)]))
     return out
 
 
@@ -121,14 +152,13 @@ def _window_sum(series, start, duration_s) -> float:
     return float(cum[hi] - cum[lo])
 
 
-def breakdown(reports, scenario: str = "trace", merge_numbered: bool = True) -> pd.DataFrame:
-    """The phase breakdown as a ResultSet frame: a row per (scenario, range, phase) and a total per range.
-
-    ``scenario`` names ranges outside any ``scenario <name>`` range.
+def breakdown(t, scenario: str = "trace", merge_numbered: bool = True) -> pd.DataFrame:
+    """The phase breakdown of a trace (``TraceTables``) as a ResultSet frame: a row per (scenario, range,
+    phase) and a total per range. ``scenario`` names ranges outside any ``scenario <name>`` range.
     """
-    rs = ranges(reports)
+    rs = ranges(t)
     by_id = {(r.pid, int(r.rangeid)): r for r in rs.itertuples()}
-    copies = _gpu_bytes(reports)
+    copies = _gpu_bytes(t)
     acc: dict = {}
     for r in rs.itertuples():
         phase, detail = phase_of(r.name)
@@ -206,39 +236,43 @@ def agreement(imported: pd.DataFrame, measured: pd.DataFrame, tolerance: float =
     return j[["scenario", "case", "phase", "umprof_s", "nsys_s", "diff_rel", "agrees", "reps", "instances", "bytes"]]
 
 
-def um_summary(reports) -> dict:
-    """Totals of unified-memory traffic and faults in the trace (empty when it has none)."""
+def um_summary(t) -> dict:
+    """Totals of unified-memory traffic and faults in the trace (``TraceTables``; empty when it has none):
+    bytes migrated each way, CPU and GPU page faults, and per direction the migrations' count and sizes."""
+    um = t.copies[t.copies["kind"].isin(["um_h2d", "um_d2h"])]
+    if um.empty and t.gpu_faults.empty and t.cpu_faults.empty:
+        return {}
     out = {}
-    tot = reports.get("um_total_sum")
-    if tot is not None and len(tot):
-        r = tot.iloc[0]
-        out.update({"htod_bytes": float(r.get("total_htod_migration_size_mb", math.nan)) * 1e6,
-                    "dtoh_bytes": float(r.get("total_dtoh_migration_size_mb", math.nan)) * 1e6,
-                    "cpu_page_faults": _int(r.get("total_cpu_page_faults")),
-                    "gpu_page_faults": _int(r.get("total_gpu_pagefaults", r.get("total_gpu_page_faults")))})
-    sizes = reports.get("cuda_gpu_mem_size_sum")
-    if sizes is not None:
-        for _, r in sizes.iterrows():
-            op = str(r.get("operation", ""))
-            if "Unified" in op:
-                key = "htod" if "Host-to-Device" in op else "dtoh" if "Device-to-Host" in op else "other"
-                out[f"{key}_migrations"] = _int(r.get("count"))
-                out[f"{key}_migration_avg_bytes"] = float(r.get("avg_mb", math.nan)) * 1e6
-                out[f"{key}_migration_min_bytes"] = float(r.get("min_mb", math.nan)) * 1e6
-                out[f"{key}_migration_max_bytes"] = float(r.get("max_mb", math.nan)) * 1e6
+    for key, kind in (("htod", "um_h2d"), ("dtoh", "um_d2h")):
+        nbytes = pd.to_numeric(um.loc[um["kind"] == kind, "bytes"], errors="coerce").dropna()
+        out[f"{key}_bytes"] = float(nbytes.sum())
+        out[f"{key}_migrations"] = int(len(nbytes))
+        if len(nbytes):
+            out.update({f"{key}_migration_avg_bytes": float(nbytes.mean()),
+                        f"{key}_migration_min_bytes": float(nbytes.min()),
+                        f"{key}_migration_max_bytes": float(nbytes.max())})
+    out["cpu_page_faults"] = int(len(t.cpu_faults))
+    out["gpu_page_faults"] = int(pd.to_numeric(t.gpu_faults["faults"], errors="coerce").fillna(0).sum())
     return out
 
 
-def copy_summary(reports) -> pd.DataFrame | None:
-    """Time and bytes per kind of GPU memory operation (the two cuda_gpu_mem_* reports joined)."""
-    t, s = reports.get("cuda_gpu_mem_time_sum"), reports.get("cuda_gpu_mem_size_sum")
-    if t is None:
+OPERATIONS = {"h2d": "memcpy Host-to-Device", "d2h": "memcpy Device-to-Host", "d2d": "memcpy Device-to-Device",
+              "h2h": "memcpy Host-to-Host", "p2p": "memcpy Peer-to-Peer", "um_h2d": "memcpy Unified Host-to-Device",
+              "um_d2h": "memcpy Unified Device-to-Host", "um_d2d": "memcpy Unified Device-to-Device"}
+
+
+def copy_summary(t) -> pd.DataFrame | None:
+    """Count, time and bytes per kind of GPU memory operation in the trace (``TraceTables``; None where it
+    has none), named as Nsight Systems names them ('memcpy Host-to-Device', 'memset')."""
+    ops = pd.concat([t.copies.assign(operation=t.copies["kind"].map(lambda k: OPERATIONS.get(k, f"memcpy {k}"))),
+                     t.memsets.assign(operation="memset")])
+    if ops.empty:
         return None
-    out = pd.DataFrame({"operation": t["operation"], "count": t["count"], "total_s": t["total_time_ns"] / 1e9})
-    if s is not None and "total_mb" in s:
-        out = out.merge(pd.DataFrame({"operation": s["operation"], "bytes": s["total_mb"] * 1e6}), on="operation", how="left")
-        out["bytes_per_s"] = out["bytes"] / out["total_s"]
-    return out
+    ops = ops.assign(total_s=(ops["end"] - ops["start"]) / 1e9, bytes=pd.to_numeric(ops["bytes"], errors="coerce"))
+    out = ops.groupby("operation", sort=False).agg(count=("start", "size"), total_s=("total_s", "sum"),
+                                                    bytes=("bytes", "sum")).reset_index()
+    out["bytes_per_s"] = out["bytes"] / out["total_s"]
+    return out.sort_values("total_s", ascending=False, kind="stable").reset_index(drop=True)
 
 
 def _int(v):
@@ -248,13 +282,13 @@ def _int(v):
         return None
 
 
-def import_trace(reports, *, scenario: str, meta: dict | None = None, devices: list | None = None,
-                 merge_numbered: bool = True) -> ResultSet:
-    """A ResultSet from a trace's reports (see :func:`breakdown`), its notes and UM totals in the metadata."""
-    frame = breakdown(reports, scenario, merge_numbered)
+def import_trace(t, *, scenario: str, meta: dict | None = None, devices: list | None = None,
+                   merge_numbered: bool = True) -> ResultSet:
+    """A ResultSet from a trace (``TraceTables``; see :func:`breakdown`), its notes and UM totals in the
+    metadata."""
+    frame = breakdown(t, scenario, merge_numbered)
     meta = dict(meta or {})
-    meta.update({"source": "nsys", "trace": str(reports.source), "report_notes": reports.notes,
-                 "um": um_summary(reports)})
+    meta.update({"source": "nsys", "trace": str(t.path), "trace_notes": list(t.notes), "um": um_summary(t)})
     return ResultSet(frame, meta, list(devices or []))
 
 

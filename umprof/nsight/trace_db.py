@@ -28,6 +28,14 @@ COPY_KINDS = {0: "unknown", 1: "h2d", 2: "d2h", 3: "h2a", 4: "a2h", 5: "a2a", 6:
 MEM_KINDS = {0: "unknown", 1: "pageable", 2: "pinned", 3: "device", 4: "array", 5: "managed", 6: "device",
              7: "managed"}
 PID_SHIFT = 24  # a globalTid / globalPid holds the process id in bits 24..47
+# What a trace without one of these tables lacks, said in its notes (nsys leaves out a table it has no rows for)
+MISSING = {"CUPTI_ACTIVITY_KIND_MEMCPY": "no memory copies",
+           "CUPTI_ACTIVITY_KIND_KERNEL": "no kernels",
+           "NVTX_EVENTS": "no NVTX ranges (traced without `-t nvtx`, or the application marks none)",
+           "CUDA_UM_GPU_PAGE_FAULT_EVENTS": "no unified-memory GPU page faults (none, or traced without "
+                                            "--cuda-um-gpu-page-faults=true)",
+           "CUDA_UM_CPU_PAGE_FAULT_EVENTS": "no unified-memory CPU page faults (none, or traced without "
+                                            "--cuda-um-cpu-page-faults=true)"}
 
 
 @dataclass
@@ -127,6 +135,8 @@ class _Reader:
         come back empty."""
         have = self.columns(table)
         if not have:
+            if table in MISSING and MISSING[table] not in self.notes:
+                self.notes.append(MISSING[table])
             return pd.DataFrame(columns=list(wanted))
         cols = [f'"{src}" AS "{ours}"' for ours, src in wanted.items() if src in have]
         df = pd.read_sql_query(f"SELECT {', '.join(cols)} FROM {table} {where}", self.con)
@@ -208,6 +218,7 @@ class _Reader:
     def ranges(self) -> pd.DataFrame:
         have = self.columns("NVTX_EVENTS")
         if not have:
+            self.notes.append(MISSING["NVTX_EVENTS"])
             return pd.DataFrame(columns=["start", "end", "pid", "tid", "name"])
         df = self.frame("NVTX_EVENTS", {"start": "start", "end": "end", "tid": "globalTid", "text": "text",
                                         "text_id": "textId", "type": "eventType"},

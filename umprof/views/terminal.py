@@ -199,11 +199,12 @@ def print_results(rs: ResultSet, console: Console | None = None, scenario: str |
                   "throughput in decimal GB/s; % of ceiling: of the PCIe link per direction (link) or theoretical DRAM")
 
 
-def print_trace_extras(rs: ResultSet, reports, console: Console) -> None:
-    """What a trace adds to the breakdown: memory operations, UM totals, and reports that came back empty."""
+def print_trace_extras(rs: ResultSet, tables, console: Console) -> None:
+    """What a trace (``TraceTables``) adds to the breakdown: memory operations, UM totals, and what its
+    reader noted (tables it lacked)."""
     from umprof.nsight.nsys_import import copy_summary
 
-    copies = copy_summary(reports)
+    copies = copy_summary(tables)
     if copies is not None:
         t = Table(title="GPU memory operations (Nsight Systems)", title_justify="left", header_style="bold")
         for c in ("operation", "count", "total time", "bytes", "throughput"):
@@ -216,8 +217,8 @@ def print_trace_extras(rs: ResultSet, reports, console: Console) -> None:
     if um:
         console.print("unified memory (Nsight Systems): " + ", ".join(
             f"{k.replace('_', ' ')} {format_size(v) if k.endswith('bytes') else v}" for k, v in um.items() if v is not None))
-    for line in reports.note_lines():
-        console.print(f"[yellow]report {line}[/]")
+    for line in tables.notes:
+        console.print(f"[yellow]trace: {line}[/]")
 
 
 def print_agreement(agree: pd.DataFrame, console: Console) -> None:

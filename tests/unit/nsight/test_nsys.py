@@ -1,9 +1,12 @@
-"""Nsight Systems readers on real reports captured on the GPU machine (tests/fixtures/nsys)."""
+"""Nsight Systems: finding and driving nsys, and umprof's phase breakdown read with SQL from real traces
+captured on the GPU machine (tests/fixtures/nsys), held to nsys' own reports of the same traces."""
 
+import gzip
 import math
-import os
+import shutil
 import stat
 
+import numpy as np
 import pandas as pd
 import pytest
 from click.testing import CliRunner
@@ -18,65 +21,120 @@ from umprof.nsight.nsys_import import (
     breakdown,
     copy_summary,
     phase_of,
+    ranges,
     um_summary,
 )
+from umprof.nsight.trace_db import TraceTables, open_trace
 
-FIX = str(ROOT / "tests" / "fixtures" / "nsys")
-
-
-def reports(name):
-    return nsysmod.load_reports(os.path.join(FIX, name))
+FIX = ROOT / "tests" / "fixtures" / "nsys"
 
 
-def test_columns_normalised_across_versions():
-    new = nsysmod.read_csv_report(os.path.join(FIX, "run_cuda_gpu_mem_time_sum.csv"))
-    old = nsysmod.read_csv_report(os.path.join(FIX, "renamed_gpumemtimesum.csv"))
-    for col in ("time_pct", "total_time_ns", "count", "avg_ns", "min_ns", "max_ns", "operation"):
-        assert col in new.columns and col in old.columns, col
-    assert list(new["total_time_ns"]) == list(old["total_time_ns"])
+@pytest.fixture(scope="module")
+def trace_file(tmp_path_factory):
+    """The path of a committed trace ('run', 'um', 'app'), unpacked."""
+    where = tmp_path_factory.mktemp("nsys")
+
+    def unpack(name):
+        out = where / f"{name}.sqlite"
+        if not out.is_file():
+            with gzip.open(FIX / f"{name}.sqlite.gz", "rb") as f, open(out, "wb") as g:
+                shutil.copyfileobj(f, g)
+        return out
+
+    return unpack
 
 
-def test_renamed_report_found_under_its_old_name():
-    r = nsysmod.load_reports(os.path.join(FIX, "renamed"), ["cuda_gpu_mem_time_sum"])
-    frame = r.get("cuda_gpu_mem_time_sum")
-    assert frame is not None and frame["count"].sum() == 52 + 20 + 133 + 1
+@pytest.fixture(scope="module")
+def tables(trace_file):
+    cache = {}
+    return lambda name: cache.setdefault(name, open_trace(trace_file(name)))
 
 
-def test_empty_report_is_said_not_dropped():
-    r = reports("run")
-    assert r.get("cuda_gpu_kern_sum") is None  # the real report nsys left empty (no kernels ran)
-    assert "empty" in r.notes["cuda_gpu_kern_sum"] and "skipped" in r.notes["cuda_gpu_kern_sum"]
-    assert r.get("nvtx_sum") is not None
-    assert any(line.startswith("um_sum:") for line in r.note_lines())
+def nsys_report(name, report):
+    return pd.read_csv(FIX / f"{name}_{report}.csv")
 
 
-def test_missing_prefix_is_a_usage_error(tmp_path):
-    with pytest.raises(UsageError, match="no exported reports"):
-        nsysmod.load_reports(tmp_path / "nothing")
+@pytest.mark.parametrize("name", ["run", "um", "app"])
+def test_ranges_nest_and_project_onto_the_gpu_as_nsys_does(tables, name):
+    """Every range's parent, and every projection (first GPU operation launched inside the range to the end
+    of the last, and their count), exactly as nsys' own nvtx_pushpop_trace and nvtx_gpu_proj_trace say."""
+    ours = ranges(tables(name))
+    pushpop = nsys_report(name, "nvtx_pushpop_trace")
+    assert len(ours) == len(pushpop)
+    assert list(ours["name"]) == [n.removeprefix("umprof:") for n in pushpop["Name"]]
+    start_of = dict(zip(pushpop["RangeId"], pushpop["Start (ns)"]))
+    ours_parent_start = [ours["cpu_start"].iloc[int(p)] if not math.isnan(p) else None for p in ours["parentid"]]
+    theirs_parent_start = [start_of[p] if not math.isnan(p) else None for p in pushpop["ParentId"]]
+    assert ours_parent_start == theirs_parent_start
+    proj = nsys_report(name, "nvtx_gpu_proj_trace")
+    on_gpu = ours[ours["gpu_ops"] > 0].set_index("cpu_start")
+    assert len(on_gpu) == len(proj)
+    mine = on_gpu.loc[proj["Orig Start (ns)"]]
+    assert (mine["gpu_start"].to_numpy() == proj["Projected Start (ns)"].to_numpy()).all()
+    assert np.allclose(mine["gpu_s"].to_numpy() * 1e9, proj["Projected Duration (ns)"].to_numpy(), rtol=0, atol=0.5)
+    assert (mine["gpu_ops"].to_numpy() == proj["NumGPUOps"].to_numpy()).all()
 
 
-def test_help_reports_parsing_and_name_resolution():
-    text = "\n".join([
-        "The following built-in reports are available:",
-        "",
-        "  cuda_api_gpu_sum[:nvtx-name][:base|:mangled] -- CUDA Summary (API/Kernels/MemOps)",
-        "  cuda_gpu_mem_time_sum -- CUDA GPU MemOps Summary (by Time)",
-        "  gpukernsum[:base] -- CUDA GPU Kernel Summary",
-        "  nvtx_sum -- NVTX Range Summary",
-    ])
-    names = nsysmod.parse_help_reports(text)
-    assert {"cuda_api_gpu_sum", "cuda_gpu_mem_time_sum", "gpukernsum", "nvtx_sum"} <= names
-    got = nsysmod.resolve_names(["cuda_gpu_kern_sum", "cuda_gpu_mem_time_sum", "nvtx_gpu_proj_trace"], names)
-    assert got == {"cuda_gpu_kern_sum": "gpukernsum", "cuda_gpu_mem_time_sum": "cuda_gpu_mem_time_sum",
-                   "nvtx_gpu_proj_trace": None}
-    assert nsysmod.resolve_names(["nvtx_sum"], set()) == {"nvtx_sum": "nvtx_sum"}
+def test_breakdown_of_umprof_transfers(tables):
+    f = breakdown(tables("run"), "run")
+    h2d = f[(f["case"] == "strategy=pinned direction=h2d bytes=64MiB") & (f["phase"] == "h2d")].iloc[0]
+    assert h2d["scenario"] == "transfers"  # from the enclosing 'scenario transfers' range
+    assert h2d["samples"] >= 3
+    assert h2d["bytes"] == 64 * 2**20  # one 64 MiB copy per instance, to the byte
+    assert 50e9 < h2d["bytes_per_s"] < 63e9  # pinned over PCIe 5 x16
+    pageable = f[(f["case"] == "strategy=pageable direction=h2d bytes=64MiB") & (f["phase"] == "h2d")].iloc[0]
+    assert pageable["bytes_per_s"] < h2d["bytes_per_s"]
+    assert set(f["phase"]) == {"h2d", "d2h", "d2d", "total"}
 
 
-def test_help_reports_of_the_real_nsys_has_every_report_umprof_reads():
-    with open(os.path.join(FIX, "help-reports.txt")) as f:
-        names = nsysmod.parse_help_reports(f.read())
-    assert len(names) >= 30
-    assert all(v is not None for v in nsysmod.resolve_names(nsysmod.IMPORT_REPORTS, names).values())
+def test_breakdown_of_annotated_app_merges_iterations(tables):
+    f = breakdown(tables("app"), "app")
+    it = f[f["case"] == "iteration"]
+    assert list(it["phase"]) == ["host_init", "h2d", "kernel", "d2h", "host_read", "total"]
+    row = it.set_index("phase")
+    assert row.loc["h2d", "samples"] == 3
+    assert row.loc["h2d", "bytes"] == 2 * 16 * 2**20  # x and y copied in each iteration
+    assert row.loc["d2h", "bytes"] == 16 * 2**20
+    assert row.loc["kernel", "detail"] == "saxpy"
+    assert row.loc["kernel", "gpu_time_median_s"] > 0
+    assert math.isnan(row.loc["host_init", "gpu_time_median_s"])  # host-only: CPU time only
+    top = f[f["case"] == "(top level)"]
+    assert set(top["phase"]) == {"alloc", "free", "total"}
+    kept = breakdown(tables("app"), "app", merge_numbered=False)
+    assert {"iteration 0", "iteration 1", "iteration 2"} <= set(kept["case"])
+
+
+def test_um_summary_is_nsys_totals(tables):
+    um = um_summary(tables("um"))
+    total = nsys_report("um", "um_total_sum").iloc[0]
+    assert um["htod_bytes"] == pytest.approx(total["Total HtoD Migration Size (MB)"] * 1e6, abs=1e3)
+    assert um["dtoh_bytes"] == pytest.approx(total["Total DtoH Migration Size (MB)"] * 1e6, abs=1e3)
+    assert um["cpu_page_faults"] == total["Total CPU Page Faults"]
+    assert um["gpu_page_faults"] == total["Total GPU PageFaults"]
+    sizes = nsys_report("um", "cuda_gpu_mem_size_sum").set_index("Operation")
+    assert um["htod_migrations"] == sizes.loc["[CUDA memcpy Unified Host-to-Device]", "Count"]
+    assert um["dtoh_migrations"] == sizes.loc["[CUDA memcpy Unified Device-to-Host]", "Count"]
+    assert um["htod_migration_max_bytes"] == pytest.approx(sizes.loc["[CUDA memcpy Unified Host-to-Device]", "Max (MB)"] * 1e6,
+                                                           abs=1e3)
+    assert um_summary(tables("run")) == {}  # no managed memory, no fault tables: nothing to say
+
+
+@pytest.mark.parametrize("name", ["run", "um", "app"])
+def test_copy_summary_is_nsys_memory_operations(tables, name):
+    ours = copy_summary(tables(name)).set_index("operation")
+    times = nsys_report(name, "cuda_gpu_mem_time_sum")
+    sizes = nsys_report(name, "cuda_gpu_mem_size_sum").set_index("Operation")
+    assert len(ours) == len(times)
+    for _, r in times.iterrows():
+        mine = ours.loc[r["Operation"].strip("[]").removeprefix("CUDA ")]
+        assert mine["count"] == r["Count"]
+        assert mine["total_s"] * 1e9 == pytest.approx(r["Total Time (ns)"], abs=1)
+        assert mine["bytes"] == pytest.approx(sizes.loc[r["Operation"], "Total (MB)"] * 1e6, abs=1e3)
+
+
+def test_trace_without_fault_tables_says_so(tables):
+    assert any("GPU page faults" in n for n in tables("run").notes)
+    assert not any("GPU page faults" in n for n in tables("um").notes)
 
 
 def test_find_nsys_order(tmp_path, monkeypatch):
@@ -112,52 +170,13 @@ def test_phase_names():
     assert phase_of("my own range") == (None, "my own range")
 
 
-def test_breakdown_of_umprof_transfers():
-    f = breakdown(reports("run"), "run")
-    h2d = f[(f["case"] == "strategy=pinned direction=h2d bytes=64MiB") & (f["phase"] == "h2d")].iloc[0]
-    assert h2d["scenario"] == "transfers"  # from the enclosing 'scenario transfers' range
-    assert h2d["samples"] == 10
-    assert h2d["bytes"] == 67_109_000  # one 64 MiB copy per instance (nsys rounds to 1 kB)
-    assert 50e9 < h2d["bytes_per_s"] < 63e9  # pinned over PCIe 5 x16
-    pageable = f[(f["case"] == "strategy=pageable direction=h2d bytes=64MiB") & (f["phase"] == "h2d")].iloc[0]
-    assert pageable["bytes_per_s"] < h2d["bytes_per_s"]
-    assert set(f["phase"]) == {"h2d", "d2h", "d2d", "total"}
-
-
-def test_breakdown_of_annotated_app_merges_iterations():
-    f = breakdown(reports("app"), "app")
-    it = f[f["case"] == "iteration"]
-    assert list(it["phase"]) == ["host_init", "h2d", "kernel", "d2h", "host_read", "total"]
-    row = it.set_index("phase")
-    assert row.loc["h2d", "samples"] == 3
-    assert row.loc["h2d", "bytes"] == 2 * 16_777_000  # x and y copied in each iteration
-    assert row.loc["d2h", "bytes"] == 16_777_000
-    assert row.loc["kernel", "detail"] == "saxpy"
-    assert row.loc["kernel", "gpu_time_median_s"] > 0
-    assert math.isnan(row.loc["host_init", "gpu_time_median_s"])  # host-only: CPU time only
-    top = f[f["case"] == "(top level)"]
-    assert set(top["phase"]) == {"alloc", "free", "total"}
-    kept = breakdown(reports("app"), "app", merge_numbered=False)
-    assert {"iteration 0", "iteration 1", "iteration 2"} <= set(kept["case"])
-
-
-def test_um_summary_and_copies():
-    um = um_summary(reports("um"))
-    assert um["htod_bytes"] == pytest.approx(553.648e6)
-    assert um["gpu_page_faults"] == 95 and um["cpu_page_faults"] == 1728
-    assert um["htod_migrations"] == 2264 and um["dtoh_migrations"] == 528
-    copies = copy_summary(reports("run"))
-    h2d = copies[copies["operation"] == "[CUDA memcpy Host-to-Device]"].iloc[0]
-    assert h2d["count"] == 20 and h2d["bytes"] == pytest.approx(1342.177e6)
-
-
 def _measured(rows):
     base = dict(op="transfer", status="ok")
     return pd.DataFrame([dict(base, **r) for r in rows])
 
 
-def test_agreement_divides_by_reps_and_flags():
-    imported = breakdown(reports("run"), "run")
+def test_agreement_divides_by_reps_and_flags(tables):
+    imported = breakdown(tables("run"), "run")
     nsys_h2d = imported[(imported["case"] == "strategy=pinned direction=h2d bytes=64MiB") & (imported["phase"] == "h2d")]
     t = float(nsys_h2d["gpu_time_median_s"].iloc[0])
     measured = _measured([
@@ -173,29 +192,38 @@ def test_agreement_divides_by_reps_and_flags():
     assert not a.loc["d2h", "agrees"]
 
 
-def test_import_nsys_cli_on_csv_prefix(tmp_path):
+def test_import_nsys_cli_reads_sqlite_without_nsys(trace_file, tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", str(tmp_path))  # no nsys anywhere: an .sqlite export needs none
+    monkeypatch.delenv(nsysmod.ENV_NSYS, raising=False)
+    monkeypatch.setattr(nsysmod, "_INSTALL_GLOBS", ())
     out = tmp_path / "app.json"
-    res = CliRunner().invoke(cli, ["import-nsys", os.path.join(FIX, "app"), "-o", str(out)])
+    res = CliRunner().invoke(cli, ["import-nsys", str(trace_file("app")), "-o", str(out)])
     assert res.exit_code == 0, res.output
-    assert "iteration" in res.output and "h2d" in res.output
+    assert "iteration" in res.output and "h2d" in res.output and "memcpy Host-to-Device" in res.output
     rs = ResultSet.load(out)
     assert rs.meta["source"] == "nsys"
     assert set(rs.frame["scenario"]) == {"app"}
-    assert "um_sum" in rs.meta["report_notes"]
+    assert any("page faults" in n for n in rs.meta["trace_notes"])
     res = CliRunner().invoke(cli, ["show", str(out)])
     assert res.exit_code == 0 and "iteration" in res.output
 
 
 def test_import_nsys_cli_errors(tmp_path):
     res = CliRunner().invoke(cli, ["import-nsys", str(tmp_path / "nothing")])
-    assert res.exit_code == 2 and "expected a .nsys-rep or .sqlite trace" in res.output
-    res = CliRunner().invoke(cli, ["import-nsys", str(tmp_path / "x.nsys-rep")])
     assert res.exit_code == 2 and "no such trace file" in res.output
+    (tmp_path / "x.csv").write_text("a,b\n1,2\n")
+    res = CliRunner().invoke(cli, ["import-nsys", str(tmp_path / "x.csv")])
+    assert res.exit_code == 2 and "not an Nsight Systems trace" in res.output
     (tmp_path / "x.nsys-rep").write_bytes(b"")
     res = CliRunner(env={"PATH": str(tmp_path), nsysmod.ENV_NSYS: ""}).invoke(
         cli, ["import-nsys", str(tmp_path / "x.nsys-rep")])
-    assert res.exit_code in (0, 3)  # 3 where no nsys is installed; never a traceback
+    assert res.exit_code in (2, 3)  # 3 where no nsys is installed; never a traceback
     assert "Traceback" not in res.output
+
+
+def test_import_nsys_of_an_unannotated_application_points_to_advise():
+    res = CliRunner().invoke(cli, ["import-nsys", str(ROOT / "tests" / "fixtures" / "traces" / "h100-vectorAdd.sqlite")])
+    assert res.exit_code == 2 and "no phase ranges found" in res.output and "umprof advise" in res.output
 
 
 def test_trace_cli_without_nsys_is_one_line(tmp_path, monkeypatch):
@@ -209,42 +237,44 @@ def test_trace_cli_without_nsys_is_one_line(tmp_path, monkeypatch):
     assert res.exit_code == 2
 
 
-def test_a_failed_nsys_stats_is_a_clear_tool_error(tmp_path, monkeypatch):
-    """nsys stats exiting non-zero with nothing exported: ToolUnavailable naming the trace, not a NameError."""
-    import subprocess
-
-    from umprof.nsight import nsys
-
-    class Done:
-        returncode, stdout, stderr = 1, "", "fatal: the trace is corrupt\n"
-
-    monkeypatch.setattr(subprocess, "run", lambda *a, **k: Done())
-    trace = tmp_path / "t.nsys-rep"
-    trace.write_bytes(b"")
-    with pytest.raises(ToolUnavailable, match="nsys stats failed on .*t.nsys-rep.*the trace is corrupt"):
-        nsys.export_reports("nsys", trace, tmp_path / "out" / "r")
-
-
-def _trace(ranges):
-    """Reports of a trace made of push/pop ranges: (id, parent, name, GPU ms or None)."""
-    pp = pd.DataFrame({"pid": 1, "rangeid": [r[0] for r in ranges], "parentid": [r[1] for r in ranges],
-                       "name": [f"umprof:{r[2]}" for r in ranges], "start_ns": 0, "duration_ns": 1_000_000})
-    gpu = [r for r in ranges if r[3] is not None]
-    proj = pd.DataFrame({"pid": 1, "rangeid": [r[0] for r in gpu], "projected_start_ns": 0,
-                         "projected_duration_ns": [r[3] * 1e6 for r in gpu], "numgpuops": 1})
-    return {"nvtx_pushpop_trace": pp, "nvtx_gpu_proj_trace": proj}
+def _tables(spans):
+    """A trace of push/pop ranges on one thread, each range with the GPU time of the one copy launched inside
+    it, if any: (name, start ms, end ms, GPU ms or None)."""
+    empty = lambda cols: pd.DataFrame({c: pd.Series(dtype="int64") for c in cols})  # noqa: E731
+    ms = 1_000_000
+    rng = pd.DataFrame({"start": [s[1] * ms for s in spans], "end": [s[2] * ms for s in spans], "pid": 1, "tid": 1,
+                        "name": [f"umprof:{s[0]}" for s in spans]})
+    gpu = [(i + 1, s) for i, s in enumerate(spans) if s[3] is not None]
+    calls = pd.DataFrame({"start": [s[1] * ms + 1 for _, s in gpu], "end": [s[1] * ms + 2 for _, s in gpu], "pid": 1,
+                          "tid": 1, "correlation": [c for c, _ in gpu], "name": "cudaMemcpy"})
+    copies = pd.DataFrame({"start": [s[1] * ms + 10 for _, s in gpu], "end": [int(s[1] * ms + 10 + s[3] * ms) for _, s in gpu],
+                           "pid": 1, "device": 0, "stream": 7, "correlation": [c for c, _ in gpu], "bytes": 1024,
+                           "kind": "h2d", "src": "pinned", "dst": "device", "cause": 0, "address": 0})
+    return TraceTables(path="synthetic", gpus=empty(["device", "name", "memory_bytes"]), processes=empty(["pid", "name"]),
+                       copies=copies, kernels=empty(["start", "end", "pid", "device", "stream", "correlation", "name"]),
+                       memsets=empty(["start", "end", "pid", "device", "stream", "correlation", "bytes"]), calls=calls,
+                       gpu_faults=empty(["start", "end", "pid", "device", "faults"]), cpu_faults=empty(["start", "pid"]),
+                       ranges=rng)
 
 
 def test_breakdown_leaves_out_phases_inside_an_untimed_range():
     """A warm-up and a counted sample (in umprof's ``untimed`` ranges) are not samples: the trace's
     instances of a case's phase are the ones umprof timed, so the two medians are of the same copies."""
-    f = breakdown(_trace([
-        (1, None, "case strategy=pinned", None),
-        (2, 1, "untimed: warm-up", None), (3, 2, "h2d", 9.0),
-        (4, 1, "h2d", 1.0), (5, 1, "h2d", 1.2), (6, 1, "h2d", 1.1),
-        (7, 1, "untimed: counted sample", None), (8, 7, "h2d", 7.0),
+    f = breakdown(_tables([
+        ("case strategy=pinned", 0, 100, None),
+        ("untimed: warm-up", 1, 20, None), ("h2d", 2, 19, 9.0),
+        ("h2d", 21, 30, 1.0), ("h2d", 31, 40, 1.2), ("h2d", 41, 50, 1.1),
+        ("untimed: counted sample", 51, 70, None), ("h2d", 52, 69, 7.0),
     ]), "run")
     assert list(f["case"].unique()) == ["strategy=pinned"]
     h2d = f[f["phase"] == "h2d"].iloc[0]
     assert h2d["samples"] == 3
     assert h2d["gpu_time_median_s"] == pytest.approx(1.1e-3)
+    assert h2d["bytes"] == 1024
+
+
+def test_overlapping_ranges_that_do_not_nest_are_siblings():
+    """Start/end ranges may overlap without nesting: one that outlives the range open before it is not its child."""
+    r = ranges(_tables([("case a", 0, 10, None), ("case b", 5, 20, None), ("h2d", 12, 15, 1.0)]))
+    parent = {n: (r["name"].iloc[int(p)] if not math.isnan(p) else None) for n, p in zip(r["name"], r["parentid"])}
+    assert parent == {"umprof:case a": None, "umprof:case b": None, "umprof:h2d": "umprof:case b"}
