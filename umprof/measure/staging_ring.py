@@ -200,14 +200,19 @@ class _Native:
         """dst[:] = src (uint8 arrays of one size) on the ring's threads, a contiguous slice each."""
         if dst.size != src.size:
             raise ValueError(f"a host copy needs arrays of one size, got {dst.size} and {src.size} bytes")
-        self.run(COPY, 0, _bytes(src, "the source"), _bytes(dst, "the destination"), None, "copy on the host")
+        src, dst = _bytes(src, "the source"), _bytes(dst, "the destination")
+        # a host copy is cut into one slice a thread by the engine: no chunk, never on the caller
+        self._call(COPY, 0, src, dst.ctypes.data, 0, False, None, "copy on the host")
 
-    def run(self, kind: int, dev: int, host: np.ndarray, other: np.ndarray | None, log: np.ndarray | None,
-            what: str, chunk: int = 0, on_caller: bool = False) -> None:
-        """One transfer (H2D, D2H: in chunks of ``chunk`` bytes, on the calling thread where
-        ``on_caller``) or host copy (COPY, into ``other``)."""
-        rc = self.lib.umprof_ring_run(self.handle, kind, dev, host.ctypes.data,
-                                      None if other is None else other.ctypes.data, host.size, chunk,
+    def transfer(self, kind: int, dev: int, host: np.ndarray, chunk: int, on_caller: bool, log: np.ndarray | None,
+                 what: str) -> None:
+        """One transfer (H2D, D2H) between ``host`` and device memory at ``dev``, in chunks of ``chunk``
+        bytes, on the calling thread where ``on_caller`` (RingShape.transfer decides both)."""
+        self._call(kind, dev, host, None, chunk, on_caller, log, what)
+
+    def _call(self, kind: int, dev: int, host: np.ndarray, other: int | None, chunk: int, on_caller: bool,
+              log: np.ndarray | None, what: str) -> None:
+        rc = self.lib.umprof_ring_run(self.handle, kind, dev, host.ctypes.data, other, host.size, chunk,
                                       int(on_caller), None if log is None else log.ctypes.data)
         if rc:
             raise _error(rc, what)
@@ -295,7 +300,7 @@ class StagingRing:
     def _move(self, kind: int, dev_ptr: int, host: np.ndarray, log: bool, what: str) -> np.ndarray | None:
         chunk, on_caller = self.shape.transfer(host.size)
         rows = _log_for(host.size, chunk, log)
-        self.engine.run(kind, int(dev_ptr), host, None, rows, what, chunk, on_caller)
+        self.engine.transfer(kind, int(dev_ptr), host, chunk, on_caller, rows, what)
         return rows
 
     def host_copy(self, dst: np.ndarray, src: np.ndarray) -> None:

@@ -238,8 +238,8 @@ def test_the_engine_refuses_a_chunk_larger_than_its_slots():
     ring = StagingRing(_fake_session(), 8 * MiB, threads=2, driver=_fake_driver(np.zeros(8 * MiB, np.uint8), 0))
     try:
         with pytest.raises(RuntimeError, match="could not copy to the GPU: its threads or memory"):
-            ring.engine.run(staging_ring.H2D, 0, np.zeros(MiB, np.uint8), None, None, "copy to the GPU",
-                            chunk=ring.chunk + GRANULE)
+            ring.engine.transfer(staging_ring.H2D, 0, np.zeros(MiB, np.uint8), ring.chunk + GRANULE, False, None,
+                                 "copy to the GPU")
     finally:
         ring.close()
 
