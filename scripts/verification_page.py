@@ -171,7 +171,9 @@ def _pooled_advice(docs: list[dict]) -> list[str]:
     same lease (their medians), the median of those ratios over the leases that timed both, scaled by the
     own mode's median over every lease. Leases differ by up to a quarter in every mode at once, and
     modes added later were timed on fewer of them: ratios within a lease keep both out of the
-    comparison. An application whose advice differs between leases is named so."""
+    comparison. Beside it, paired: every mode against the advised one in the same lease, the median of
+    those ratios (the own mode's noise does not enter it). An application whose advice differs between
+    leases is named so."""
     from benchmarks.apps.judge import FASTEST_WITHIN, SAVING_WITHIN
 
     rows = []
@@ -184,7 +186,7 @@ def _pooled_advice(docs: list[dict]) -> list[str]:
             continue  # timed as written only: nothing to judge the advice by
         advised = {x["advised"] for x in judged}
         if len(advised) > 1:
-            rows.append(f"| {app} | {own} | differs by lease: {', '.join(sorted(advised))} | - | - | - | - | - | - | - |")
+            rows.append(f"| {app} | {own} | differs by lease: {', '.join(sorted(advised))} | - | - | - | - | - | - | - | - |")
             continue
         ratios: dict[str, list[float]] = {}
         for modes in leases:
@@ -195,7 +197,7 @@ def _pooled_advice(docs: list[dict]) -> list[str]:
         ratio = {m: statistics.median(v) for m, v in ratios.items()}
         fastest = min(ratio, key=ratio.get)
         if r["advised"] not in ratio:
-            rows.append(f"| {app} | {own} | {adv} | {fastest} | - | not judged: a mode it was not timed in | "
+            rows.append(f"| {app} | {own} | {adv} | {fastest} | - | not judged: a mode it was not timed in | - | "
                         f"{r['predicted_saving_s']:.3f} s | - | - | - |")
             continue
         scale = statistics.median([t for modes in leases for t in modes[own]["wall_s"]])
@@ -204,10 +206,28 @@ def _pooled_advice(docs: list[dict]) -> list[str]:
                                     if len(v.get("wall_s", [])) > 1])
         ok = ratio[r["advised"]] <= (1 + FASTEST_WITHIN) * ratio[fastest]
         within = abs(r["predicted_saving_s"] - saving) <= max(SAVING_WITHIN * abs(saving), spread)
+        against = _paired(leases, r["advised"])
+        best = min(against, key=against.get)
+        behind = 1 / against[best] - 1
         rows.append(f"| {app} | {own} | {adv} | {fastest} | {ratio[r['advised']] / ratio[fastest] - 1:+.1%} | "
-                    f"{'yes' if ok else 'no'} | {r['predicted_saving_s']:.3f} s | {saving:.3f} s | {'yes' if within else 'no'} "
+                    f"{'yes' if ok else 'no'} | {best}: {behind:+.1%}, {'yes' if behind <= FASTEST_WITHIN else 'no'} | "
+                    f"{r['predicted_saving_s']:.3f} s | {saving:.3f} s | {'yes' if within else 'no'} "
                     f"| {len(ratios[r['advised']])}, {spread:.3f} s |")
     return rows
+
+
+def _paired(leases: list[dict], advised: str) -> dict[str, float]:
+    """Each mode's time as a ratio to the advised mode's in the same lease (their medians), the median over
+    the leases that timed both."""
+    ratios: dict[str, list[float]] = {}
+    for modes in leases:
+        if not modes.get(advised, {}).get("wall_s"):
+            continue
+        mine = statistics.median(modes[advised]["wall_s"])
+        for m, v in modes.items():
+            if v.get("wall_s"):
+                ratios.setdefault(m, []).append(statistics.median(v["wall_s"]) / mine)
+    return {m: statistics.median(v) for m, v in ratios.items()}
 
 
 def advise_section(gpu: str) -> list[str]:
@@ -226,12 +246,15 @@ def advise_section(gpu: str) -> list[str]:
              f"All {len(docs)} leases pooled (each mode's median as a ratio to the own mode's in its lease, the median "
              "of those ratios over the leases that timed it, scaled by the own mode's median over every lease; the "
              "leases that timed the advised mode, and the median standard deviation of a mode's runs within a lease, "
-             "the noise a difference is measured against):", "",
-             "| application | as written | advised | measured fastest | advised vs fastest | held | predicted saving | "
-             "measured saving | within 20% | leases, noise |", "|---|---|---|---|---|---|---|---|---|---|"]
+             "the noise a difference is measured against). *paired*: every mode against the advised one in the same "
+             "lease, the median of those ratios over the leases (the own mode's noise does not enter it), its fastest "
+             "mode, how far behind it the advised one measured and whether that is within 5%:", "",
+             "| application | as written | advised | measured fastest | advised vs fastest | held | paired | "
+             "predicted saving | measured saving | within 20% | leases, noise |", "|---|---|---|---|---|---|---|---|---|---|---|"]
     lines += _pooled_advice(docs) + ["", "Each lease alone:", ""]
     for f, doc in zip(files, docs):
-        lines += [f"{doc['gpu']}, {doc['date'][:10]}, {doc['rounds']} rounds ({f.relative_to(ROOT)}):", "",
+        note = f"; {doc['note']}" if doc.get("note") else ""
+        lines += [f"{doc['gpu']}, {doc['date'][:10]}, {doc['rounds']} rounds{note} ({f.relative_to(ROOT)}):", "",
                   "| application | as written | advised | measured fastest | advised vs fastest | held | predicted saving | "
                   "measured saving | within 20% |", "|---|---|---|---|---|---|---|---|---|"]
         for r in doc["judged"]:

@@ -658,3 +658,31 @@ def advise(trace, calibration=None, *, gpu: str | None = None, nsys: str | None 
         cal, source = cals[app.gpu]
         out.append(amod.advise(app, cal, source))
     return out
+
+
+def import_nsys(trace, *, scenario: str | None = None, against=None, merge_numbered: bool = True,
+                nsys: str | None = None) -> ResultSet:
+    """umprof's phase breakdown of an NVTX-annotated Nsight Systems trace (``.sqlite``, or ``.nsys-rep``
+    exported once with nsys): a row per scenario, range and phase (ranges named as :mod:`umprof.nvtx`
+    names them), its unified-memory totals and what the trace lacked in the metadata.
+
+    ``scenario``: the name of ranges outside any ``scenario`` range (the trace's file name); ``against``:
+    umprof's results of the same run (a path or ResultSet), whose GPU time per phase is set beside Nsight's
+    (``agrees``: within 5%; the table in ``meta["agreement"]``); ``merge_numbered``: 'iteration 0', 'iteration 1', ... as one case. A trace
+    without phase ranges is a UsageError that points to :func:`advise`."""
+    from umprof.nsight.nsys_import import agreement, attach_agreement, default_scenario_name, import_trace
+    from umprof.nsight.trace_db import open_trace
+
+    measured = None if against is None else against if isinstance(against, ResultSet) else load(against)
+    tables = open_trace(trace, nsys)
+    imported = import_trace(tables, scenario=scenario or default_scenario_name(Path(trace)),
+                            merge_numbered=merge_numbered, devices=measured.devices if measured else [])
+    if imported.frame.empty:
+        raise UsageError(f"{trace}: no phase ranges found: annotate phases with umprof.nvtx.phase('h2d') and the like "
+                         "and trace with `nsys profile -t cuda,nvtx`; for what an application's copies and kernels "
+                         "do without them, run `umprof advise` on the trace")
+    if measured is not None:
+        agree = agreement(imported.frame, measured.frame)
+        imported.meta["agreement"] = agree.to_dict("records")
+        imported.frame = attach_agreement(imported.frame, agree)
+    return imported

@@ -11,7 +11,7 @@ import click
 
 from umprof import api
 from umprof.cli import common
-from umprof.core.errors import ToolUnavailable, UsageError
+from umprof.core.errors import ToolUnavailable
 
 
 @click.command()
@@ -28,10 +28,11 @@ def trace(scenarios, axes, output, force, device_index, min_samples, min_time, m
     the trace's phase breakdown (<name>-nsys.<suffix>, a result file like any other), then prints
     where Nsight's GPU time and umprof's differ by over 5%.
     """
+    import pandas as pd
+
     from umprof.core.results import format_for
     from umprof.nsight import nsys as nsysmod
-    from umprof.nsight.nsys_import import agreement, attach_agreement, import_trace
-    from umprof.nsight.trace_db import export_sqlite, read_sqlite
+    from umprof.nsight.trace_db import export_sqlite
     from umprof.views.terminal import print_agreement, print_trace_extras
 
     chosen = api.select(scenarios, axes)
@@ -61,16 +62,12 @@ def trace(scenarios, axes, output, force, device_index, min_samples, min_time, m
         raise ToolUnavailable(f"the traced run wrote no results (nsys exit {proc.returncode}); see the lines above")
     if not rep.is_file():
         raise ToolUnavailable(f"nsys wrote no trace at {rep} (exit {proc.returncode}); see the lines above")
-    tables = read_sqlite(export_sqlite(rep, nsys))
-    measured = api.load(output)
-    imported = import_trace(tables, scenario=stem.name, devices=measured.devices,
-                            meta={"argv": common.argv(), "nsys": nsysmod.nsys_version(nsys), "results": str(output)})
-    agree = agreement(imported.frame, measured.frame)
-    imported.frame = attach_agreement(imported.frame, agree)
+    imported = api.import_nsys(export_sqlite(rep, nsys), scenario=stem.name, against=output)
+    imported.meta.update({"argv": common.argv(), "nsys": nsysmod.nsys_version(nsys), "results": str(output)})
     imported.save(phases_out)
     console = common.out()
-    print_trace_extras(imported, tables, console)
-    print_agreement(agree, console)
+    print_trace_extras(imported, console)
+    print_agreement(pd.DataFrame(imported.meta["agreement"]), console)
     err.print(f"results: {output}\ntrace: {rep} (exported: {db})\nphases from the trace: {phases_out}")
     if proc.returncode not in (0, 1):
         raise ToolUnavailable(f"the traced run ended with exit code {proc.returncode}")
@@ -97,38 +94,23 @@ def import_nsys(trace_file, output, force, nsys_path, scenario, against, keep_nu
     umprof's own runs. For an application's copies and kernels without such ranges, run
     `umprof advise TRACE`.
     """
+    import pandas as pd
+
     from umprof.core.results import format_for
     from umprof.nsight import nsys as nsysmod
-    from umprof.nsight.nsys_import import (
-        agreement,
-        attach_agreement,
-        default_scenario_name,
-        import_trace,
-    )
-    from umprof.nsight.trace_db import open_trace
     from umprof.views.terminal import print_agreement, print_results, print_trace_extras
 
     if output:
         format_for(Path(output))
         nsysmod.refuse_existing([output], force)
-    measured = api.load(against) if against else None
-    tables = open_trace(trace_file, nsys_path)
-    imported = import_trace(tables, scenario=scenario or default_scenario_name(Path(trace_file)),
-                            merge_numbered=not keep_numbers, devices=measured.devices if measured else [],
-                            meta={"argv": common.argv()})
-    if imported.frame.empty:
-        raise UsageError(f"{trace_file}: no phase ranges found: annotate phases with umprof.nvtx.phase('h2d') and the like "
-                         "and trace with `nsys profile -t cuda,nvtx`; for what an application's copies and kernels "
-                         "do without them, run `umprof advise` on the trace")
+    imported = api.import_nsys(trace_file, scenario=scenario, against=against, merge_numbered=not keep_numbers,
+                               nsys=nsys_path)
+    imported.meta["argv"] = common.argv()
     console = common.out()
-    agree = None
-    if measured is not None:
-        agree = agreement(imported.frame, measured.frame)
-        imported.frame = attach_agreement(imported.frame, agree)
     print_results(imported, console)
-    print_trace_extras(imported, tables, console)
-    if agree is not None:
-        print_agreement(agree, console)
+    print_trace_extras(imported, console)
+    if against:
+        print_agreement(pd.DataFrame(imported.meta["agreement"]), console)
     if output:
         imported.save(output)
         common.err().print(f"results: {output}")

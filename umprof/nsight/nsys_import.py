@@ -284,11 +284,13 @@ def _int(v):
 
 def import_trace(t, *, scenario: str, meta: dict | None = None, devices: list | None = None,
                    merge_numbered: bool = True) -> ResultSet:
-    """A ResultSet from a trace (``TraceTables``; see :func:`breakdown`), its notes and UM totals in the
-    metadata."""
+    """A ResultSet from a trace (``TraceTables``; see :func:`breakdown`); in its metadata what the trace
+    lacked, its unified-memory totals and its memory operations (:func:`um_summary`, :func:`copy_summary`)."""
     frame = breakdown(t, scenario, merge_numbered)
     meta = dict(meta or {})
-    meta.update({"source": "nsys", "trace": str(t.path), "trace_notes": list(t.notes), "um": um_summary(t)})
+    ops = copy_summary(t)
+    meta.update({"source": "nsys", "trace": str(t.path), "trace_notes": list(t.notes), "um": um_summary(t),
+                 "memory_operations": [] if ops is None else ops.to_dict("records")})
     return ResultSet(frame, meta, list(devices or []))
 
 

@@ -199,17 +199,15 @@ def print_results(rs: ResultSet, console: Console | None = None, scenario: str |
                   "throughput in decimal GB/s; % of ceiling: of the PCIe link per direction (link) or theoretical DRAM")
 
 
-def print_trace_extras(rs: ResultSet, tables, console: Console) -> None:
-    """What a trace (``TraceTables``) adds to the breakdown: memory operations, UM totals, and what its
-    reader noted (tables it lacked)."""
-    from umprof.nsight.nsys_import import copy_summary
-
-    copies = copy_summary(tables)
-    if copies is not None:
+def print_trace_extras(rs: ResultSet, console: Console) -> None:
+    """What a trace adds to its phase breakdown (in the ResultSet's metadata): its memory operations, its
+    unified-memory totals, and what the trace lacked."""
+    ops = rs.meta.get("memory_operations") or []
+    if ops:
         t = Table(title="GPU memory operations (Nsight Systems)", title_justify="left", header_style="bold")
         for c in ("operation", "count", "total time", "bytes", "throughput"):
             t.add_column(c, justify="left" if c == "operation" else "right")
-        for _, r in copies.iterrows():
+        for r in ops:
             t.add_row(str(r["operation"]), str(int(r["count"])), format_time(r["total_s"]),
                       format_size(r.get("bytes", math.nan)), format_rate(r.get("bytes_per_s", math.nan)))
         console.print(t)
@@ -217,7 +215,7 @@ def print_trace_extras(rs: ResultSet, tables, console: Console) -> None:
     if um:
         console.print("unified memory (Nsight Systems): " + ", ".join(
             f"{k.replace('_', ' ')} {format_size(v) if k.endswith('bytes') else v}" for k, v in um.items() if v is not None))
-    for line in tables.notes:
+    for line in rs.meta.get("trace_notes") or []:
         console.print(f"[yellow]trace: {line}[/]")
 
 

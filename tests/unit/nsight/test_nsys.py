@@ -192,6 +192,24 @@ def test_agreement_divides_by_reps_and_flags(tables):
     assert not a.loc["d2h", "agrees"]
 
 
+def test_import_nsys_api_sets_umprofs_times_beside_the_traces(trace_file, tables):
+    from umprof import api
+
+    f = breakdown(tables("run"), "run")
+    h2d = f[(f["case"] == "strategy=pinned direction=h2d bytes=64MiB") & (f["phase"] == "h2d")].iloc[0]
+    measured = ResultSet(_measured([dict(scenario="transfers", case="strategy=pinned direction=h2d bytes=64MiB",
+                                         phase="h2d", gpu_time_median_s=h2d["gpu_time_median_s"] * 1.02,
+                                         reps_per_sample=1, bytes=2**26)]), {}, [])
+    rs = api.import_nsys(trace_file("run"), against=measured)
+    assert [a["phase"] for a in rs.meta["agreement"]] == ["h2d"] and rs.meta["agreement"][0]["agrees"]
+    row = rs.frame[rs.frame["case"] == "strategy=pinned direction=h2d bytes=64MiB"]
+    assert row.loc[row["phase"] == "h2d", "agrees"].iloc[0]
+    ops = {o["operation"]: o for o in rs.meta["memory_operations"]}
+    assert ops["memcpy Host-to-Device"]["bytes"] % 2**26 == 0
+    with pytest.raises(UsageError, match="umprof advise"):
+        api.import_nsys(ROOT / "tests" / "fixtures" / "traces" / "h100-vectorAdd.sqlite")
+
+
 def test_import_nsys_cli_reads_sqlite_without_nsys(trace_file, tmp_path, monkeypatch):
     monkeypatch.setenv("PATH", str(tmp_path))  # no nsys anywhere: an .sqlite export needs none
     monkeypatch.delenv(nsysmod.ENV_NSYS, raising=False)
