@@ -296,3 +296,32 @@ def test_overlapping_ranges_that_do_not_nest_are_siblings():
     r = ranges(_tables([("case a", 0, 10, None), ("case b", 5, 20, None), ("h2d", 12, 15, 1.0)]))
     parent = {n: (r["name"].iloc[int(p)] if not math.isnan(p) else None) for n, p in zip(r["name"], r["parentid"])}
     assert parent == {"umprof:case a": None, "umprof:case b": None, "umprof:h2d": "umprof:case b"}
+
+
+def test_a_trace_of_kernels_alone_reads(tmp_path):
+    """No copy table at all (nsys leaves out a table it has no rows for): the kernel's phase is read, no bytes,
+    and the trace says what it lacked."""
+    import sqlite3
+
+    path = tmp_path / "kernels.sqlite"
+    con = sqlite3.connect(path)
+    con.executescript("""
+        CREATE TABLE StringIds (id INTEGER PRIMARY KEY, value TEXT);
+        CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (start INTEGER, end INTEGER, deviceId INTEGER, streamId INTEGER,
+            correlationId INTEGER, globalPid INTEGER, shortName INTEGER);
+        CREATE TABLE CUPTI_ACTIVITY_KIND_RUNTIME (start INTEGER, end INTEGER, globalTid INTEGER, correlationId INTEGER,
+            nameId INTEGER);
+        CREATE TABLE NVTX_EVENTS (start INTEGER, end INTEGER, eventType INTEGER, text TEXT, globalTid INTEGER,
+            textId INTEGER);
+        INSERT INTO StringIds VALUES (1, 'saxpy'), (2, 'cudaLaunchKernel_v7000');
+        INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (100, 250, 0, 7, 5, 16777216, 1);
+        INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME VALUES (50, 60, 16777217, 5, 2);
+        INSERT INTO NVTX_EVENTS VALUES (40, 300, 59, 'kernel: saxpy', 16777217, NULL);
+    """)
+    con.commit()
+    con.close()
+    t = open_trace(path)
+    f = breakdown(t, "k").set_index("phase")
+    assert f.loc["kernel", "gpu_time_median_s"] == pytest.approx(150e-9) and f.loc["kernel", "bytes"] == 0
+    assert um_summary(t) == {} and copy_summary(t) is None
+    assert "no memory copies" in t.notes
