@@ -28,16 +28,18 @@ def trace(scenarios, axes, output, force, device_index, min_samples, min_time, m
     the trace's phase breakdown (<name>-nsys.<suffix>, a result file like any other), then prints
     where Nsight's GPU time and umprof's differ by over 5%.
     """
-    import pandas as pd
-
     from umprof.core.results import format_for
     from umprof.nsight import nsys as nsysmod
+    from umprof.nsight import nvtx
     from umprof.nsight.trace_db import export_sqlite
     from umprof.views.terminal import print_agreement, print_trace_extras
 
     chosen = api.select(scenarios, axes)
     device = common.one_device(device_index, "trace")
     nsys = nsysmod.find_nsys(nsys_path)
+    if not nvtx.available():  # the run would carry no ranges: nothing to read its phases from
+        raise ToolUnavailable("the nvtx package is not installed, so umprof's runs mark no NVTX ranges to trace: "
+                              "pip install nvtx (it comes with umprof's gpu extra)")
     output = Path(output or api.default_output("trace"))
     format_for(output)
     stem = output.with_suffix("")
@@ -67,7 +69,7 @@ def trace(scenarios, axes, output, force, device_index, min_samples, min_time, m
     imported.save(phases_out)
     console = common.out()
     print_trace_extras(imported, console)
-    print_agreement(pd.DataFrame(imported.meta["agreement"]), console)
+    print_agreement(imported.meta["agreement"], console)
     err.print(f"results: {output}\ntrace: {rep} (exported: {db})\nphases from the trace: {phases_out}")
     if proc.returncode not in (0, 1):
         raise ToolUnavailable(f"the traced run ended with exit code {proc.returncode}")
@@ -94,8 +96,6 @@ def import_nsys(trace_file, output, force, nsys_path, scenario, against, keep_nu
     umprof's own runs. For an application's copies and kernels without such ranges, run
     `umprof advise TRACE`.
     """
-    import pandas as pd
-
     from umprof.core.results import format_for
     from umprof.nsight import nsys as nsysmod
     from umprof.views.terminal import print_agreement, print_results, print_trace_extras
@@ -110,7 +110,7 @@ def import_nsys(trace_file, output, force, nsys_path, scenario, against, keep_nu
     print_results(imported, console)
     print_trace_extras(imported, console)
     if against:
-        print_agreement(pd.DataFrame(imported.meta["agreement"]), console)
+        print_agreement(imported.meta["agreement"], console)
     if output:
         imported.save(output)
         common.err().print(f"results: {output}")

@@ -18,7 +18,7 @@ CEILING_NAMES = {"pcie": "link", "pcie-duplex": "duplex link", "dram": "DRAM"}
 
 def ceiling_name(ceiling) -> str:
     """How a table names a row's ceiling: 'link', 'DRAM', 'GPU link' for a peer pair's path."""
-    c = str(ceiling or "")
+    c = ceiling if isinstance(ceiling, str) else ""  # missing: None, NaN or pd.NA (a frame merged with others)
     if c.startswith("peer-duplex:"):
         return "duplex GPU link"
     if c.startswith("peer:"):
@@ -219,8 +219,10 @@ def print_trace_extras(rs: ResultSet, console: Console) -> None:
         console.print(f"[yellow]trace: {line}[/]")
 
 
-def print_agreement(agree: pd.DataFrame, console: Console) -> None:
-    """Nsight's projected GPU time beside umprof's event time, per case and phase."""
+def print_agreement(agree, console: Console) -> None:
+    """Nsight's projected GPU time beside umprof's event time, per case and phase (``agree``: the table
+    :func:`umprof.nsight.nsys_import.agreement` makes, or its records as a ResultSet's metadata keeps them)."""
+    agree = pd.DataFrame(agree)
     if agree.empty:
         console.print("[yellow]agreement: no phase matched between the trace and the results[/]")
         return

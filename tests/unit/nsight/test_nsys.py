@@ -226,6 +226,29 @@ def test_import_nsys_cli_reads_sqlite_without_nsys(trace_file, tmp_path, monkeyp
     assert res.exit_code == 0 and "iteration" in res.output
 
 
+def test_import_nsys_cli_against_umprofs_results(trace_file, tables, tmp_path):
+    f = breakdown(tables("run"), "run")
+    t = f[(f["case"] == "strategy=pinned direction=h2d bytes=64MiB") & (f["phase"] == "h2d")]["gpu_time_median_s"].iloc[0]
+    results = tmp_path / "run.json"
+    ResultSet(_measured([dict(scenario="transfers", case="strategy=pinned direction=h2d bytes=64MiB", phase="h2d",
+                              gpu_time_median_s=t * 1.5, reps_per_sample=1, bytes=2**26)]), {}, []).save(results)
+    res = CliRunner().invoke(cli, ["import-nsys", str(trace_file("run")), "--against", str(results)])
+    assert res.exit_code == 0, res.output
+    assert "Nsight Systems vs umprof" in res.output and "0 of 1 phases agree within 5%" in res.output
+
+
+def test_trace_cli_without_the_nvtx_package_says_so_before_it_runs(tmp_path, monkeypatch):
+    from umprof.nsight import nvtx
+
+    fake = tmp_path / "nsys"
+    fake.write_text("#!/bin/sh\nexit 1\n")
+    fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
+    monkeypatch.setattr(nvtx, "available", lambda: False)
+    res = CliRunner().invoke(cli, ["trace", "transfers", "--nsys", str(fake), "-o", str(tmp_path / "t.parquet")])
+    assert res.exit_code == 3 and "nvtx package is not installed" in res.output and "Traceback" not in res.output
+    assert not (tmp_path / "t.parquet").exists()
+
+
 def test_import_nsys_cli_errors(tmp_path):
     res = CliRunner().invoke(cli, ["import-nsys", str(tmp_path / "nothing")])
     assert res.exit_code == 2 and "no such trace file" in res.output
