@@ -640,19 +640,22 @@ def test_verification_table_of_the_readme_on_the_h200(cal):
     # less code to change, then less memory pinned, the sets hold 159 / 146 picks in all (158 / 144 before);
     # since the staged plan's host accesses are its own curves, 157 / 146; since READ_MOSTLY's host writes
     # to its pages on the host cost managed memory's there (they had cost nothing), 157 / 147; since managed
-    # memory kept on the host is written and read at cached memory's pooled rate, 157 / 148
+    # memory kept on the host is written and read at cached memory's pooled rate, 157 / 148; since a plan's
+    # first write of its buffer costs the memory's it borrows (not the plan's own curve), 158 / 148, a whole
+    # run's median error up by at most 0.01 in three sets (set 12 on the H200 one pick fewer, sets 13 and 15
+    # on the H100 one more each)
     ("h200", 10, (), 11, 11, 0.13, 0.11),
-    ("h200", 11, (), 14, 12, 0.23, 0.22),  # a lease whose host memory ran 1.45x calibration-7's
-    ("h200", 12, (), 13, 13, 0.08, 0.09),
+    ("h200", 11, (), 14, 12, 0.24, 0.22),  # a lease whose host memory ran 1.45x calibration-7's
+    ("h200", 12, (), 12, 13, 0.08, 0.09),
     ("h200", 13, (), 12, 11, 0.10, 0.09),
     ("h200", 14, (), 14, 12, 0.07, 0.09),
     ("h200", 15, (), 11, 10, 0.14, 0.17),
-    ("h200", 16, ("-b",), 13, 12, 0.10, 0.12),
+    ("h200", 16, ("-b",), 13, 12, 0.11, 0.12),
     ("h200", 17, ("-b",), 13, 13, 0.06, 0.07),
     ("h100", 10, (), 8, 9, 0.09, 0.08),
-    ("h100", 13, (), 12, 10, 0.18, 0.14),
+    ("h100", 13, (), 13, 10, 0.19, 0.14),
     ("h100", 14, (), 13, 13, 0.14, 0.08),
-    ("h100", 15, (), 10, 9, 0.11, 0.09),
+    ("h100", 15, (), 11, 9, 0.11, 0.09),
     ("h100", 16, ("-b",), 12, 11, 0.11, 0.09),
 ])
 def test_the_verification_sets_picks_by_calibration_7(gpu, n, runs, whole_held, steady_held, whole_err, steady_err):
@@ -714,6 +717,25 @@ def test_a_staged_plan_is_predicted_from_its_own_copies_and_pageable_s_kernel():
     ranked, excluded = cal.rank(w)
     assert "pageable-staged" in [p.strategy for p in ranked] and "pageable-staged" not in excluded
     assert Calibration(f, rs.devices[0]).applies("pageable-staged", w).startswith("not in the calibration")
+
+
+@pytest.mark.parametrize("gpu", ["H100", "H200"])
+def test_a_plan_s_first_write_is_the_memory_s_it_borrows_and_its_allocation_its_own(gpu):
+    """The host's first write of a plan's buffer is that of the memory it borrows (the same pages, before any
+    copy: the verification sets measured the staged plan's at 1.04-1.06x pageable memory's), while its
+    allocation, free and first iteration stay its own (the ring's slots, the pages pinned in place)."""
+    from umprof import api
+    from umprof.model.workload import Workload
+
+    cal = api.calibration_for(gpu=gpu)[0]
+    w = Workload(bytes=512 * 1024**2, host_writes=0.1, host_reads=0.1, iterations=20)
+    for plan, memory in (("pageable-staged", "pageable"), ("pinned-pipelined", "pinned"),
+                         ("pageable-registered", "pinned")):
+        own, borrowed = cal.predict(plan, w), cal.predict(memory, w)
+        assert own.setup["host_init"] == borrowed.setup["host_init"], plan
+        assert own.setup["alloc"] != borrowed.setup["alloc"], plan
+    assert cal.curve("pageable-staged", "host_init") is cal.curve("pageable", "host_init")
+    assert cal.curve("pageable-staged", "alloc") is not cal.curve("pageable", "alloc")
 
 
 def test_a_staged_run_of_another_lease_prices_its_host_steps_against_pageable_memory_there():
