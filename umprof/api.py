@@ -668,12 +668,13 @@ def import_nsys(trace, *, scenario: str | None = None, against=None, merge_numbe
 
     ``scenario``: the name of ranges outside any ``scenario`` range (the trace's file name); ``against``:
     umprof's results of the same run (a path or ResultSet), whose GPU time per phase is set beside Nsight's
-    (``agrees``: within 5%; the table in ``meta["agreement"]``); ``merge_numbered``: 'iteration 0', 'iteration 1', ... as one case. A trace
-    without phase ranges is a UsageError that points to :func:`advise`."""
+    (``agrees``: within 5%; the table in ``meta["agreement"]``); ``merge_numbered``: 'iteration 0',
+    'iteration 1', ... as one case. A trace without phase ranges is a UsageError that points to
+    :func:`advise`."""
     from umprof.nsight.nsys_import import agreement, attach_agreement, default_scenario_name, import_trace
     from umprof.nsight.trace_db import open_trace
 
-    measured = None if against is None else against if isinstance(against, ResultSet) else load(against)
+    measured = against if against is None or isinstance(against, ResultSet) else load(against)
     tables = open_trace(trace, nsys)
     imported = import_trace(tables, scenario=scenario or default_scenario_name(Path(trace)),
                             merge_numbered=merge_numbered, devices=measured.devices if measured else [])

@@ -79,11 +79,11 @@ def _projection(t, r: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]
     it on its thread, and how many there were (NaN, NaN, 0 for none)."""
     n = len(r)
     start, end, count = np.full(n, np.nan), np.full(n, np.nan), np.zeros(n, dtype=int)
-    ops = pd.concat([d[["correlation", "start", "end"]] for d in (t.copies, t.kernels, t.memsets) if len(d)])
-    ops = ops.dropna(subset=["correlation"]) if len(ops) else ops
+    launches = [d[["correlation", "start", "end"]] for d in (t.copies, t.kernels, t.memsets) if len(d)]
     calls = t.calls.dropna(subset=["correlation"])[["correlation", "start", "pid", "tid"]]
-    if not n or ops.empty or calls.empty:
+    if not n or not launches or calls.empty:  # ranges of a trace with no GPU operation project onto nothing
         return start, end, count
+    ops = pd.concat(launches).dropna(subset=["correlation"])
     launched = ops.merge(calls.rename(columns={"start": "call"}), on="correlation").sort_values("call", kind="stable")
     rpid, rtid = r["pid"].to_numpy(), r["tid"].to_numpy()
     rstart, rend = r["start"].to_numpy(), r["end"].to_numpy()
@@ -275,22 +275,13 @@ def copy_summary(t) -> pd.DataFrame | None:
     return out.sort_values("total_s", ascending=False, kind="stable").reset_index(drop=True)
 
 
-def _int(v):
-    try:
-        return int(v)
-    except (TypeError, ValueError):
-        return None
-
-
-def import_trace(t, *, scenario: str, meta: dict | None = None, devices: list | None = None,
-                   merge_numbered: bool = True) -> ResultSet:
+def import_trace(t, *, scenario: str, devices: list | None = None, merge_numbered: bool = True) -> ResultSet:
     """A ResultSet from a trace (``TraceTables``; see :func:`breakdown`); in its metadata what the trace
     lacked, its unified-memory totals and its memory operations (:func:`um_summary`, :func:`copy_summary`)."""
     frame = breakdown(t, scenario, merge_numbered)
-    meta = dict(meta or {})
     ops = copy_summary(t)
-    meta.update({"source": "nsys", "trace": str(t.path), "trace_notes": list(t.notes), "um": um_summary(t),
-                 "memory_operations": [] if ops is None else ops.to_dict("records")})
+    meta = {"source": "nsys", "trace": str(t.path), "trace_notes": list(t.notes), "um": um_summary(t),
+            "memory_operations": [] if ops is None else ops.to_dict("records")}
     return ResultSet(frame, meta, list(devices or []))
 
 

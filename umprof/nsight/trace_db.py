@@ -130,13 +130,17 @@ class _Reader:
     def columns(self, table: str) -> set[str]:
         return {r[1] for r in self.con.execute(f"PRAGMA table_info({table})")} if table in self.tables else set()
 
+    def _lacks(self, table: str) -> None:
+        """Say once in the notes what a trace without ``table`` lacks (MISSING)."""
+        if table in MISSING and MISSING[table] not in self.notes:
+            self.notes.append(MISSING[table])
+
     def frame(self, table: str, wanted: dict[str, str], where: str = "") -> pd.DataFrame:
         """``SELECT`` the columns of ``wanted`` (our name → the trace's) that the table has; the rest
         come back empty."""
         have = self.columns(table)
         if not have:
-            if table in MISSING and MISSING[table] not in self.notes:
-                self.notes.append(MISSING[table])
+            self._lacks(table)
             return pd.DataFrame(columns=list(wanted))
         cols = [f'"{src}" AS "{ours}"' for ours, src in wanted.items() if src in have]
         df = pd.read_sql_query(f"SELECT {', '.join(cols)} FROM {table} {where}", self.con)
@@ -218,7 +222,7 @@ class _Reader:
     def ranges(self) -> pd.DataFrame:
         have = self.columns("NVTX_EVENTS")
         if not have:
-            self.notes.append(MISSING["NVTX_EVENTS"])
+            self._lacks("NVTX_EVENTS")
             return pd.DataFrame(columns=["start", "end", "pid", "tid", "name"])
         df = self.frame("NVTX_EVENTS", {"start": "start", "end": "end", "tid": "globalTid", "text": "text",
                                         "text_id": "textId", "type": "eventType"},

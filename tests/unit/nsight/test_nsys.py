@@ -348,3 +348,27 @@ def test_a_trace_of_kernels_alone_reads(tmp_path):
     assert f.loc["kernel", "gpu_time_median_s"] == pytest.approx(150e-9) and f.loc["kernel", "bytes"] == 0
     assert um_summary(t) == {} and copy_summary(t) is None
     assert "no memory copies" in t.notes
+
+
+def test_ranges_of_a_trace_with_no_gpu_operation_read_their_cpu_times(tmp_path):
+    """A trace of NVTX ranges and no GPU operation (traced with `-t nvtx` alone, or before any CUDA work): the
+    phases read with their CPU time and none on the GPU, and import-nsys prints them, not a traceback."""
+    import sqlite3
+
+    path = tmp_path / "nvtx-only.sqlite"
+    con = sqlite3.connect(path)
+    con.executescript("""
+        CREATE TABLE StringIds (id INTEGER PRIMARY KEY, value TEXT);
+        CREATE TABLE NVTX_EVENTS (start INTEGER, end INTEGER, eventType INTEGER, text TEXT, globalTid INTEGER,
+            textId INTEGER);
+        INSERT INTO NVTX_EVENTS VALUES (100, 2100, 59, 'h2d', 16777217, NULL);
+    """)
+    con.commit()
+    con.close()
+    r = ranges(open_trace(path))
+    assert r["gpu_ops"].tolist() == [0] and math.isnan(r["gpu_s"].iloc[0])
+    f = breakdown(open_trace(path), "n").set_index("phase")
+    assert f.loc["h2d", "cpu_time_median_s"] == pytest.approx(2e-6)
+    result = CliRunner().invoke(cli, ["import-nsys", str(path)])
+    assert result.exit_code == 0, result.output
+    assert "no kernels" in result.output and "no memory copies" in result.output
