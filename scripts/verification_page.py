@@ -188,12 +188,7 @@ def _pooled_advice(docs: list[dict]) -> list[str]:
         if len(advised) > 1:
             rows.append(f"| {app} | {own} | differs by lease: {', '.join(sorted(advised))} | - | - | - | - | - | - | - | - |")
             continue
-        ratios: dict[str, list[float]] = {}
-        for modes in leases:
-            mine = statistics.median(modes[own]["wall_s"]) if modes.get(own, {}).get("wall_s") else None
-            for m, v in modes.items():
-                if mine and v.get("wall_s"):
-                    ratios.setdefault(m, []).append(statistics.median(v["wall_s"]) / mine)
+        ratios = _ratios(leases, own)
         ratio = {m: statistics.median(v) for m, v in ratios.items()}
         fastest = min(ratio, key=ratio.get)
         if r["advised"] not in ratio:
@@ -206,7 +201,7 @@ def _pooled_advice(docs: list[dict]) -> list[str]:
                                     if len(v.get("wall_s", [])) > 1])
         ok = ratio[r["advised"]] <= (1 + FASTEST_WITHIN) * ratio[fastest]
         within = abs(r["predicted_saving_s"] - saving) <= max(SAVING_WITHIN * abs(saving), spread)
-        against = _paired(leases, r["advised"])
+        against = {m: statistics.median(v) for m, v in _ratios(leases, r["advised"]).items()}
         best = min(against, key=against.get)
         behind = 1 / against[best] - 1
         rows.append(f"| {app} | {own} | {adv} | {fastest} | {ratio[r['advised']] / ratio[fastest] - 1:+.1%} | "
@@ -216,18 +211,18 @@ def _pooled_advice(docs: list[dict]) -> list[str]:
     return rows
 
 
-def _paired(leases: list[dict], advised: str) -> dict[str, float]:
-    """Each mode's time as a ratio to the advised mode's in the same lease (their medians), the median over
-    the leases that timed both."""
+def _ratios(leases: list[dict], ref: str) -> dict[str, list[float]]:
+    """Each mode's time as a ratio to mode ``ref``'s in the same lease (their medians), one a lease that
+    timed both."""
     ratios: dict[str, list[float]] = {}
     for modes in leases:
-        if not modes.get(advised, {}).get("wall_s"):
+        if not modes.get(ref, {}).get("wall_s"):
             continue
-        mine = statistics.median(modes[advised]["wall_s"])
+        mine = statistics.median(modes[ref]["wall_s"])
         for m, v in modes.items():
             if v.get("wall_s"):
                 ratios.setdefault(m, []).append(statistics.median(v["wall_s"]) / mine)
-    return {m: statistics.median(v) for m, v in ratios.items()}
+    return ratios
 
 
 def advise_section(gpu: str) -> list[str]:
