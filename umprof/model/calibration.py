@@ -59,6 +59,10 @@ PHASES = SETUP_PHASES + STEADY_PHASES
 PATTERN_BYTES = 16 * 1024**2  # where calibration-loop-patterns measures
 PATTERN_LARGE_BYTES = 256 * 1024**2  # where calibration-loop-patterns-large measures (past the L2)
 TOUCHED_REF = 0.0625  # calibration-loop-touched's fraction
+# The least work above its launch that a streaming pass must show for a pattern's ratio to divide by it:
+# a launch's jitter is about a microsecond (H100 and H200, 2026-11: 16 MiB passes in device memory took
+# 1.2-11 us above their floor where they did work, 0 where they were launch-bound).
+PASS_RESOLUTION_S = 1e-6
 # A pass fetches memory 64 bytes at a time, wherever it lives. Across PCIe: over the verification runs of
 # 2026-11 (H200 and H100 alike) a stride-16 pass cost 0.9-1.1x a stride-8 pass of the same bytes (every
 # 64-byte unit still fetched), stride 32 0.5x and stride 64 0.3x, where 32-byte sectors had predicted
@@ -134,6 +138,14 @@ BORROWS = {"pageable-staged": "pageable", "pinned-pipelined": "pinned", "pageabl
 # 0.91x and 0.87x pageable memory's (sets 20-22). Borrowed, the shipped calibrations' whole-run picks over
 # every committed set went from 83 to 86 of 107 (H100) and 117 to 122 of 141 (H200), no set losing one.
 SETUP_CURVES = ("alloc", "free", "first")
+# mapped memory and the registered plan allocate and free alike: malloc'd pages page-locked in place with
+# cuMemHostRegister (DEVICEMAP), cuMemHostUnregister at the end (measure/strategies.py). Over the
+# verification sets of 2026-11 the registered plan's allocation measured a median 1.05x mapped memory's in
+# the same workload (H200, 37 workload runs; H100 1.06x, 45) and its free 1.09x and 1.13x, where each one's
+# own curve, a few samples a size, had priced it at 1.52x (H200) and 0.75x (H100) the other's: the two are
+# priced from the median of both measurements.
+SAME_SETUP = {s: ("mapped", "pageable-registered") for s in ("mapped", "pageable-registered")}
+SAME_SETUP_STEPS = ("alloc", "free")
 OWN_CURVES = {"pageable-staged": ("h2d", "d2h", "host_write", "host_read") + SETUP_CURVES,
               "pinned-pipelined": ("pipe_issue",) + SETUP_CURVES,
               "pageable-registered": SETUP_CURVES}
@@ -384,16 +396,25 @@ class CalibrationCurves:
         if name == "pipe_issue":  # the pipelined loop's own issuing (its row's extras), per iteration
             return self._select(strategy, "sizes", "pipelined", column="it_issue_s", **WHOLE_LOOP)
         if name in ("alloc", "host_init", "free", "first"):
-            if name in SETUP_FROM_SETUP_LOOP:  # as an application pays them, where measured so (SETUP_LOOP)
-                measured = self._select(strategy, SETUP_LOOP, name, column="time_median_s")
-                if measured:
-                    return measured
-            # READ_MOSTLY has no whole-buffer loop (its kernel may not write): its read-only host-read loop
-            scenario, axes = self._setup_reference(strategy)
-            return self._select(strategy, scenario, name, column="time_median_s", **axes)
+            alike = SAME_SETUP.get(strategy) if name in SAME_SETUP_STEPS else None
+            if alike:  # one operation measured under two names: the median of their measurements per size
+                pts = pd.DataFrame([self._setup_step(s, name) for s in alike])
+                return pts.median().dropna().to_dict()
+            return self._setup_step(strategy, name)
         if name == "gap":
             return self._gaps(strategy)
         raise KeyError(name)
+
+    def _setup_step(self, strategy, name) -> dict[float, float]:
+        """A setup step of the strategy's own measurement: as an application pays it (SETUP_LOOP)
+        where measured so, else the first iteration of its calibration loop."""
+        if name in SETUP_FROM_SETUP_LOOP:
+            measured = self._select(strategy, SETUP_LOOP, name, column="time_median_s")
+            if measured:
+                return measured
+        # READ_MOSTLY has no whole-buffer loop (its kernel may not write): its read-only host-read loop
+        scenario, axes = self._setup_reference(strategy)
+        return self._select(strategy, scenario, name, column="time_median_s", **axes)
 
     def _parts(self, strategy, direction: str) -> dict[float, float]:
         """One copy's bytes → its seconds, from calibration-loop-copies (PARTS_LOOP): the steady
@@ -494,7 +515,11 @@ class CalibrationCurves:
             each = self._passes(strategy, moving, scenario, pattern=pattern)[1].get(at)
             floor = self.pass_floor(strategy, moving)
             base = self.curve(strategy, name)(at) - floor
-            self._values[key] = max(each - floor, 1e-9) / base if each and base > 0 else None
+            # a streaming pass no longer than its launch did no work the ratio could divide by (H100,
+            # 16 MiB in the L2: READ_MOSTLY's and PREFER_GPU's read-only passes, whose ratios came out
+            # at 1e15 and more): unresolved, like a pattern the scenario did not measure
+            resolved = base >= PASS_RESOLUTION_S
+            self._values[key] = max(each - floor, 1e-9) / base if each and resolved else None
         return self._values[key]
 
     def pass_time(self, strategy, gw: float, nbytes: float) -> float:

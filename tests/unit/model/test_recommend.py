@@ -738,6 +738,47 @@ def test_a_plan_s_first_write_is_the_memory_s_it_borrows_and_its_allocation_its_
     assert cal.curve("pageable-staged", "alloc") is not cal.curve("pageable", "alloc")
 
 
+@pytest.mark.parametrize("gpu", ["H100", "H200"])
+def test_mapped_memory_and_the_registered_plan_allocate_and_free_at_one_price(gpu):
+    """Both page-lock malloc'd pages in place (cuMemHostRegister, DEVICEMAP) and unregister them at the end:
+    one operation, priced from the median of both strategies' measurements (each alone had priced the plan's
+    1 GiB registration at 1.5x mapped memory's on the H200 and 0.75x on the H100, where both measured alike)."""
+    from umprof import api
+
+    cal = api.calibration_for(gpu=gpu)[0]
+    for step in ("alloc", "free"):
+        mapped, plan = cal.curve("mapped", step), cal.curve("pageable-registered", step)
+        for size in (1, 64, 1024):
+            assert mapped(size * 1024**2) == pytest.approx(plan(size * 1024**2)), (step, size)
+        own = cal._setup_step("mapped", step)
+        assert mapped(max(own)) != pytest.approx(own[max(own)])  # not mapped memory's alone
+    assert cal.curve("mapped", "host_init") is not cal.curve("pageable-registered", "host_init")
+
+
+@pytest.mark.parametrize("gpu", ["H100", "H200"])
+def test_a_pattern_ratio_is_read_only_where_the_streaming_pass_it_divides_by_did_work_above_its_launch(gpu):
+    """At 16 MiB a pass in device memory is launch-bound: on the H100 the read-only streaming pass of
+    READ_MOSTLY and PREFER_GPU measured no more than its launch, and its pattern ratios divided by that
+    nothing (1e15 and more: a 48 MiB strided pass of 20 steps predicted 3.7e11 s). An unresolved ratio
+    is not read; the pattern's ratio past the L2 answers, or none. Every ratio on both shipped
+    calibrations stays within what a pattern can cost (a random word per 64-byte unit: 64x)."""
+    from umprof import api
+    from umprof.model.workload import Workload
+
+    cal = api.calibration_for(gpu=gpu)[0]
+    for s in cal.strategies:
+        for pattern in ("strided", "random", "warp-pages"):
+            for gw in (0.0, 1.0):
+                for size in (1, 16, 48, 120, 1024):
+                    r = cal.pass_ratio(s, pattern, gw, size * 1024**2)
+                    assert 0.0 <= r <= 64.0, (s, pattern, gw, size, r)
+    w = Workload(bytes=48 * 1024**2, pattern="strided", stride=4, host_writes=1.0, gpu_writes=0.0,
+                 host_reads=0.0, iterations=20)
+    for s in ("managed-advise-read-mostly", "managed-advise-prefer-gpu"):
+        p = cal.predict(s, w)
+        assert p.steady["kernel"] < 0.1, (s, p.steady["kernel"])  # its migration included
+
+
 def test_a_staged_run_of_another_lease_prices_its_host_steps_against_pageable_memory_there():
     """A run that brings the staged plan alone (scripts/ship_run.py --only) carries pageable memory's rows as its
     reference: the plan's host steps are their ratio to pageable memory's there, times pageable memory's pooled
