@@ -27,9 +27,9 @@ GPUS = {"h100": "NVIDIA H100 80GB HBM3", "h200": "NVIDIA H200"}
 # the verification sets measured on each GPU whose measurements are committed (results/verification), and the
 # runs of each (two runs of one lease are judged pooled)
 SETS = {"h100": {10: ("",), 13: ("",), 14: ("",), 15: ("",), 16: ("", "-b"), 18: ("",), 19: ("", "-b"), 20: ("",), 21: ("",),
-                22: ("",)},
+                22: ("",), 23: ("", "-b")},
         "h200": {10: ("",), 11: ("",), 12: ("",), 13: ("",), 14: ("",), 15: ("",), 16: ("", "-b"), 17: ("", "-b"),
-                 19: ("", "-b"), 20: ("",), 21: ("",), 22: ("",)}}
+                 19: ("", "-b"), 20: ("",), 21: ("",), 22: ("",), 23: ("", "-b")}}
 SHIPPED = {"h100": "nvidia-h100-80gb-hbm3.parquet", "h200": "nvidia-h200.parquet"}
 FIXTURES = ROOT / "tests" / "fixtures" / "results"
 
@@ -156,6 +156,8 @@ def sets_section(gpu: str) -> list[str]:
                 "workload, the last a run of five rounds cut off at the device's time limit" if 18 in SETS[gpu]
                 else "")
              + ("; set 19, 2026-11-25: two runs of two rounds on one lease, pooled" if 19 in SETS[gpu] else "")
+             + ("; set 23, 2026-11-26: two runs of two rounds on one lease, pooled"
+                if 23 in SETS[gpu] else "")
              + "); the measurements are "
              f"results/verification/nvidia-{gpu}-loop-holdout-*.parquet. A strategy that a set's measurement never "
              "ran (pageable-registered, added in 0.3.0) is left out of the ranking that set judges.", "",
