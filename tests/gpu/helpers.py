@@ -29,12 +29,23 @@ def assert_faster(name: str, fast: float, slow: float, factor: float = 1.0) -> N
     """Assert ``slow > factor * fast`` (times in seconds, or any cost), and record the margin
     ``slow / fast`` in $UMPROF_MARGINS (one JSON line per check) so that runs on several GPUs
     show how far each ordering is from its edge."""
+    _check_margin(name, ("fast", fast), ("slow", slow), factor)
+
+
+def assert_higher(name: str, high: float, low: float, factor: float = 1.0) -> None:
+    """Assert ``high > factor * low`` for rates (bytes per second: the faster way has the higher
+    figure), recording the margin ``high / low`` as :func:`assert_faster` does, under its own keys."""
+    _check_margin(name, ("low", low), ("high", high), factor)
+
+
+def _check_margin(name: str, small: tuple[str, float], large: tuple[str, float], factor: float) -> None:
     import json
     import os
 
-    ratio = slow / fast if fast > 0 else float("inf")
+    (small_key, a), (large_key, b) = small, large
+    ratio = b / a if a > 0 else float("inf")
     log = os.environ.get("UMPROF_MARGINS")
     if log:
         with open(log, "a") as f:
-            f.write(json.dumps({"check": name, "fast": fast, "slow": slow, "ratio": ratio, "needed": factor}) + "\n")
-    assert slow > factor * fast, f"{name}: {slow:.4g} is not > {factor} x {fast:.4g} (ratio {ratio:.3f})"
+            f.write(json.dumps({"check": name, small_key: a, large_key: b, "ratio": ratio, "needed": factor}) + "\n")
+    assert b > factor * a, f"{name}: {b:.4g} is not > {factor} x {a:.4g} (ratio {ratio:.3f})"
