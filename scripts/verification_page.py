@@ -191,7 +191,7 @@ def _pooled_advice(docs: list[dict]) -> list[str]:
             rows.append(f"| {app} | {own} | differs by lease: {', '.join(sorted(advised))} | - | - | - | - | - | - | - | - |")
             continue
         ratios = _ratios(leases, own)
-        ratio = {m: statistics.median(v) for m, v in ratios.items()}
+        ratio = _medians(ratios)
         fastest = min(ratio, key=ratio.get)
         if r["advised"] not in ratio:
             rows.append(f"| {app} | {own} | {adv} | {fastest} | - | not judged: a mode it was not timed in | - | "
@@ -203,7 +203,7 @@ def _pooled_advice(docs: list[dict]) -> list[str]:
                                     if len(v.get("wall_s", [])) > 1])
         ok = ratio[r["advised"]] <= (1 + FASTEST_WITHIN) * ratio[fastest]
         within = abs(r["predicted_saving_s"] - saving) <= max(SAVING_WITHIN * abs(saving), spread)
-        against = {m: statistics.median(v) for m, v in _ratios(leases, r["advised"]).items()}
+        against = _medians(_ratios(leases, r["advised"]))
         best = min(against, key=against.get)
         behind = 1 / against[best] - 1
         rows.append(f"| {app} | {own} | {adv} | {fastest} | {ratio[r['advised']] / ratio[fastest] - 1:+.1%} | "
@@ -225,6 +225,11 @@ def _ratios(leases: list[dict], ref: str) -> dict[str, list[float]]:
             if v.get("wall_s"):
                 ratios.setdefault(m, []).append(statistics.median(v["wall_s"]) / mine)
     return ratios
+
+
+def _medians(ratios: dict[str, list[float]]) -> dict[str, float]:
+    """Each mode's ratios (:func:`_ratios`) pooled over the leases: their median."""
+    return {m: statistics.median(v) for m, v in ratios.items()}
 
 
 def advise_section(gpu: str) -> list[str]:

@@ -144,7 +144,7 @@ SETUP_CURVES = ("alloc", "free", "first")
 # the same workload (H200, 37 workload runs; H100 1.06x, 45) and its free 1.09x and 1.13x, where each one's
 # own curve, a few samples a size, had priced it at 1.52x (H200) and 0.75x (H100) the other's: the two are
 # priced from the median of both measurements.
-SAME_SETUP = {s: ("mapped", "pageable-registered") for s in ("mapped", "pageable-registered")}
+SAME_SETUP = ("mapped", "pageable-registered")
 SAME_SETUP_STEPS = ("alloc", "free")
 OWN_CURVES = {"pageable-staged": ("h2d", "d2h", "host_write", "host_read") + SETUP_CURVES,
               "pinned-pipelined": ("pipe_issue",) + SETUP_CURVES,
@@ -220,6 +220,10 @@ def kind(name: str) -> str:
         return "on-demand"
     return "link"
 
+
+def _median_per_size(curves) -> dict[float, float]:
+    """Size → the median of the curves' figures at that size, over the curves that measured it."""
+    return pd.DataFrame(list(curves)).median().to_dict()
 
 
 class CalibrationCurves:
@@ -305,7 +309,7 @@ class CalibrationCurves:
             pool = tuple(s for s in CACHED_HOST if s in self.strategies)
             read = functools.partial(self._select, phase="host_read", scenario="sizes", **WHOLE_LOOP)
             wc = read(WRITE_COMBINED) if WRITE_COMBINED in self.strategies else {}
-            ref = pd.DataFrame([read(s) for s in pool]).median().to_dict() if pool else {}
+            ref = _median_per_size(read(s) for s in pool)
             ratios = [wc[b] / ref[b] for b in wc if ref.get(b, 0) > 0]
             if ratios and max(ratios) <= WC_CACHED_READ:
                 pool += (WRITE_COMBINED,)
@@ -362,8 +366,7 @@ class CalibrationCurves:
         if name in ("host_write", "host_read") and strategy in self.cached_host:
             # the same memory to the host whoever allocated it: the median of their measurements per
             # size (each alone varies ±30% from run to run, with no order between them)
-            pts = pd.DataFrame([self._select(s, "sizes", name, **WHOLE_LOOP) for s in self.cached_host])
-            return pts.median().to_dict()
+            return _median_per_size(self._select(s, "sizes", name, **WHOLE_LOOP) for s in self.cached_host)
         # a plan's own host steps
         if name in HOST_STEPS and strategy in BORROWS and name in OWN_CURVES.get(strategy, ()):
             return self._host_step_beside(strategy, BORROWS[strategy], name)
@@ -396,10 +399,8 @@ class CalibrationCurves:
         if name == "pipe_issue":  # the pipelined loop's own issuing (its row's extras), per iteration
             return self._select(strategy, "sizes", "pipelined", column="it_issue_s", **WHOLE_LOOP)
         if name in ("alloc", "host_init", "free", "first"):
-            alike = SAME_SETUP.get(strategy) if name in SAME_SETUP_STEPS else None
-            if alike:  # one operation measured under two names: the median of their measurements per size
-                pts = pd.DataFrame([self._setup_step(s, name) for s in alike])
-                return pts.median().dropna().to_dict()
+            if strategy in SAME_SETUP and name in SAME_SETUP_STEPS:  # one operation measured under two names
+                return _median_per_size(self._setup_step(s, name) for s in SAME_SETUP)
             return self._setup_step(strategy, name)
         if name == "gap":
             return self._gaps(strategy)
