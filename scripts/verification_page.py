@@ -27,9 +27,9 @@ GPUS = {"h100": "NVIDIA H100 80GB HBM3", "h200": "NVIDIA H200"}
 # the verification sets measured on each GPU whose measurements are committed (results/verification), and the
 # runs of each (two runs of one lease are judged pooled)
 SETS = {"h100": {10: ("",), 13: ("",), 14: ("",), 15: ("",), 16: ("", "-b"), 18: ("",), 19: ("", "-b"), 20: ("",), 21: ("",),
-                22: ("",), 23: ("", "-b")},
+                22: ("",), 23: ("", "-b"), 24: ("", "-b")},
         "h200": {10: ("",), 11: ("",), 12: ("",), 13: ("",), 14: ("",), 15: ("",), 16: ("", "-b"), 17: ("", "-b"),
-                 19: ("", "-b"), 20: ("",), 21: ("",), 22: ("",), 23: ("", "-b")}}
+                 19: ("", "-b"), 20: ("",), 21: ("",), 22: ("",), 23: ("", "-b"), 24: ("", "-b")}}
 SHIPPED = {"h100": "nvidia-h100-80gb-hbm3.parquet", "h200": "nvidia-h200.parquet"}
 FIXTURES = ROOT / "tests" / "fixtures" / "results"
 
@@ -118,7 +118,9 @@ def calibrations_section(gpu: str) -> list[str]:
                 "moved from one engine to the other) and the ring at 1 GiB. The shipped calibration prices the staged "
                 "plan by the rows of full-v050, full-v060 and full-v060-b (its host steps as their ratio to pageable "
                 "memory's in each run, the median over the runs), every other strategy as before; since 0.6.0 managed "
-                "memory kept on the host is written and read at cached memory's pooled rate." if gpu == "h100"
+                "memory kept on the host is written and read at cached memory's pooled rate. quick-e, 0.8.2's quick "
+                "calibration (2026-11-26), was measured on the lease of holdout-24's first run, just before it; the "
+                "set's second run is another lease's." if gpu == "h100"
                 else " Sets 10-17 were measured with 0.1.0 (its staging ring, no `pageable-registered`) on one-GPU "
                 "machines of 2026-11-23 and -24, where calibration-7 was measured too; 0.4.0's calibrations (full, "
                 "quick-a, quick-b) and set 19 were measured on one machine of 2026-11-25, a host of two H200s and 32 "
@@ -130,7 +132,9 @@ def calibrations_section(gpu: str) -> list[str]:
                 "thread: no calibrated size moved from one engine to the other) and the ring at 1 GiB. The shipped "
                 "calibration prices the staged plan by the rows of full-v050 and full-v060 (its host steps as their "
                 "ratio to pageable memory's in each run, the median over the runs), every other strategy as before; "
-                "since 0.6.0 managed memory kept on the host is written and read at cached memory's pooled rate."), ""]
+                "since 0.6.0 managed memory kept on the host is written and read at cached memory's pooled rate. quick-c, "
+                "0.8.2's quick calibration (2026-11-26, a one-GPU machine), was measured on the lease of both of "
+                "holdout-24's runs, just before them."), ""]
     sets = list(SETS[gpu])
     head = "| calibration | file, measured, cases, wall time | " + " | ".join(f"set {n}" for n in sets) + " | all (whole / steady) |"
     lines += [head, "|" + "---|" * (len(sets) + 3)]
@@ -158,6 +162,8 @@ def sets_section(gpu: str) -> list[str]:
              + ("; set 19, 2026-11-25: two runs of two rounds on one lease, pooled" if 19 in SETS[gpu] else "")
              + ("; set 23, 2026-11-26: two runs of two rounds on one lease, pooled"
                 if 23 in SETS[gpu] else "")
+             + ("; set 24, 2026-11-26: two runs of two rounds, pooled"
+                + (", each on its own lease" if gpu == "h100" else ", on one lease") if 24 in SETS[gpu] else "")
              + "); the measurements are "
              f"results/verification/nvidia-{gpu}-loop-holdout-*.parquet. A strategy that a set's measurement never "
              "ran (pageable-registered, added in 0.3.0) is left out of the ranking that set judges.", "",
