@@ -10,7 +10,7 @@
 #              transfer's timeline (benchmarks/staging_context.py)
 #   calibrate  the full calibration, then a quick one, each timed from process start (full, quick: one)
 #   apps       benchmarks/apps: build, trace each application as written, time every mode (needs the
-#              cuda-samples in .device/cuda-samples for NVIDIA's three; ROUNDS=N, default 3)
+#              cuda-samples in .device/cuda-samples for NVIDIA's three; ROUNDS=N, default 3; ONLY=app,app for those)
 #   set        a verification set (SET=holdout-17: benchmarks/workloads/$SET.toml) under every strategy, in
 #              five rounds (ROUNDS=N for fewer: holdout-18's five took over 10 minutes on an H100, two fit a
 #              600 s call; TAG=b names a second run of the same set apart); judge it with
@@ -55,7 +55,8 @@ for step in "$@"; do
       timed "quick calibration" "$OUT/$gpu-calibrate.log" python3 -m umprof calibrate --quick -o "$OUT/$gpu-calibration-quick.parquet" --force ;;
     apps)
       samples=(); [ -d .device/cuda-samples ] && samples=(--samples .device/cuda-samples)
-      timed "applications" "$OUT/$gpu-apps.log" python3 benchmarks/apps/run_apps.py "$OUT/apps" "${samples[@]}" --rounds "${ROUNDS:-3}"
+      timed "applications" "$OUT/$gpu-apps.log" python3 benchmarks/apps/run_apps.py "$OUT/apps" "${samples[@]}" --rounds "${ROUNDS:-3}" \
+        ${ONLY:+--only "$ONLY"}
       mv "$OUT/apps/apps.json" "$OUT/$gpu-apps.json" 2>/dev/null
       mv "$OUT/apps/traces.tar.gz" "$OUT/$gpu-traces.tar.gz" 2>/dev/null \
         || tar czf "$OUT/$gpu-traces.tar.gz" -C "$OUT/apps" traces 2>/dev/null  # a run stopped by LIMIT

@@ -185,7 +185,7 @@ def _pooled_advice(docs: list[dict]) -> list[str]:
     from benchmarks.apps.judge import FASTEST_WITHIN, SAVING_WITHIN
 
     rows = []
-    for app in docs[-1]["apps"]:
+    for app in dict.fromkeys(a for d in docs for a in d["apps"]):  # every application, in the order first timed
         judged = [next(r for r in d["judged"] if r["app"] == app) for d in docs if app in d["apps"]]
         leases = [d["apps"][app]["modes"] for d in docs if app in d["apps"]]
         r = judged[-1]

@@ -256,7 +256,7 @@ static double frame_loop(const Args &a) {
             CHECK(cudaDeviceSynchronize());
             ring->to_host((char *)h_out, (const char *)d_out, b_out);
         } else if (m == "managed-prefetch") {
-            CHECK(cudaMemPrefetchAsync(d_in, fresh * 4, gpu_loc, 0, 0));
+            if (fresh) CHECK(cudaMemPrefetchAsync(d_in, fresh * 4, gpu_loc, 0, 0));  // a read-only table: once
             CHECK(cudaMemPrefetchAsync(d_out, b_out, gpu_loc, 0, 0));
             launch(d_in, d_out, n_in, n_out, 0, n_out, a.work);
             CHECK(cudaMemPrefetchAsync(d_out, b_out, host_loc, 0, 0));

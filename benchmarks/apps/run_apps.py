@@ -2,7 +2,7 @@
 
 Run on a GPU machine from the checkout's root (nvcc and nsys on PATH):
 
-    python3 benchmarks/apps/run_apps.py OUT_DIR [--rounds 3] [--samples PATH_TO_cuda-samples]
+    python3 benchmarks/apps/run_apps.py OUT_DIR [--rounds 3] [--samples PATH_TO_cuda-samples] [--only APP,...]
 
 Writes ``OUT_DIR/traces/<app>.sqlite`` (the trace of the application as written, what
 ``umprof advise`` reads) and ``OUT_DIR/apps.json``: for each application its own mode, and for
@@ -10,7 +10,8 @@ every mode the wall time of each run (process start to exit), the loop's own tim
 (every mode must compute the same). Modes run in rounds, the even rounds in reverse order, so that
 a slow spell of the machine weighs on one run of each mode rather than on one mode. A mode whose run
 fails is recorded with its error (``error``) and left out of the later rounds; the others go on. NVIDIA's
-cuda-samples (``--samples``) are traced and timed as they are, in one mode.
+cuda-samples (``--samples``) are traced and timed as they are, in one mode. ``--only`` runs the
+applications it names alone (an application added later, on a lease of its own).
 """
 
 from __future__ import annotations
@@ -38,18 +39,22 @@ APPS = {  # application → the modes it is timed in (its own first)
                      "managed-advise-prefer-host", "managed-advise-accessed-by-gpu", "pageable", "pinned",
                      "write-combined", "zero-copy", "mapped", "pageable-staged", "pageable-registered"],
     "pycuda_loop": ["pageable", "pinned", "write-combined", "zero-copy", "managed", "pageable-registered"],
+    # one input and a smaller output: no pipelined mode (a chunk's kernel reads its own chunk alone)
+    "upload_once": [m for m in ALL if m != "pinned-pipelined"],
+    "table_loop": [m for m in ALL if m != "pinned-pipelined"] + ["managed-advise-read-mostly"],
 }
 SAMPLES = ["vectorAdd", "simpleStreams", "asyncAPI"]
 TRACE = ["nsys", "profile", "-t", "cuda,nvtx", "--cuda-um-gpu-page-faults=true", "--cuda-um-cpu-page-faults=true",
          "--export", "sqlite", "--force-overwrite", "true"]
 
 
-def build(out: Path, samples: Path | None) -> dict[str, list[str]]:
-    """name → the command that runs it (the CUDA applications compiled into ``out/bin``)."""
+def build(out: Path, samples: Path | None, only: list[str] | None = None) -> dict[str, list[str]]:
+    """name → the command that runs it (the CUDA applications compiled into ``out/bin``), all of them or
+    those ``only`` names."""
     bin_dir = out / "bin"
     bin_dir.mkdir(parents=True, exist_ok=True)
     cmds = {}
-    for name in APPS:
+    for name in (n for n in APPS if not only or n in only):
         if name == "pycuda_loop":
             cmds[name] = [sys.executable, str(HERE / "pycuda_loop.py")]
             continue
@@ -58,7 +63,7 @@ def build(out: Path, samples: Path | None) -> dict[str, list[str]]:
                        check=True)
         cmds[name] = [str(exe)]
     if samples:
-        for name in SAMPLES:
+        for name in (n for n in SAMPLES if not only or n in only):
             exe = bin_dir / name
             src = samples / "Samples" / "0_Introduction" / name / f"{name}.cu"
             subprocess.run(["nvcc", "-O2", "-arch=sm_90", "-I", str(samples / "Common"), "-o", str(exe), str(src)],
@@ -112,10 +117,15 @@ def main():
     ap.add_argument("out", type=Path)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--samples", type=Path, default=None)
+    ap.add_argument("--only", default=None, help="the applications to run, comma-separated (default: all)")
     a = ap.parse_args()
+    only = a.only.split(",") if a.only else None
+    unknown = sorted(set(only or ()) - set(APPS) - set(SAMPLES))
+    if unknown:
+        ap.error(f"option '--only': no application {', '.join(unknown)} (there are: {', '.join([*APPS, *SAMPLES])})")
     out = a.out
     (out / "traces").mkdir(parents=True, exist_ok=True)
-    cmds = build(out, a.samples)
+    cmds = build(out, a.samples, only)
     gpu = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader", "--id=0"],
                          capture_output=True, text=True).stdout.strip()  # GPU 0, which the applications run on
     doc = {"gpu": gpu, "date": datetime.now(timezone.utc).isoformat(timespec="seconds"), "host": platform.node(),

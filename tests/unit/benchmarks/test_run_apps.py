@@ -35,3 +35,20 @@ def test_a_failing_mode_is_recorded_and_the_others_go_on(tmp_path):
     assert calls.count("pageable-registered") == 1  # not tried again in later rounds
     assert calls[:3] == modes and calls[3:5] == ["pinned", "pageable"]  # the second round in reverse order
     assert json.loads(progress.read_text()) == doc  # the rounds so far are on disk
+
+
+def test_only_builds_the_applications_it_names(tmp_path):
+    # nvcc compiles them here (CI has it): the two applications named, and no other
+    mod = _run_apps()
+    cmds = mod.build(tmp_path, None, ["upload_once", "table_loop"])
+    assert list(cmds) == ["upload_once", "table_loop"]
+    assert all((tmp_path / "bin" / name).is_file() for name in cmds)
+    assert not (tmp_path / "bin" / "stream_loop").exists()
+
+
+def test_the_new_applications_are_timed_in_modes_they_can_run():
+    mod = _run_apps()
+    for name in ("upload_once", "table_loop"):
+        assert mod.APPS[name][0] == "pageable"  # as written
+        assert "pinned-pipelined" not in mod.APPS[name]  # its input and output differ in size
+    assert "managed-advise-read-mostly" in mod.APPS["table_loop"]  # its kernel only reads the table
