@@ -39,6 +39,8 @@ ADVICE_CALLS = ("cudaMemAdvise", "cuMemAdvise")
 MANAGED_CALLS = ("cudaMallocManaged", "cuMemAllocManaged")
 PINNED_ALLOC_CALLS = ("cudaMallocHost", "cudaHostAlloc", "cuMemAllocHost", "cuMemHostAlloc")
 PERIOD_MATCH = 0.9  # the share of a loop's calls that must repeat one period later
+# what makes an iteration a loop's: GPU work in it (copies, kernels, migrations)
+GPU_WORK = ["h2d_copies", "d2h_copies", "kernels", "um_h2d_bytes", "um_d2h_bytes"]
 MAX_PERIOD_MULTIPLE = 64  # periods tried: the run's length over a call's count, times 1..this
 # where a candidate period's windows are looked at, as shares of the loop: no round fractions, which a
 # loop of a round number of iterations would meet at its iterations' edges (where every call is near)
@@ -340,6 +342,9 @@ def find_loop(calls: pd.DataFrame, copies: pd.DataFrame, kernels: pd.DataFrame) 
     edges = np.concatenate([[begin], cuts[1:], [end]])  # the first iteration keeps what came before it
     per = _per_iteration(edges, calls, copies, kernels)
     steady = per.iloc[1:] if len(per) > 2 else per
+    if (steady[GPU_WORK].sum(axis=1) > 0).mean() < 0.5:
+        # calls repeated in its setup (streams, events created one by one), the GPU's work after the last
+        return None
     med = steady.median(numeric_only=True).to_dict()
     return Loop(iterations=len(per), period=p, anchor=str(names[anchor]), first_s=float(per["wall_s"].iloc[0]),
                 steady_s=float(med["wall_s"]), per_iteration=med, first=per.iloc[0].to_dict(),

@@ -38,6 +38,16 @@ def test_each_application_is_seen_for_what_it_does(tmp_path, name, strategy, ite
     assert adv.ranking and adv.loop_advice is not None and adv.verdict
 
 
+def test_setup_calls_that_repeat_without_gpu_work_are_no_loop(tmp_path):
+    # upload_once (H200, 2026-11-26): one 1 GiB copy in, one kernel, 64 MiB back; its four
+    # cudaStreamCreateWithFlags calls had been read as a loop of 4 iterations of 7 us, with no copy in it
+    (adv,) = api.advise(fixture("upload_once", tmp_path, gpu="h200"))
+    assert adv.app.loop is None
+    w = adv.workload
+    assert w.iterations == 1 and w.bytes >= 1088 * MiB
+    assert w.host_writes == pytest.approx(1024 / 1088, abs=0.01) and w.host_reads == pytest.approx(64 / 1088, abs=0.01)
+
+
 def test_copies_from_registered_memory_are_read_as_the_buffer_registered_in_place(tmp_path):
     def app(calls):
         b = 64 * MiB

@@ -19,9 +19,9 @@ from umprof.nsight.trace_db import export_sqlite, open_trace
 TRACES = ROOT / "tests" / "fixtures" / "traces"
 
 
-def fixture(name, tmp_path=None):
+def fixture(name, tmp_path=None, gpu="h100"):
     """A committed trace (the large ones are gzipped)."""
-    path = TRACES / f"h100-{name}.sqlite"
+    path = TRACES / f"{gpu}-{name}.sqlite"
     if path.is_file():
         return path
     out = tmp_path / path.name
