@@ -1,0 +1,98 @@
+"""The first write and the page-locking of pageable memory, by how its pages are backed: numpy's arrays
+(numpy advises the kernel to back large ones with huge pages) against memory with 4 KiB pages, as a C
+program's malloc'd buffers get on a host whose transparent huge pages are given only where advised.
+
+    python3 benchmarks/first_touch.py [--mib 1024] [--reps 5] [--json OUT.json]
+
+For each backing, ``--reps`` times on a fresh buffer: the first write of the whole buffer (the host's
+fill), and cuMemHostRegister of an untouched buffer (the driver faults its pages in and pins them, as
+`pageable-registered` and `mapped` memory do) followed by the write of the registered pages and the
+unregistration. umprof measures pageable memory as numpy's; the table says what a malloc'd buffer
+costs instead, on this host. Needs a GPU (pycuda) for the registration.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import json
+import platform
+import statistics
+import time
+from pathlib import Path
+
+import numpy as np
+
+try:  # numpy 2 moved it
+    from numpy._core import multiarray as _ma
+except ImportError:  # pragma: no cover - numpy 1
+    from numpy.core import multiarray as _ma
+
+THP = Path("/sys/kernel/mm/transparent_hugepage/enabled")
+
+
+def _buffer(nbytes: int, huge: bool) -> np.ndarray:
+    """A fresh, untouched buffer: numpy's (huge pages advised) or with the advice off (4 KiB pages where
+    the host gives huge pages only where advised)."""
+    before = _ma._get_madvise_hugepage()
+    _ma._set_madvise_hugepage(huge)
+    try:
+        return np.empty(nbytes, np.uint8)
+    finally:
+        _ma._set_madvise_hugepage(before)
+
+
+def _timed(fn) -> float:
+    t = time.perf_counter()
+    fn()
+    return time.perf_counter() - t
+
+
+def measure(nbytes: int, reps: int, session) -> dict:
+    """Per backing, the medians over ``reps`` fresh buffers (see the module's docstring)."""
+    out = {}
+    for backing, huge in (("numpy (huge pages advised)", True), ("4 KiB pages (as malloc'd)", False)):
+        first, register, written, unregister = [], [], [], []
+        for _ in range(reps):
+            a = _buffer(nbytes, huge)
+            first.append(_timed(lambda: a.fill(1)))
+            del a
+            b = _buffer(nbytes, huge)
+            ptr = b.ctypes.data
+            register.append(_timed(lambda: session.host_register(ptr, nbytes)))  # as umprof registers
+            written.append(_timed(lambda: b.fill(2)))
+            unregister.append(_timed(lambda: session.host_unregister(ptr)))
+            del b
+        out[backing] = {k: statistics.median(v) for k, v in
+                        (("first_write_s", first), ("register_s", register), ("registered_write_s", written),
+                         ("unregister_s", unregister))}
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--mib", type=int, default=1024)
+    ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--json", type=Path, default=None)
+    a = ap.parse_args()
+    from umprof.measure.gpu import identify, open_session
+
+    session = open_session(0)
+    try:
+        res = measure(a.mib * 2**20, a.reps, session)
+    finally:
+        session.close()
+    doc = {"gpu": identify(0).get("name"), "host": platform.node(), "date": time.strftime("%Y-%m-%d"),
+           "transparent_hugepage": THP.read_text().strip() if THP.exists() else None, "mib": a.mib, "reps": a.reps,
+           "median_s": res}
+    print(f"{doc['gpu']}, {a.mib} MiB, median of {a.reps}; transparent_hugepage: {doc['transparent_hugepage']}")
+    print(f"{'backing':28s} {'first write':>12s} {'register':>10s} {'then write':>11s} {'unregister':>11s}")
+    for backing, r in res.items():
+        print(f"{backing:28s} {r['first_write_s']:11.3f}s {r['register_s']:9.3f}s {r['registered_write_s']:10.3f}s "
+              f"{r['unregister_s']:10.3f}s")
+    if a.json:
+        a.json.write_text(json.dumps(doc, indent=1))
+
+
+if __name__ == "__main__":
+    main()
