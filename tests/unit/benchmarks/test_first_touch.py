@@ -1,0 +1,21 @@
+"""benchmarks/first_touch.py without a GPU: a buffer of either backing, and numpy's own setting left as it was."""
+
+import importlib.util
+
+from tests.unit.data import ROOT
+
+
+def _first_touch():
+    spec = importlib.util.spec_from_file_location("first_touch", ROOT / "benchmarks" / "first_touch.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_either_backing_gives_a_fresh_buffer_and_restores_numpy_s_advice():
+    mod = _first_touch()
+    before = mod._ma._get_madvise_hugepage()
+    for huge in (True, False):
+        b = mod._buffer(8 * 2**20, huge)
+        assert b.nbytes == 8 * 2**20 and b.dtype.itemsize == 1
+        assert mod._ma._get_madvise_hugepage() == before
