@@ -321,7 +321,7 @@ def figures() -> str:
             lines.append(f"| {strategy} | {phase} | " + " | ".join(format_rate(by[b]) if b in by else "-" for b in sizes)
                          + (f" | {big / ceiling:.0%} {what} |" if big else " | - |"))
         lines.append("")
-    lines += staging_section()
+    lines += staging_section() + first_touch_section()
     peers = (ROOT / "benchmarks" / "peers.md").read_text().split("\n", 1)[1]
     lines += ["## The peers", "", "NVIDIA's own tools on the same GPU, measured beside umprof:", "", peers.strip()]
     return "\n".join(lines).rstrip() + "\n"
@@ -335,6 +335,29 @@ def _benchmark(name: str):
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def first_touch_section() -> list[str]:
+    """The first write and the registration of pageable memory by how its pages are backed
+    (benchmarks/first_touch.py, results/first-touch)."""
+    files = sorted((RESULTS / "first-touch").glob("*.json"))
+    if not files:
+        return []
+    lines = ["## Pageable memory by its pages", "",
+             "The first write of a fresh buffer and its registration in place (cuMemHostRegister, as `pageable-registered` "
+             "and `mapped` memory do), then the write of the registered pages and the unregistration, each the median of "
+             "fresh buffers (`benchmarks/first_touch.py`): numpy's arrays, which numpy backs with huge pages, and buffers "
+             "with 4 KiB pages, as a C program's malloc'd memory is where huge pages are given only where advised. "
+             "umprof's pageable memory is numpy's.", "",
+             "| GPU machine | date | transparent_hugepage | size | backing | first write | register | then write | "
+             "unregister |", "|---|---|---|---|---|---|---|---|---|"]
+    for f in files:
+        doc = json.loads(f.read_text())
+        for backing, r in doc["median_s"].items():
+            lines.append(f"| {doc['gpu']} | {doc['date']} | {doc['transparent_hugepage']} | {doc['mib']} MiB | {backing} | "
+                         f"{r['first_write_s']:.3f} s | {r['register_s']:.3f} s | {r['registered_write_s']:.3f} s | "
+                         f"{r['unregister_s']:.3f} s |")
+    return lines + ["", "Measured: " + ", ".join(str(f.relative_to(ROOT)) for f in files) + ".", ""]
 
 
 def staging_section() -> list[str]:
