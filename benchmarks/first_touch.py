@@ -14,10 +14,10 @@ costs instead, on this host. Needs a GPU (pycuda) for the registration.
 from __future__ import annotations
 
 import argparse
-import ctypes
 import json
 import platform
 import statistics
+import sys
 import time
 from pathlib import Path
 
@@ -48,21 +48,30 @@ def _timed(fn) -> float:
     return time.perf_counter() - t
 
 
+def _first_write(nbytes: int, huge: bool) -> float:
+    """The host's first write of a fresh buffer."""
+    a = _buffer(nbytes, huge)
+    return _timed(lambda: a.fill(1))
+
+
+def _registered(session, nbytes: int, huge: bool) -> tuple[float, float, float]:
+    """A fresh, untouched buffer registered in place as umprof registers it (its pages faulted in and
+    pinned by the driver), written, and unregistered: the three times."""
+    b = _buffer(nbytes, huge)
+    ptr = b.ctypes.data
+    register = _timed(lambda: session.host_register(ptr, nbytes))
+    write = _timed(lambda: b.fill(2))
+    unregister = _timed(lambda: session.host_unregister(ptr))
+    return register, write, unregister
+
+
 def measure(nbytes: int, reps: int, session) -> dict:
     """Per backing, the medians over ``reps`` fresh buffers (see the module's docstring)."""
     out = {}
     for backing, huge in (("numpy (huge pages advised)", True), ("4 KiB pages (as malloc'd)", False)):
-        first, register, written, unregister = [], [], [], []
-        for _ in range(reps):
-            a = _buffer(nbytes, huge)
-            first.append(_timed(lambda: a.fill(1)))
-            del a
-            b = _buffer(nbytes, huge)
-            ptr = b.ctypes.data
-            register.append(_timed(lambda: session.host_register(ptr, nbytes)))  # as umprof registers
-            written.append(_timed(lambda: b.fill(2)))
-            unregister.append(_timed(lambda: session.host_unregister(ptr)))
-            del b
+        # one buffer written, then another registered, rep by rep (as the committed results were measured)
+        runs = [(_first_write(nbytes, huge), *_registered(session, nbytes, huge)) for _ in range(reps)]
+        first, register, written, unregister = zip(*runs)
         out[backing] = {k: statistics.median(v) for k, v in
                         (("first_write_s", first), ("register_s", register), ("registered_write_s", written),
                          ("unregister_s", unregister))}
@@ -71,13 +80,18 @@ def measure(nbytes: int, reps: int, session) -> dict:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--mib", type=int, default=1024)
-    ap.add_argument("--reps", type=int, default=5)
-    ap.add_argument("--json", type=Path, default=None)
+    ap.add_argument("--mib", type=int, default=1024, help="each buffer's size in MiB (default: 1024)")
+    ap.add_argument("--reps", type=int, default=5, help="fresh buffers per backing and measure (default: 5)")
+    ap.add_argument("--json", type=Path, default=None, help="also write the medians, the GPU and the host here")
     a = ap.parse_args()
+    from umprof.core.errors import GpuUnavailable
     from umprof.measure.gpu import identify, open_session
 
-    session = open_session(0)
+    try:
+        session = open_session(0)
+    except GpuUnavailable as e:  # one line and its exit code (3: a tool missing), as umprof's commands say it
+        print(f"first_touch: {e}", file=sys.stderr)
+        raise SystemExit(e.exit_code) from None
     try:
         res = measure(a.mib * 2**20, a.reps, session)
     finally:

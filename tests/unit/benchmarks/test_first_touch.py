@@ -19,3 +19,20 @@ def test_either_backing_gives_a_fresh_buffer_and_restores_numpy_s_advice():
         b = mod._buffer(8 * 2**20, huge)
         assert b.nbytes == 8 * 2**20 and b.dtype.itemsize == 1
         assert mod._ma._get_madvise_hugepage() == before
+
+
+def test_without_a_gpu_it_says_so_in_one_line_and_exits_3(monkeypatch, capsys):
+    import pytest
+
+    from umprof.core.errors import GpuUnavailable
+
+    mod = _first_touch()
+
+    def no_gpu(*a, **k):
+        raise GpuUnavailable("no GPU here")
+
+    monkeypatch.setattr("umprof.measure.gpu.open_session", no_gpu)
+    monkeypatch.setattr("sys.argv", ["first_touch.py", "--reps", "1"])
+    with pytest.raises(SystemExit) as e:
+        mod.main()
+    assert e.value.code == 3 and capsys.readouterr().err.strip() == "first_touch: no GPU here"
