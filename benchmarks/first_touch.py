@@ -5,9 +5,9 @@ program's malloc'd buffers get on a host whose transparent huge pages are given 
     python3 benchmarks/first_touch.py [--mib 1024] [--reps 5] [--json OUT.json]
 
 For each backing, ``--reps`` times on a fresh buffer: the first write of the whole buffer (the host's
-fill), and cuMemHostRegister of an untouched buffer (the driver faults its pages in and pins them, as
-`pageable-registered` and `mapped` memory do) followed by the write of the registered pages and the
-unregistration. umprof measures pageable memory as numpy's; the table says what a malloc'd buffer
+fill) and its free, and cuMemHostRegister of an untouched buffer (the driver faults its pages in and pins
+them, as `pageable-registered` and `mapped` memory do) followed by the write of the registered pages, the
+unregistration and the free. umprof measures pageable memory as numpy's; the table says what a malloc'd buffer
 costs instead, on this host. Needs a GPU (pycuda) for the registration.
 """
 
@@ -48,21 +48,29 @@ def _timed(fn) -> float:
     return time.perf_counter() - t
 
 
-def _first_write(nbytes: int, huge: bool) -> float:
-    """The host's first write of a fresh buffer."""
-    a = _buffer(nbytes, huge)
-    return _timed(lambda: a.fill(1))
+def _released(holder: list) -> float:
+    """The time to give the buffer in ``holder`` back to the kernel (its last reference dropped: free(),
+    which unmaps a buffer this large)."""
+    t = time.perf_counter()
+    holder.clear()
+    return time.perf_counter() - t
 
 
-def _registered(session, nbytes: int, huge: bool) -> tuple[float, float, float]:
+def _first_write(nbytes: int, huge: bool) -> tuple[float, float]:
+    """The host's first write of a fresh buffer, and its free."""
+    a = [_buffer(nbytes, huge)]
+    return _timed(lambda: a[0].fill(1)), _released(a)
+
+
+def _registered(session, nbytes: int, huge: bool) -> tuple[float, float, float, float]:
     """A fresh, untouched buffer registered in place as umprof registers it (its pages faulted in and
-    pinned by the driver), written, and unregistered: the three times."""
-    b = _buffer(nbytes, huge)
-    ptr = b.ctypes.data
+    pinned by the driver), written, unregistered and freed: the four times."""
+    b = [_buffer(nbytes, huge)]
+    ptr = b[0].ctypes.data
     register = _timed(lambda: session.host_register(ptr, nbytes))
-    write = _timed(lambda: b.fill(2))
+    write = _timed(lambda: b[0].fill(2))
     unregister = _timed(lambda: session.host_unregister(ptr))
-    return register, write, unregister
+    return register, write, unregister, _released(b)
 
 
 def measure(nbytes: int, reps: int, session) -> dict:
@@ -70,11 +78,12 @@ def measure(nbytes: int, reps: int, session) -> dict:
     out = {}
     for backing, huge in (("numpy (huge pages advised)", True), ("4 KiB pages (as malloc'd)", False)):
         # one buffer written, then another registered, rep by rep (as the committed results were measured)
-        runs = [(_first_write(nbytes, huge), *_registered(session, nbytes, huge)) for _ in range(reps)]
-        first, register, written, unregister = zip(*runs)
+        runs = [(*_first_write(nbytes, huge), *_registered(session, nbytes, huge)) for _ in range(reps)]
+        first, freed, register, written, unregister, registered_freed = zip(*runs)
         out[backing] = {k: statistics.median(v) for k, v in
-                        (("first_write_s", first), ("register_s", register), ("registered_write_s", written),
-                         ("unregister_s", unregister))}
+                        (("first_write_s", first), ("free_s", freed), ("register_s", register),
+                         ("registered_write_s", written), ("unregister_s", unregister),
+                         ("registered_free_s", registered_freed))}
     return out
 
 
@@ -100,10 +109,11 @@ def main() -> None:
            "transparent_hugepage": THP.read_text().strip() if THP.exists() else None, "mib": a.mib, "reps": a.reps,
            "median_s": res}
     print(f"{doc['gpu']}, {a.mib} MiB, median of {a.reps}; transparent_hugepage: {doc['transparent_hugepage']}")
-    print(f"{'backing':28s} {'first write':>12s} {'register':>10s} {'then write':>11s} {'unregister':>11s}")
+    print(f"{'backing':28s} {'first write':>12s} {'free':>7s} {'register':>10s} {'then write':>11s} {'unregister':>11s} "
+          f"{'free':>7s}")
     for backing, r in res.items():
-        print(f"{backing:28s} {r['first_write_s']:11.3f}s {r['register_s']:9.3f}s {r['registered_write_s']:10.3f}s "
-              f"{r['unregister_s']:10.3f}s")
+        print(f"{backing:28s} {r['first_write_s']:11.3f}s {r['free_s']:6.3f}s {r['register_s']:9.3f}s "
+              f"{r['registered_write_s']:10.3f}s {r['unregister_s']:10.3f}s {r['registered_free_s']:6.3f}s")
     if a.json:
         a.json.write_text(json.dumps(doc, indent=1))
 

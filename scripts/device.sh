@@ -9,6 +9,8 @@
 #              ceiling (benchmarks/staging_table.py); then the ring by what ran before it and one H2D
 #              transfer's timeline (benchmarks/staging_context.py)
 #   calibrate  the full calibration, then a quick one, each timed from process start (full, quick: one)
+#   malloc     the setup loop of malloc'd pages (calibration-loop-setup-malloc) twice, numpy's between, and
+#              benchmarks/first_touch.py
 #   apps       benchmarks/apps: build, trace each application as written, time every mode (needs the
 #              cuda-samples in .device/cuda-samples for NVIDIA's three; ROUNDS=N, default 3; ONLY=app,app for those)
 #   set        a verification set (SET=holdout-17: benchmarks/workloads/$SET.toml) under every strategy, in
@@ -65,7 +67,21 @@ for step in "$@"; do
     set)
       timed "${SET:?SET=holdout-N} ${TAG:-}" "$OUT/$gpu-sets.log" python3 scripts/measure_workloads.py \
         "benchmarks/workloads/$SET.toml" "$OUT/$gpu-loop-$SET${TAG:+-$TAG}.parquet" ;;
+    malloc)
+      # the setup loop of malloc'd pages twice, numpy's of the same strategies between (one lease's ratio), then
+      # benchmarks/first_touch.py at 1 GiB
+      for run in a numpy b; do
+        if [ "$run" = numpy ]; then
+          timed "setup loop, numpy's pages" "$OUT/$gpu-setup-malloc.log" python3 -m umprof run calibration-loop-setup \
+            -a strategy=pageable,mapped,pageable-staged,pageable-registered -o "$OUT/$gpu-setup-numpy.parquet" --force
+        else
+          timed "setup loop, malloc's pages ($run)" "$OUT/$gpu-setup-malloc.log" python3 -m umprof run \
+            calibration-loop-setup-malloc -o "$OUT/$gpu-setup-malloc-$run.parquet" --force
+        fi
+      done
+      timed "first touch" "$OUT/$gpu-setup-malloc.log" python3 benchmarks/first_touch.py --json "$OUT/$gpu-first-touch.json"
+      tail -4 "$OUT/$gpu-setup-malloc.log" ;;
     full) ;;  # its calibration ran above
-    *) echo "unknown step: $step (tests, default, um, staging, calibrate, full, quick, apps, set)"; exit 2 ;;
+    *) echo "unknown step: $step (tests, default, um, staging, calibrate, full, quick, malloc, apps, set)"; exit 2 ;;
   esac
 done

@@ -8,7 +8,7 @@ from umprof import api
 from umprof.cli import common
 from umprof.core.errors import UsageError
 from umprof.model.recommend import VERIFY_ROUNDS
-from umprof.model.workload import PATTERNS
+from umprof.model.workload import HOST_PAGES, PATTERNS
 
 
 def _workloads(files, options: dict):
@@ -52,6 +52,9 @@ def _workloads(files, options: dict):
 @click.option("--pingpong/--no-pingpong", default=None, help="Shorthand for --host-writes 1 --gpu-writes 1 --host-reads 1.")
 @click.option("--copies", type=int, default=None, metavar="N",
               help="Explicit copies each way per iteration, in equal parts (records sent one cudaMemcpy each) [1].")
+@click.option("--host-pages", type=click.Choice(HOST_PAGES), default=None,
+              help="How the application's pageable memory is backed: numpy (a Python program's arrays) or malloc "
+                   "(a C or C++ program's buffers) [numpy].")
 @click.option("--steady", is_flag=True,
               help="Rank by the steady iteration alone (a loop that runs for hours), not the whole run of --iterations.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document (ranking, phases, setup, steady, reason, verification).")
@@ -72,7 +75,7 @@ def _workloads(files, options: dict):
               help="GPUs to answer for: an index, a list (0,1) or all; each gets its own calibration and ranking "
                    "(with --from: the calibration rows measured on that GPU). Default: 0.")
 def recommend(sources, gpu_name, calibrate_now, workload_files, size, reuse, touched, pattern, stride, iterations,
-              host_writes, gpu_writes, host_reads, pingpong, copies, steady, as_json, fits, verify, verify_top,
+              host_writes, gpu_writes, host_reads, pingpong, copies, host_pages, steady, as_json, fits, verify, verify_top,
               verify_rounds, measured, output, force, device_index):
     """Rank the host-memory strategies for a workload, with predicted time per phase and the reason.
 
@@ -90,7 +93,8 @@ def recommend(sources, gpu_name, calibrate_now, workload_files, size, reuse, tou
                          "of iterations does not change; give --iterations N to rank the whole run, or --steady alone")
     workloads = _workloads(workload_files, dict(bytes=size, reuse=reuse, touched=touched, pattern=pattern, stride=stride,
                                                 iterations=iterations, host_writes=host_writes, gpu_writes=gpu_writes,
-                                                host_reads=host_reads, pingpong=pingpong, copies=copies, fits=fits))
+                                                host_reads=host_reads, pingpong=pingpong, copies=copies, host_pages=host_pages,
+                                                fits=fits))
     if verify_top != "all" and (not verify_top.isdigit() or int(verify_top) < 1):
         raise UsageError(f"option '--verify-top': expected a positive integer or 'all', got {verify_top!r}")
     if gpu_name is not None and (verify or device_index is not None):

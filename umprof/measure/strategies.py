@@ -30,11 +30,35 @@ class Buffer:
         return self.host.view(dtype)
 
 
+# How pageable memory's pages are backed, which decides what its first touch and its page-locking cost:
+# "numpy": a numpy array, as a Python program's buffers are (numpy advises the kernel to back arrays of
+# 4 MiB and more with huge pages); "malloc": a fresh anonymous mapping with no advice, as a C or C++
+# program's malloc'd (or new'd) buffer of that size is (glibc maps allocations of 128 KiB and more on their
+# own). On a host whose transparent huge pages are given only where advised (both lent GPU hosts of
+# 2026-11), the malloc'd buffer faults in 4 KiB at a time: 1 GiB's first write took 0.46-0.51 s against
+# numpy's 0.15-0.23 s, its registration 0.26-0.30 s against 0.14-0.21 s (results/first-touch/).
+HOST_PAGES = ("numpy", "malloc")
+
+
 def aligned_empty(nbytes: int, align: int = PAGE) -> np.ndarray:
     """Pageable host memory, page aligned (as malloc'd application buffers of this size are)."""
     raw = np.empty(nbytes + align, dtype=np.uint8)
     offset = (-raw.ctypes.data) % align
     return raw[offset:offset + nbytes]
+
+
+def pageable_empty(nbytes: int, pages: str = "numpy") -> np.ndarray:
+    """Pageable host memory backed as ``pages`` says (HOST_PAGES), untouched. A "malloc" buffer is its own
+    mapping: the kernel unmaps it when the array and every view of it are gone."""
+    if pages == "numpy":
+        return aligned_empty(nbytes)
+    if pages != "malloc":
+        raise ValueError(f"pages: expected one of {', '.join(HOST_PAGES)}, got {pages!r}")
+    import mmap
+
+    mapping = mmap.mmap(-1, max(nbytes, 1), flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS,
+                        prot=mmap.PROT_READ | mmap.PROT_WRITE)
+    return np.frombuffer(mapping, dtype=np.uint8, count=nbytes)
 
 
 class Strategy:
@@ -45,6 +69,7 @@ class Strategy:
     moves_data = False  # has to_device / to_host steps (copies or prefetches)
     over_link = False  # kernels read the data across PCIe (zero-copy, mapped, system)
     managed = False
+    malloc_backed = False  # its host side is the application's pageable buffer (backed as HOST_PAGES says)
     pages_migrate = False  # the driver migrates its pages (managed, HMM system memory): CUPTI's UM counters see it
     advice = None  # managed memory's cuMemAdvise ("read-mostly", "prefer-gpu", ...), else None
     copies = False  # explicit cudaMemcpy between a host buffer and a cudaMalloc'd one
@@ -60,7 +85,9 @@ class Strategy:
     def prepare(self) -> None:
         """Build or load what the strategy needs once per process, before anything is timed (nothing for most)."""
 
-    def allocate(self, session, nbytes: int) -> Buffer:
+    def allocate(self, session, nbytes: int, pages: str = "numpy") -> Buffer:
+        """A buffer of ``nbytes``; ``pages`` backs a ``malloc_backed`` strategy's pageable buffer (HOST_PAGES),
+        and the strategies that allocate memory of their own ignore it."""
         raise NotImplementedError
 
     def to_device(self, session, buf: Buffer, nbytes: int | None = None) -> None:
@@ -84,17 +111,17 @@ class _Explicit(Strategy):
     copies_in_parts = True
     host_flags = None  # None: pageable; else pycuda host_alloc_flags
 
-    def allocate(self, session, nbytes):
+    def allocate(self, session, nbytes, pages="numpy"):
         cuda = session.cuda
         session.check_device_alloc(nbytes)
         session.check_host_alloc(nbytes)
-        host = self._host_alloc(session, nbytes)
+        host = self._host_alloc(session, nbytes, pages)
         dev = cuda.mem_alloc(max(nbytes, 1))
         return Buffer(self, nbytes, host, int(dev), {"device": dev, "host": host})
 
-    def _host_alloc(self, session, nbytes):
+    def _host_alloc(self, session, nbytes, pages):
         if self.host_flags is None:
-            return aligned_empty(nbytes)
+            return pageable_empty(nbytes, pages)
         return session.cuda.pagelocked_empty(nbytes, np.uint8, mem_flags=self.host_flags(session.cuda))
 
     def to_device(self, session, buf, nbytes=None):
@@ -137,6 +164,7 @@ class _Explicit(Strategy):
 
 class Pageable(_Explicit):
     name = "pageable"
+    malloc_backed = True
     about = "malloc'd host memory; the driver stages each copy through its own pinned buffer"
 
 
@@ -161,9 +189,10 @@ class PageableRegistered(_Explicit):
     name = "pageable-registered"
     about = "an existing malloc'd buffer page-locked in place (cuMemHostRegister); copies at the link's rate"
     host_flags = staticmethod(lambda cuda: 0)  # its copies are asynchronous, as pinned memory's are
+    malloc_backed = True
 
-    def _host_alloc(self, session, nbytes):
-        host = aligned_empty(nbytes)
+    def _host_alloc(self, session, nbytes, pages):
+        host = pageable_empty(nbytes, pages)
         session.host_register(host.ctypes.data, max(nbytes, 1))
         return host
 
@@ -179,6 +208,7 @@ class PageableStaged(_Explicit):
 
     name = "pageable-staged"
     about = "malloc'd host memory copied through a ring of pinned slots by host threads near the GPU"
+    malloc_backed = True
     copies_in_parts = False  # its ring moves the buffer
 
     def prepare(self):
@@ -186,10 +216,10 @@ class PageableStaged(_Explicit):
 
         staging_ring.prepare()  # the native engine, built and loaded outside the timed allocation
 
-    def allocate(self, session, nbytes):
+    def allocate(self, session, nbytes, pages="numpy"):
         from umprof.measure.staging_ring import StagingRing
 
-        buf = super().allocate(session, nbytes)
+        buf = super().allocate(session, nbytes, pages)
         try:
             buf.handles["ring"] = StagingRing(session, nbytes)
         except BaseException:
@@ -253,7 +283,7 @@ class ZeroCopy(_MappedHost):
     name = "zero-copy"
     about = "mapped pinned memory (cuMemHostAlloc DEVICEMAP); kernels read it in place over PCIe"
 
-    def allocate(self, session, nbytes):
+    def allocate(self, session, nbytes, pages="numpy"):
         cuda = session.cuda
         session.check_host_alloc(nbytes)
         host = cuda.pagelocked_empty(nbytes, np.uint8, mem_flags=cuda.host_alloc_flags.DEVICEMAP)
@@ -266,10 +296,11 @@ class ZeroCopy(_MappedHost):
 class Mapped(_MappedHost):
     name = "mapped"
     about = "an existing pageable buffer registered (cuMemHostRegister DEVICEMAP); kernels read it in place"
+    malloc_backed = True
 
-    def allocate(self, session, nbytes):
+    def allocate(self, session, nbytes, pages="numpy"):
         session.check_host_alloc(nbytes)
-        host = aligned_empty(nbytes)
+        host = pageable_empty(nbytes, pages)
         # pycuda's register_host_memory raised a SystemError on the GPU machine we test on;
         # cuda-bindings' cuMemHostRegister does the same job, so it is used directly.
         dev_ptr = session.host_register(host.ctypes.data, nbytes)
@@ -297,7 +328,7 @@ class Managed(Strategy):
             return "prefetch and advice need concurrent managed access, which the device lacks"
         return None
 
-    def allocate(self, session, nbytes):
+    def allocate(self, session, nbytes, pages="numpy"):
         cuda = session.cuda
         session.check_managed_alloc(nbytes)
         host = cuda.managed_empty(nbytes, np.uint8, mem_flags=cuda.mem_attach_flags.GLOBAL)
@@ -324,6 +355,7 @@ class Managed(Strategy):
 
 class System(Strategy):
     name = "system"
+    malloc_backed = True
     pages_migrate = True
     about = "plain malloc'd memory used by kernels directly (HMM / ATS); only where the device reports pageable access"
     over_link = True
@@ -333,9 +365,9 @@ class System(Strategy):
             return "no HMM/ATS: the device reports PAGEABLE_MEMORY_ACCESS = 0"
         return None
 
-    def allocate(self, session, nbytes):
+    def allocate(self, session, nbytes, pages="numpy"):
         session.check_host_alloc(nbytes)
-        host = aligned_empty(nbytes)
+        host = pageable_empty(nbytes, pages)
         return Buffer(self, nbytes, host, host.ctypes.data, {"host": host})
 
     def free(self, session, buf):

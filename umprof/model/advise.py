@@ -206,13 +206,16 @@ def workload_of(app: Application) -> tuple[Workload | None, str]:
     kernel_s = float(per.get("kernel_s", 0.0)) if resident else 0.0
     w = Workload(bytes=int(total), name=app.name.rsplit("/", 1)[-1] or "application", iterations=int(its),
                  host_writes=round(writes, 6), gpu_writes=round(gpu_writes, 6), host_reads=round(reads, 6),
-                 copies=copies if app.strategy != "pinned-pipelined" else 1, kernel_s=kernel_s)
+                 copies=copies if app.strategy != "pinned-pipelined" else 1, kernel_s=kernel_s,
+                 host_pages="numpy" if is_python(app) else "malloc")
     how = (f"{'copies' if explicit else 'unified-memory migrations'}: {format_size(b_in)} in and {format_size(b_out)} "
            f"out at most in an iteration make the buffer ({format_size(total)}); each steady iteration moves "
            f"{format_size(per.get(prefix + 'h2d_bytes', 0))} in and {format_size(per.get(prefix + 'd2h_bytes', 0))} out"
            + (f" in {copies} copies each way" if copies > 1 else "")
            + (f"; kernels {format_time(kernel_s)} per iteration" if kernel_s else "")
-           + f"; {its} iteration{'s' if its != 1 else ''}")
+           + f"; {its} iteration{'s' if its != 1 else ''}"
+           + ("; its pageable memory priced as a C program's malloc'd pages" if w.host_pages == "malloc" else
+              "; its pageable memory priced as numpy's arrays (a Python program)"))
     return w, how
 
 

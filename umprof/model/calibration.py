@@ -22,7 +22,8 @@ past them), each per iteration:
 At 64 KiB-4 MiB the whole-buffer and resident loops are measured again over 25 iterations
 (calibration-loop-steady, -resident-steady); where they were, their figures stand for the
 3-iteration loops' (LONG_LOOPS). Allocation, the first write and free come from a loop measured
-as an application pays them, where the calibration has it (calibration-loop-setup: SETUP_LOOP).
+as an application pays them, where the calibration has it (calibration-loop-setup: SETUP_LOOP; for a
+C program's malloc'd pages, calibration-loop-setup-malloc: SETUP_MALLOC_LOOP).
 
 How the curves compose into an iteration is :mod:`umprof.model.compose`'s; a plan's own steps,
 :mod:`umprof.model.plans`'; the prediction and ranking, :mod:`umprof.model.predict`'s.
@@ -186,6 +187,13 @@ LONG_SCENARIOS = tuple(CALIBRATION_PREFIX + name for name in LONG_LOOPS.values()
 # its allocation, first write and free stand for the whole-buffer loop's.
 SETUP_LOOP = "setup"
 SETUP_FROM_SETUP_LOOP = ("alloc", "host_init", "free")
+# calibration-loop-setup-malloc: the setup loop again for the strategies whose buffer is the application's
+# pageable memory (strategies.Strategy.malloc_backed), that memory backed as a C program's malloc backs it
+# (host_pages = malloc). A workload of malloc'd pages (Workload.host_pages) takes their allocation, first
+# write and free from it, where the calibration measured it; the steady phases are numpy's (once its
+# pages are in, the host's accesses and the copies were not measured to differ).
+SETUP_MALLOC_LOOP = "setup-malloc"
+SETUP_LOOPS = (SETUP_LOOP, SETUP_MALLOC_LOOP)
 # calibration-loop-copies: an application's copies in many parts (8 MiB each way per iteration in 8-2048
 # synchronous copies of 1 MiB-4 KiB). A part's time, its call's latency included, is a curve of its own
 # (``h2d_part``, ``d2h_part``: seconds a copy against the bytes of one copy), which prices an application's
@@ -254,7 +262,7 @@ class CalibrationCurves:
         self.reference_rows = ok[reference] if reference is not None else ok.iloc[:0]
         if reference is not None:
             ok = ok[~reference]
-        setup_loop = ok["base_scenario"] == CALIBRATION_PREFIX + SETUP_LOOP
+        setup_loop = ok["base_scenario"].isin([CALIBRATION_PREFIX + name for name in SETUP_LOOPS])
         # the setup loop answers for allocation, first write and free alone (see SETUP_LOOP): the curves
         # of the steady iteration, their gaps and the largest calibrated size are the other loops'
         self.setup_rows, ok = ok[setup_loop], ok[~setup_loop]
@@ -287,7 +295,7 @@ class CalibrationCurves:
         return out
 
     def _select_one(self, strategy, scenario, phase, column, rows=None, **axes) -> dict[float, float]:
-        d = rows if rows is not None else self.setup_rows if scenario == SETUP_LOOP else self.ok
+        d = rows if rows is not None else self.setup_rows if scenario in SETUP_LOOPS else self.ok
         if column not in d.columns:
             return {}
         # all of the scenario's rounds, where it was measured in rounds
@@ -326,15 +334,26 @@ class CalibrationCurves:
             return tuple(s for s in strategies.EXPLICIT if not strategies.get(s).pipelined)
         return (strategy,)
 
-    def curve(self, strategy, name) -> Curve:
-        """One of the strategy's per-iteration curves (see the module's docstring), cached."""
+    def curve(self, strategy, name, pages: str = "numpy") -> Curve:
+        """One of the strategy's per-iteration curves (see the module's docstring), cached; a setup step
+        of malloc'd pages (``pages``, SETUP_MALLOC_LOOP) where the calibration measured the strategy so."""
         if name not in OWN_CURVES.get(strategy, ()):
             strategy = BORROWS.get(strategy, strategy)
         strategy = CURVE_BORROWS.get((strategy, name), strategy)
-        key = (strategy, name)
+        if pages != "numpy" and not (name in SETUP_FROM_SETUP_LOOP and self.measures_pages(strategy, pages)):
+            pages = "numpy"
+        key = (strategy, name) if pages == "numpy" else (strategy, name, pages)
         if key not in self._curves:
-            self._curves[key] = Curve(self._build(strategy, name), fitted_tail=name in FIXED_OR_PROPORTIONAL)
+            self._curves[key] = Curve(self._build(strategy, name, pages), fitted_tail=name in FIXED_OR_PROPORTIONAL)
         return self._curves[key]
+
+    def measures_pages(self, strategy, pages: str) -> bool:
+        """Whether the calibration measured the strategy's setup on pages backed so (SETUP_MALLOC_LOOP)."""
+        if pages == "numpy":
+            return True
+        rows = self.setup_rows
+        mine = rows[(rows["base_scenario"] == CALIBRATION_PREFIX + SETUP_MALLOC_LOOP) & (rows["axis.strategy"] == strategy)]
+        return strategies.get(strategy).malloc_backed and not mine.empty
 
     def _host_step_beside(self, strategy, ref, name) -> dict:
         """A plan's own host step (the staging ring's threads disturb the host's writes and reads of the
@@ -362,7 +381,7 @@ class CalibrationCurves:
         fixed = {b: max(k1[b] - each[b], 0.0) for b in each}
         return fixed, each
 
-    def _build(self, strategy, name) -> dict:
+    def _build(self, strategy, name, pages: str = "numpy") -> dict:
         if name in ("host_write", "host_read") and strategy in self.cached_host:
             # the same memory to the host whoever allocated it: the median of their measurements per
             # size (each alone varies ±30% from run to run, with no order between them)
@@ -400,17 +419,19 @@ class CalibrationCurves:
             return self._select(strategy, "sizes", "pipelined", column="it_issue_s", **WHOLE_LOOP)
         if name in ("alloc", "host_init", "free", "first"):
             if strategy in SAME_SETUP and name in SAME_SETUP_STEPS:  # one operation measured under two names
-                return _median_per_size(self._setup_step(s, name) for s in SAME_SETUP)
-            return self._setup_step(strategy, name)
+                return _median_per_size(self._setup_step(s, name, pages) for s in SAME_SETUP)
+            return self._setup_step(strategy, name, pages)
         if name == "gap":
             return self._gaps(strategy)
         raise KeyError(name)
 
-    def _setup_step(self, strategy, name) -> dict[float, float]:
-        """A setup step of the strategy's own measurement: as an application pays it (SETUP_LOOP)
-        where measured so, else the first iteration of its calibration loop."""
+    def _setup_step(self, strategy, name, pages: str = "numpy") -> dict[float, float]:
+        """A setup step of the strategy's own measurement: as an application pays it (SETUP_LOOP, or
+        SETUP_MALLOC_LOOP for malloc'd ``pages``) where measured so, else the first iteration of its
+        calibration loop."""
         if name in SETUP_FROM_SETUP_LOOP:
-            measured = self._select(strategy, SETUP_LOOP, name, column="time_median_s")
+            loop = SETUP_MALLOC_LOOP if pages == "malloc" else SETUP_LOOP
+            measured = self._select(strategy, loop, name, column="time_median_s")
             if measured:
                 return measured
         # READ_MOSTLY has no whole-buffer loop (its kernel may not write): its read-only host-read loop

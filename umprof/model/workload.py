@@ -12,7 +12,9 @@ a read-only input, 1 = updated in place); what the host reads after each iterati
 host_writes = gpu_writes = host_reads = 1. Two keys describe an application read from its trace
 (``umprof advise``): ``copies``, its explicit copies each way per iteration (in equal parts), and
 ``kernel_s``, its kernels' own time per iteration on device-resident data, below which no
-strategy's kernel goes.
+strategy's kernel goes. ``host_pages`` says how its pageable memory is backed: ``numpy`` (a Python
+program's arrays, numpy's huge-page advice; the default) or ``malloc`` (a C or C++ program's buffers,
+which fault in and are page-locked 4 KiB at a time where the host gives huge pages only where advised).
 
 It is written as CLI options (``umprof recommend --bytes 256MiB --reuse 16 --host-writes 0.1``)
 or a TOML file (``scenarios/workloads/example.toml`` documents every key), and it maps
@@ -28,6 +30,7 @@ from pathlib import Path
 from umprof.core.errors import UsageError
 from umprof.core.units import format_size, parse_size
 from umprof.measure.ops.lifecycle import PAGE_BYTES, PAGE_WORDS, PATTERNS  # noqa: F401 (the op's granule and patterns)
+from umprof.measure.strategies import HOST_PAGES
 
 
 @dataclass(frozen=True)
@@ -48,6 +51,7 @@ class Workload:
     fits: bool | None = None
     copies: int = 1  # explicit copies each way per iteration, in equal parts (an application's records)
     kernel_s: float = 0.0  # the kernels' own time per iteration on device-resident data (from a trace): a floor
+    host_pages: str = "numpy"  # how its pageable memory is backed: a Python program's numpy arrays, or C's malloc
 
     def __post_init__(self):
         _check(self)
@@ -72,6 +76,8 @@ class Workload:
             parts.append("does not fit in device memory")
         if self.copies > 1:
             parts.append(f"{self.copies} copies each way")
+        if self.host_pages != "numpy":
+            parts.append(f"{self.host_pages}'d pages")
         if self.kernel_s > 0:
             parts.append(f"kernels {self.kernel_s * 1e3:.3g} ms")
         return ", ".join(parts)
@@ -89,7 +95,7 @@ class Workload:
             "bytes": [self.bytes], "reuse": [self.reuse], "touched": [self.touched], "pattern": [self.pattern],
             "stride": [self.stride], "iterations": [iterations or self.iterations],
             "host_writes": [self.host_writes], "gpu_writes": [self.gpu_writes], "host_reads": [self.host_reads],
-            "copies": [self.copies],
+            "copies": [self.copies], "host_pages": [self.host_pages],
         }
 
 
@@ -138,6 +144,9 @@ def _check(w: Workload) -> None:
         bad("copies", "an integer from 1 to 1000000 (explicit copies each way per iteration)")
     if isinstance(w.kernel_s, bool) or not isinstance(w.kernel_s, (int, float)) or not 0 <= w.kernel_s < 3600:
         bad("kernel_s", "seconds of kernel time per iteration, 0 or more (0: the passes' own)")
+    if w.host_pages not in HOST_PAGES:
+        bad("host_pages", "one of " + ", ".join(HOST_PAGES) + " (how its pageable memory is backed: a Python "
+            "program's numpy arrays, a C or C++ program's malloc)")
     if w.touched * (w.bytes // PAGE_BYTES) < 1:
         bad("touched", f"a fraction that selects at least one 64 KiB page of {format_size(w.bytes)}")
 

@@ -19,6 +19,8 @@ def test_either_backing_gives_a_fresh_buffer_and_restores_numpy_s_advice():
         b = mod._buffer(8 * 2**20, huge)
         assert b.nbytes == 8 * 2**20 and b.dtype.itemsize == 1
         assert mod._ma._get_madvise_hugepage() == before
+        write, free = mod._first_write(2**20, huge)  # the write and the free, each timed
+        assert write > 0 and free >= 0
 
 
 def test_without_a_gpu_it_says_so_in_one_line_and_exits_3(monkeypatch, capsys):

@@ -81,3 +81,24 @@ def test_copies_in_parts_are_equal_aligned_synchronous_copies_that_cover_the_byt
         assert [c[3] for c in calls] == [3332, 3332, 3336] and all(c[3] % 4 == 0 for c in calls)
         offsets = [c[1] - buf.device_ptr for c in calls]
         assert offsets == [c[2] - buf.host.ctypes.data for c in calls] == [0, 3332, 6664]
+
+
+def test_malloced_pages_are_a_mapping_of_their_own_that_the_pageable_strategies_take():
+    """host_pages = malloc: a page-aligned, writable mapping of exactly the bytes (an anonymous mmap with no
+    advice, as glibc's malloc makes for large buffers); the strategies whose buffer is pageable memory take
+    it, the others ignore it."""
+    import mmap
+
+    import pytest
+
+    a = strategies.pageable_empty(8 << 20, "malloc")
+    assert a.size == 8 << 20 and a.ctypes.data % 4096 == 0 and a.flags.writeable
+    assert isinstance(a.base.obj, mmap.mmap)  # numpy holds the mapping through a memoryview
+    s = _Session()
+    for name in ("pageable", "pageable-registered", "mapped", "pageable-staged", "system"):
+        assert strategies.get(name).malloc_backed
+    buf = strategies.get("pageable-registered").allocate(s, 1 << 20, "malloc")
+    assert isinstance(buf.host.base.obj, mmap.mmap) and s.log == [("register", buf.host.ctypes.data, 1 << 20)]
+    assert not strategies.get("pinned").malloc_backed and not strategies.get("managed").malloc_backed
+    with pytest.raises(ValueError, match="pages: expected one of numpy, malloc, got 'huge'"):
+        strategies.pageable_empty(4096, "huge")

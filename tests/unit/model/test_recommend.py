@@ -191,6 +191,46 @@ def test_the_setup_loop_stands_for_allocation_first_write_and_free_alone():
     assert both.predict("pageable", w).setup_s < plain.predict("pageable", w).setup_s
 
 
+def test_malloced_pages_take_their_setup_from_the_malloc_setup_loop_where_it_measured_them():
+    """calibration-loop-setup-malloc prices a C program's pageable memory (Workload.host_pages = malloc):
+    allocation, first write and free of the strategies whose buffer is that memory, where it measured
+    them; numpy's workloads, the memory a strategy allocates itself (pinned, or the registered plan's
+    write after pinning) and every steady phase keep the other loops' figures."""
+    import pandas as pd
+
+    from umprof.model.calibration import CALIBRATION_PREFIX
+    from umprof.model.predict import Calibration
+
+    rs = ResultSet.load(data.CAL)
+    f = rs.frame
+    setup = f[(f["scenario"] == CALIBRATION_PREFIX + "sizes") & (f["axis.bytes"].isin([MiB, 64 * MiB]))]
+    numpy_rows = setup.assign(scenario=CALIBRATION_PREFIX + "setup")
+    malloc_rows = setup[setup["axis.strategy"].isin(["pageable", "mapped", "pageable-registered", "pinned"])]
+    malloc_rows = malloc_rows.assign(scenario=CALIBRATION_PREFIX + "setup-malloc",
+                                     time_median_s=malloc_rows["time_median_s"] * 3)
+    plain = Calibration(pd.concat([f, numpy_rows], ignore_index=True), rs.devices[0])
+    both = Calibration(pd.concat([f, numpy_rows, malloc_rows], ignore_index=True), rs.devices[0])
+    for name in ("alloc", "host_init", "free"):
+        for b in (MiB, 64 * MiB):
+            assert both.curve("pageable", name, "malloc")(b) == pytest.approx(3 * plain.curve("pageable", name)(b))
+            assert both.curve("pageable", name)(b) == pytest.approx(plain.curve("pageable", name)(b))
+            # pinned memory is the driver's whatever the program: a malloc'd row of it is not read
+            assert both.curve("pinned", name, "malloc")(b) == pytest.approx(plain.curve("pinned", name)(b))
+            # the staged plan's first write is the pageable buffer's; this calibration's malloc loop has no ring
+            assert plain.curve("pageable-staged", name, "malloc")(b) == pytest.approx(
+                plain.curve("pageable-staged", name)(b))
+    # mapped memory pins malloc'd pages in place (this calibration predates the registered plan, which the
+    # shipped ones price with it), and the registered plan's first write is of pinned pages
+    assert both.curve("mapped", "alloc", "malloc")(64 * MiB) == pytest.approx(3 * plain.curve("mapped", "alloc")(64 * MiB))
+    assert both.curve("pageable-registered", "host_init", "malloc")(64 * MiB) == pytest.approx(
+        plain.curve("pinned", "host_init")(64 * MiB))
+    w, c = Workload(bytes=64 * MiB, iterations=10), Workload(bytes=64 * MiB, iterations=10, host_pages="malloc")
+    assert both.predict("pageable", c).steady == pytest.approx(both.predict("pageable", w).steady)
+    assert both.predict("pageable", c).setup_s > both.predict("pageable", w).setup_s
+    assert both.predict("pinned", c).setup == pytest.approx(both.predict("pinned", w).setup)
+    assert plain.predict("pageable", c).setup == pytest.approx(plain.predict("pageable", w).setup)
+
+
 def test_copies_in_parts_cost_what_the_calibration_measured_of_copies_that_size_back_to_back():
     """calibration-loop-copies times an iteration's copies made in many synchronous parts: a part's time
     (its call's latency in it) prices an application's records up to the largest part measured, from
@@ -411,18 +451,19 @@ def test_no_prediction_reads_a_curve_its_calibration_never_measured(shipped, mon
 
     read, curve = set(), CalibrationCurves.curve
 
-    def recording(self, strategy, name):
-        c = curve(self, strategy, name)
+    def recording(self, strategy, name, pages="numpy"):
+        c = curve(self, strategy, name, pages)
         if not c:
             read.add((strategy, name))
         return c
 
     monkeypatch.setattr(CalibrationCurves, "curve", recording)
     cal = api.load_calibration(data.SHIPPED / shipped)
-    for b, hw, gw, hr, t, pattern in itertools.product((16 * MiB, 1024 * MiB), (0.0, 1.0), (0.0, 1.0), (0.0, 1.0),
-                                                       (0.05, 1.0), ("streaming", "random", "warp-pages")):
+    for b, hw, gw, hr, t, pattern, pages in itertools.product(
+            (16 * MiB, 1024 * MiB), (0.0, 1.0), (0.0, 1.0), (0.0, 1.0), (0.05, 1.0), ("streaming", "random", "warp-pages"),
+            ("numpy", "malloc")):
         cal.rank(Workload(bytes=b, host_writes=hw, gpu_writes=gw, host_reads=hr, touched=t, pattern=pattern,
-                          iterations=5))
+                          iterations=5, host_pages=pages))
     assert read <= {("managed-advise-read-mostly", "pass_rw")}, read
 
 

@@ -56,13 +56,19 @@ def test_workload_maps_onto_the_loop_axes():
     (case,) = verification_scenario(w, ["pinned"]).cases()
     assert case.params == {"strategy": "pinned", "bytes": 64 * MiB, "reuse": 2, "touched": 0.25, "pattern": "strided",
                            "stride": 16, "host_writes": 0.1, "gpu_writes": 0.0, "host_reads": 1.0, "iterations": 5,
-                           "copies": 1}
+                           "copies": 1, "host_pages": "numpy"}
     # records copied one by one: the strategies that copy make them in parts, the others none
     records = Workload(bytes=MiB, copies=64)
     parts = {c.params["strategy"]: c.params["copies"] for c in verification_scenario(
         records, ["pageable", "pinned", "mapped", "managed", "pinned-pipelined", "pageable-staged"]).cases()}
     assert parts == {"pageable": 64, "pinned": 64, "mapped": 1, "managed": 1, "pinned-pipelined": 1,
                      "pageable-staged": 1}
+    # malloc'd pages: the strategies whose buffer is pageable memory back it so, the others allocate their own
+    malloced = Workload(bytes=MiB, host_pages="malloc")
+    pages = {c.params["strategy"]: c.params["host_pages"] for c in verification_scenario(
+        malloced, ["pageable", "pinned", "mapped", "managed", "pageable-registered", "pageable-staged"]).cases()}
+    assert pages == {"pageable": "malloc", "pinned": "numpy", "mapped": "malloc", "managed": "numpy",
+                     "pageable-registered": "malloc", "pageable-staged": "malloc"}
     # one iteration: the verification runs three, so the steady iteration is measured too
     (one,) = verification_scenario(Workload(bytes=MiB), ["pinned"]).cases()
     assert one.params["iterations"] == 3

@@ -11,7 +11,10 @@
     → free
 
 With ``copies`` > 1 an explicit copy each way is made as an application copies records: in that many
-equal parts, each a synchronous cudaMemcpy (the first iteration's whole-buffer copy too).
+equal parts, each a synchronous cudaMemcpy (the first iteration's whole-buffer copy too). With
+``host_pages`` = malloc the strategies whose buffer is pageable memory back it as a C program's malloc
+does (a fresh mapping, no huge-page advice) instead of as a numpy array; its release (munmap) follows the
+timed free, as an application's free() of it is common to all of them and untraced.
 
 The first iteration is one phase, ``first`` (it moves the whole buffer); the later ones are
 timed phase by phase (summed over them, so a sample's total is the whole run) and, by the
@@ -153,6 +156,7 @@ class LoopRun(CaseRun):
         if self.pattern == "strided" and (self.stride & (self.stride - 1) or self.stride > PAGE_WORDS):
             raise CaseSkipped(f"stride must be a power of two up to {PAGE_WORDS} words, got {self.stride}")
         self.copies = p.get("copies") or 1
+        self.host_pages = p.get("host_pages") or "numpy"
         if st.pipelined and self.pattern == "random":
             raise CaseSkipped(f"{st.name} runs the kernel chunk by chunk; a random pass reaches the whole buffer, "
                               "so its work cannot be split into chunks")
@@ -291,7 +295,7 @@ class LoopRun(CaseRun):
         clock = time.perf_counter
         t0 = clock()
         with timer.phase("alloc", gpu=False):
-            buf = st.allocate(s, self.nbytes)
+            buf = st.allocate(s, self.nbytes, self.host_pages)
         walls, result, spots = [], None, None
         try:
             view = buf.view(np.uint32)
@@ -363,12 +367,16 @@ class _Untimed:
 
 def _merge(params):
     """The stride applies to the strided pattern alone; copies in parts to the strategies that make an
-    application's copies (the others run the same workload without them)."""
+    application's copies, and the host pages' backing to those whose buffer is the application's pageable
+    memory (the others run the same workload without them)."""
     out = dict(params)
     if out.get("pattern") != "strided":
         out["stride"] = None
-    if "copies" in out and not strategies.get(out["strategy"]).copies_in_parts:
+    st = strategies.get(out["strategy"])
+    if "copies" in out and not st.copies_in_parts:
         out["copies"] = 1
+    if "host_pages" in out and not st.malloc_backed:
+        out["host_pages"] = "numpy"
     return out
 
 
@@ -397,6 +405,9 @@ OP = register(Op(
         AxisSpec("iterations", "int", default=(3,), minimum=1, maximum=100000, about="iterations of the loop"),
         AxisSpec("copies", "int", default=(1,), minimum=1, maximum=65536, quiet_default=True,
                  about="explicit copies each way per iteration, in equal parts, each a synchronous cudaMemcpy"),
+        AxisSpec("host_pages", "choice", default=("numpy",), choices=strategies.HOST_PAGES, quiet_default=True,
+                 about="how pageable memory is backed: numpy's arrays (huge pages advised) or a C program's "
+                       "malloc (a fresh mapping, no advice: 4 KiB pages where huge pages need advice)"),
     ]),
     default_kernel=KERNEL,
     kernel_signature=SIGNATURE,
