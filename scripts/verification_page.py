@@ -339,25 +339,79 @@ def _benchmark(name: str):
 
 def first_touch_section() -> list[str]:
     """The first write and the registration of pageable memory by how its pages are backed
-    (benchmarks/first_touch.py, results/first-touch)."""
-    files = sorted((RESULTS / "first-touch").glob("*.json"))
+    (benchmarks/first_touch.py), what a process pays at its exit (benchmarks/exit_teardown.py), and the
+    calibration's setup loop of malloc'd pages beside numpy's on one lease (results/first-touch, results/calibration)."""
+    files = sorted((RESULTS / "first-touch").glob("*-first-touch-*.json"))
     if not files:
         return []
     lines = ["## Pageable memory by its pages", "",
-             "The first write of a fresh buffer and its registration in place (cuMemHostRegister, as `pageable-registered` "
-             "and `mapped` memory do), then the write of the registered pages and the unregistration, each the median of "
-             "fresh buffers (`benchmarks/first_touch.py`): numpy's arrays, which numpy backs with huge pages, and buffers "
-             "with 4 KiB pages, as a C program's malloc'd memory is where huge pages are given only where advised. "
-             "umprof's pageable memory is numpy's.", "",
-             "| GPU machine | date | transparent_hugepage | size | backing | first write | register | then write | "
-             "unregister |", "|---|---|---|---|---|---|---|---|---|"]
+             "The first write of a fresh buffer and its free, and its registration in place (cuMemHostRegister, as "
+             "`pageable-registered` and `mapped` memory do), then the write of the registered pages, the unregistration "
+             "and the free, each the median of fresh buffers (`benchmarks/first_touch.py`; the frees were timed from "
+             "its second version on): numpy's arrays, which numpy backs with huge pages, and buffers with 4 KiB pages, "
+             "as a C program's malloc'd memory is where huge pages are given only where advised. umprof prices a "
+             "Python program's pageable memory as numpy's and a C program's as malloc's "
+             "(`calibration-loop-setup-malloc`).", "",
+             "| GPU machine | date | transparent_hugepage | size | backing | first write | free | register | then write | "
+             "unregister | free |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+    t = lambda r, k: f"{r[k]:.3f} s" if k in r else "–"  # noqa: E731
     for f in files:
         doc = json.loads(f.read_text())
         for backing, r in doc["median_s"].items():
             lines.append(f"| {doc['gpu']} | {doc['date']} | {doc['transparent_hugepage']} | {doc['mib']} MiB | {backing} | "
-                         f"{r['first_write_s']:.3f} s | {r['register_s']:.3f} s | {r['registered_write_s']:.3f} s | "
-                         f"{r['unregister_s']:.3f} s |")
-    return lines + ["", "Measured: " + ", ".join(str(f.relative_to(ROOT)) for f in files) + ".", ""]
+                         f"{t(r, 'first_write_s')} | {t(r, 'free_s')} | {t(r, 'register_s')} | "
+                         f"{t(r, 'registered_write_s')} | {t(r, 'unregister_s')} | {t(r, 'registered_free_s')} |")
+    lines += ["", "Measured: " + ", ".join(str(f.relative_to(ROOT)) for f in files) + ".", ""]
+    return lines + exit_teardown_section() + setup_pages_section()
+
+
+def exit_teardown_section() -> list[str]:
+    """What a process pays at its exit for the memory it leaves (benchmarks/exit_teardown.py)."""
+    files = sorted((RESULTS / "first-touch").glob("*-exit-teardown.json"))
+    lines = []
+    for f in files:
+        doc = json.loads(f.read_text())
+        lines += [f"A process that mallocs {doc['mib']} MiB, writes it and exits, by what it does with the memory "
+                  f"(`benchmarks/exit_teardown.py`, {doc['gpu']}, {doc['date']}, median of {doc['reps']} processes; "
+                  "`exit` is the process's whole time, taken from outside, less what its main() timed):", "",
+                  "| mode | allocate | write | free | main() | exit | process |", "|---|---|---|---|---|---|---|"]
+        for mode, r in doc["median_s"].items():
+            lines.append(f"| {mode} | " + " | ".join(f"{r[k]:.3f} s" for k in ("alloc_s", "write_s", "free_s", "main_s",
+                                                                                 "exit_s", "process_s")) + " |")
+        lines += ["", f"Measured: {f.relative_to(ROOT)}.", ""]
+    return lines
+
+
+def setup_pages_section() -> list[str]:
+    """The calibration's setup loop of malloc'd pages beside numpy's, on one lease (results/calibration)."""
+    import pandas as pd
+
+    lines = []
+    for numpy_file in sorted((RESULTS / "calibration").glob("*-setup-numpy.parquet")):
+        gpu = numpy_file.name.split("-setup-")[0]
+        malloc_files = sorted((RESULTS / "calibration").glob(f"{gpu}-setup-malloc-*.parquet"))
+        frames = [pd.read_parquet(numpy_file).assign(pages="numpy")]
+        frames += [pd.read_parquet(f).assign(pages="malloc") for f in malloc_files]
+        f = pd.concat(frames)
+        f = f[(f["status"] == "ok") & f["phase"].isin(["alloc", "host_init", "free"])
+              & f["axis.bytes"].isin([16 * 2**20, 256 * 2**20, 2**30])]
+        med = f.groupby(["axis.strategy", "phase", "axis.bytes", "pages"])["time_median_s"].median()
+        if not lines:
+            lines += ["The calibration's setup loop (`calibration-loop-setup`, numpy's pages) and the same loop of "
+                      "malloc'd pages (`calibration-loop-setup-malloc`, the median of its two runs) on one lease, "
+                      "milliseconds; the malloc'd runs are the shipped calibrations' setup of a C program's "
+                      "pageable memory:", ""]
+        lines += [f"{gpu}:", "", "| strategy | step | 16 MiB numpy | malloc | 256 MiB numpy | malloc | 1 GiB numpy | malloc |",
+                  "|---|---|---|---|---|---|---|---|"]
+        for (strategy, phase), rows in med.groupby(level=[0, 1]):
+            cells = []
+            for b in (16 * 2**20, 256 * 2**20, 2**30):
+                for pages in ("numpy", "malloc"):
+                    v = rows.get((strategy, phase, b, pages))
+                    cells.append("–" if v is None else f"{v * 1e3:.1f}")
+            lines.append(f"| {strategy} | {phase} | " + " | ".join(cells) + " |")
+        lines += ["", "Measured: " + ", ".join(str(x.relative_to(ROOT)) for x in [numpy_file, *malloc_files]) + ".", ""]
+    return lines
 
 
 def staging_section() -> list[str]:

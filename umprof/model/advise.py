@@ -187,7 +187,9 @@ def workload_of(app: Application) -> tuple[Workload | None, str]:
     if b_in + b_out <= 0:
         return None, "no copies and no unified-memory migrations: nothing moves between host and GPU"
     total = max(PAGE_BYTES, math.ceil((b_in + b_out) / PAGE_BYTES) * PAGE_BYTES)
-    writes = min(1.0, fraction(per.get(f"{prefix}h2d_bytes", 0), total))
+    # a run with no loop writes its data once, before it copies it: the workload's first write (setup) is that
+    # write, and its one iteration writes nothing new (umprof's loop writes a new batch in every iteration)
+    writes = min(1.0, fraction(per.get(f"{prefix}h2d_bytes", 0), total)) if loop is not None else 0.0
     reads = min(1.0, fraction(per.get(f"{prefix}d2h_bytes", 0), total))
     gpu_writes = min(1.0, max(fraction(b_out, total), reads)) if b_out > 0 else 0.0
     if not explicit:
@@ -214,6 +216,7 @@ def workload_of(app: Application) -> tuple[Workload | None, str]:
            + (f" in {copies} copies each way" if copies > 1 else "")
            + (f"; kernels {format_time(kernel_s)} per iteration" if kernel_s else "")
            + f"; {its} iteration{'s' if its != 1 else ''}"
+           + ("" if loop is not None else ", its data written once (the first write)")
            + ("; its pageable memory priced as a C program's malloc'd pages" if w.host_pages == "malloc" else
               "; its pageable memory priced as numpy's arrays (a Python program)"))
     return w, how
