@@ -52,6 +52,21 @@ def test_setup_calls_that_repeat_without_gpu_work_are_no_loop(tmp_path):
     assert w.host_pages == "malloc" and "malloc'd pages" in adv.mapping
 
 
+@pytest.mark.parametrize("iterations", [8, 12, 40])
+def test_a_loop_between_streams_created_and_destroyed_is_found(tmp_path, iterations):
+    # stream_loop and managed_loop (H200, 2026-11-26) once they released what they allocated: four streams
+    # created before the loop and four destroyed after it, with the buffers freed, had pushed the loop's period,
+    # estimated as the calls over a loop call's count, from 3 to 4, and no loop was found
+    b = 32 * MiB
+    app = App(iterations=iterations, gpu="NVIDIA H200", steps=[
+        Op("copy", "h2d", b, "pageable"), Op("kernel", dur_ns=20_000), Op("copy", "d2h", b, "pageable")],
+        calls=["cudaMalloc"] * 2 + ["cudaStreamCreateWithFlags"] * 4,
+        end_calls=["cudaStreamDestroy"] * 4 + ["cudaFree"] * 2)
+    (adv,) = api.advise(write_trace(tmp_path / "streams.sqlite", app))
+    assert adv.app.loop is not None and adv.app.loop.iterations == iterations and adv.app.loop.period == 3
+    assert adv.app.loop.per_iteration["h2d_bytes"] == adv.app.loop.per_iteration["d2h_bytes"] == b
+
+
 def test_copies_from_registered_memory_are_read_as_the_buffer_registered_in_place(tmp_path):
     def app(calls):
         b = 64 * MiB

@@ -44,6 +44,7 @@ class App:
     gpu: str = "NVIDIA H200"
     memory_bytes: int = 150_109_880_320  # an H200 as cuDeviceTotalMem reports it
     calls: list[str] = field(default_factory=list)  # once at the start ('cudaMallocHost', 'cudaMallocManaged')
+    end_calls: list[str] = field(default_factory=list)  # once at the end ('cudaStreamDestroy', 'cudaFree')
     ranges: bool = False  # an NVTX range per iteration
 
 
@@ -127,6 +128,8 @@ def write_trace(path: Path, app: App) -> Path:
                 t += op.dur_ns
         if app.ranges and it >= 0:
             ranges.append((begin, t, 59, 0, 0, 0, f"iteration {it}", GLOBAL_TID, GLOBAL_TID, None, 0))
+    for name in app.end_calls:
+        call(name, 50_000)
     con.executemany("INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME VALUES (?, ?, ?, ?, ?, ?, ?, ?)", calls)
     con.executemany("INSERT INTO CUPTI_ACTIVITY_KIND_MEMCPY VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     copies)
