@@ -29,7 +29,7 @@ GPUS = {"h100": "NVIDIA H100 80GB HBM3", "h200": "NVIDIA H200"}
 SETS = {"h100": {10: ("",), 13: ("",), 14: ("",), 15: ("",), 16: ("", "-b"), 18: ("",), 19: ("", "-b"), 20: ("",), 21: ("",),
                 22: ("",), 23: ("", "-b"), 24: ("", "-b"), 25: ("", "-b")},
         "h200": {10: ("",), 11: ("",), 12: ("",), 13: ("",), 14: ("",), 15: ("",), 16: ("", "-b"), 17: ("", "-b"),
-                 19: ("", "-b"), 20: ("",), 21: ("",), 22: ("",), 23: ("", "-b"), 24: ("", "-b")}}
+                 19: ("", "-b"), 20: ("",), 21: ("",), 22: ("",), 23: ("", "-b"), 24: ("", "-b"), 25: ("", "-b")}}
 SHIPPED = {"h100": "nvidia-h100-80gb-hbm3.parquet", "h200": "nvidia-h200.parquet"}
 FIXTURES = ROOT / "tests" / "fixtures" / "results"
 
@@ -164,9 +164,10 @@ def sets_section(gpu: str) -> list[str]:
                 if 23 in SETS[gpu] else "")
              + ("; set 24, 2026-11-26: two runs of two rounds, pooled"
                 + (", each on its own lease" if gpu == "h100" else ", on one lease") if 24 in SETS[gpu] else "")
-             + ("; set 25, 2026-11-26: loops of C programs, their pageable memory malloc'd (host_pages = malloc), two "
-                "runs of two rounds on one lease, pooled" + (" (the first cut off at its last workload's second round)"
-                                                             if gpu == "h100" else "") if 25 in SETS[gpu] else "")
+             + ("; set 25, 2026-11-26: loops of C programs, their pageable memory malloc'd (host_pages = malloc), "
+                + ("two runs of two rounds on one lease, pooled (the first cut off at its last workload's second round)"
+                   if gpu == "h100" else "a run of two rounds and one of one round, on two leases, pooled")
+                if 25 in SETS[gpu] else "")
              + "); the measurements are "
              f"results/verification/nvidia-{gpu}-loop-holdout-*.parquet. A strategy that a set's measurement never "
              "ran (pageable-registered, added in 0.3.0) is left out of the ranking that set judges.", "",
