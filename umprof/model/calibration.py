@@ -349,11 +349,12 @@ class CalibrationCurves:
 
     def measures_pages(self, strategy, pages: str) -> bool:
         """Whether the calibration measured the strategy's setup on pages backed so (SETUP_MALLOC_LOOP)."""
-        if pages == "numpy":
-            return True
+        return pages == "numpy" or (strategies.get(strategy).malloc_backed and strategy in self._malloc_measured)
+
+    @functools.cached_property
+    def _malloc_measured(self) -> frozenset:
         rows = self.setup_rows
-        mine = rows[(rows["base_scenario"] == CALIBRATION_PREFIX + SETUP_MALLOC_LOOP) & (rows["axis.strategy"] == strategy)]
-        return strategies.get(strategy).malloc_backed and not mine.empty
+        return frozenset(rows.loc[rows["base_scenario"] == CALIBRATION_PREFIX + SETUP_MALLOC_LOOP, "axis.strategy"])
 
     def _host_step_beside(self, strategy, ref, name) -> dict:
         """A plan's own host step (the staging ring's threads disturb the host's writes and reads of the

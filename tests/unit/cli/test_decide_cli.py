@@ -197,3 +197,25 @@ def test_recommend_each_gpu_answers_from_its_own_calibration(monkeypatch):
     r = CliRunner().invoke(cli, ["recommend", "--device", "0,1", "--bytes", "64MiB", "--reuse", "4"])
     assert r.exit_code == 0, r.output
     assert asked == [(None, 0), (None, 1)]
+
+
+def test_recommend_prices_a_c_program_s_malloced_pages_with_host_pages():
+    """--host-pages malloc: the pageable strategies' setup from the shipped calibration's setup loop of malloc'd
+    pages (their first write of 1 GiB costs more than a numpy array's on the lent H100's host), the memory the
+    driver allocates as before; a value that is neither is a usage error naming the option."""
+    import json
+
+    def ranking(*extra):
+        r = CliRunner().invoke(cli, ["recommend", "--gpu", "H100", "--bytes", "1GiB", "--host-writes", "0", "--json",
+                                     *extra])
+        assert r.exit_code == 0, r.output
+        (rec,) = json.loads(r.stdout)["recommendations"]
+        return rec["workload"], {p["strategy"]: p["setup_phases_s"] for p in rec["ranking"]}
+
+    (w_numpy, numpy), (w_malloc, malloc) = ranking(), ranking("--host-pages", "malloc")
+    assert w_numpy["host_pages"] == "numpy" and w_malloc["host_pages"] == "malloc"
+    assert malloc["pageable"]["host_init"] > 1.5 * numpy["pageable"]["host_init"]
+    assert malloc["mapped"]["alloc"] > numpy["mapped"]["alloc"]
+    assert malloc["pinned"] == numpy["pinned"] and malloc["managed-prefetch"] == numpy["managed-prefetch"]
+    bad = CliRunner().invoke(cli, ["recommend", "--gpu", "H100", "--bytes", "1GiB", "--host-pages", "huge"])
+    assert bad.exit_code == 2 and "--host-pages" in bad.output
