@@ -405,7 +405,7 @@ def setup_pages_section() -> list[str]:
                       "malloc'd pages (`calibration-loop-setup-malloc`, the median of its two runs) on one lease, "
                       "milliseconds; the malloc'd runs are the shipped calibrations' setup of a C program's "
                       "pageable memory:", ""]
-        lines += [f"{gpu}:", "", "| strategy | step | 16 MiB numpy | malloc | 256 MiB numpy | malloc | 1 GiB numpy | malloc |",
+        lines += [f"{GPUS.get(gpu.removeprefix('nvidia-'), gpu)}:", "", "| strategy | step | 16 MiB numpy | malloc | 256 MiB numpy | malloc | 1 GiB numpy | malloc |",
                   "|---|---|---|---|---|---|---|---|"]
         for (strategy, phase), rows in med.groupby(level=[0, 1]):
             cells = []
