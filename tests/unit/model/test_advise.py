@@ -67,6 +67,24 @@ def test_a_loop_between_streams_created_and_destroyed_is_found(tmp_path, iterati
     assert adv.app.loop.per_iteration["h2d_bytes"] == adv.app.loop.per_iteration["d2h_bytes"] == b
 
 
+@pytest.mark.parametrize("iterations", [3, 5, 8])
+@pytest.mark.parametrize("body", ["hkkd", "hkdk", "hhkdd"])
+def test_a_short_loop_is_found_past_the_streams_made_in_a_burst_around_it(tmp_path, iterations, body):
+    # six streams created one after another before a short loop and destroyed after it: counted among the loop's
+    # calls, a burst had made two kernels an iteration read as a loop of half the iterations, or of none
+    b = 8 * MiB
+    ops = {"h": Op("copy", "h2d", b, "pageable"), "k": Op("kernel", dur_ns=20_000), "d": Op("copy", "d2h", b, "pageable")}
+    app = App(iterations=iterations, gpu="NVIDIA H200", steps=[ops[c] for c in body],
+              calls=["cudaMalloc"] * 2 + ["cudaStreamCreateWithFlags"] * 6,
+              end_calls=["cudaStreamDestroy"] * 6 + ["cudaFree"] * 2)
+    (adv,) = api.advise(write_trace(tmp_path / "burst.sqlite", app))
+    loop = adv.app.loop
+    assert loop is not None and loop.iterations == iterations and loop.period == len(body)
+    assert loop.per_iteration["kernels"] == body.count("k")
+    if iterations > 3:  # cut at its kernels, three iterations leave two steady ones, the last without a next copy in
+        assert loop.per_iteration["h2d_bytes"] == body.count("h") * b
+
+
 def test_copies_from_registered_memory_are_read_as_the_buffer_registered_in_place(tmp_path):
     def app(calls):
         b = 64 * MiB
