@@ -119,6 +119,13 @@ struct Ring {
         }
         CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
     }
+    ~Ring() {
+        for (int i = 0; i < 2; ++i) {
+            CHECK(cudaFreeHost(slot[i]));
+            CHECK(cudaEventDestroy(done[i]));
+        }
+        CHECK(cudaStreamDestroy(stream));
+    }
     void to_device(char *dst, const char *src, size_t total) {
         for (size_t off = 0, k = 0; off < total; off += bytes, ++k) {
             size_t len = std::min(bytes, total - off);
@@ -273,14 +280,7 @@ static double frame_loop(const Args &a) {
     // what it allocated, released as a program that follows each way's advice does (a registered buffer
     // unregistered before its free): a program that leaves registered or pinned memory to its exit pays more
     // there (benchmarks/exit_teardown.py)
-    if (ring) {
-        for (int i = 0; i < 2; ++i) {
-            CHECK(cudaFreeHost(ring->slot[i]));
-            CHECK(cudaEventDestroy(ring->done[i]));
-        }
-        CHECK(cudaStreamDestroy(ring->stream));
-        delete ring;
-    }
+    delete ring;
     for (auto &s : st) CHECK(cudaStreamDestroy(s));
     if (copies) {
         CHECK(cudaFree(d_in));

@@ -9,6 +9,7 @@ guards, so an allocation that cannot fit is skipped with the reason instead of f
 
 from __future__ import annotations
 
+import mmap
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -54,8 +55,6 @@ def pageable_empty(nbytes: int, pages: str = "numpy") -> np.ndarray:
         return aligned_empty(nbytes)
     if pages != "malloc":
         raise ValueError(f"pages: expected one of {', '.join(HOST_PAGES)}, got {pages!r}")
-    import mmap
-
     mapping = mmap.mmap(-1, max(nbytes, 1), flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS,
                         prot=mmap.PROT_READ | mmap.PROT_WRITE)
     return np.frombuffer(mapping, dtype=np.uint8, count=nbytes)

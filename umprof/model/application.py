@@ -288,16 +288,15 @@ def find_period(codes: np.ndarray) -> tuple[int, int, int] | None:
     recurring = np.flatnonzero(counts >= 2)
     if not len(recurring):
         return None
-    # a period is what the calls over a recurring call's count come to, or the calls between a recurring call's
-    # uses: the first alone is thrown off by calls repeated outside the loop (four streams created before it and
-    # four destroyed after, in a loop of 8 iterations of 3 calls, made it 4)
-    bases = {n / c for c in np.unique(counts[recurring])}
-    bases |= {float(np.median(np.diff(np.flatnonzero(codes == c)))) for c in recurring}
-    candidates = {int(round(base * k)) for base in bases for k in range(1, MAX_PERIOD_MULTIPLE + 1)}
-    for p in sorted(x for x in candidates if 1 <= x <= n // 2):
+    candidates = set()
+    for c in np.unique(counts[recurring]):
+        base = n / c
+        for k in range(1, MAX_PERIOD_MULTIPLE + 1):
+            p = int(round(base * k))
+            if 1 <= p <= n // 2:
+                candidates.add(p)
+    for p in sorted(candidates):
         wanted = recurring[counts[recurring] >= n / p / 2]
-        if not len(wanted):
-            continue
         where = np.flatnonzero(np.isin(codes, wanted))
         first, last = int(where[0]), int(where[-1]) + 1
         span = codes[first:last]
