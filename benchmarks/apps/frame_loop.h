@@ -60,6 +60,11 @@ static double now_s() {
     return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
+// when each part of the run ended (seconds from the start of main): allocations, the first write, the loop,
+// the releases; printed with the result, so that a run's parts are known untraced (mode_phases.py)
+static double marks[4];
+static double t_start;
+
 // the host's part: new input values (cheap arithmetic, every word written) and the output's sum
 static void produce(float *in, size_t first, size_t count, int it) {
     for (size_t i = first; i < first + count; ++i) in[i] = (float)((i * 7 + it) & 1023);
@@ -224,7 +229,9 @@ static double frame_loop(const Args &a) {
         if (m == "managed-advise-prefer-host") CHECK(cudaMemAdvise(buf, bytes, cudaMemAdviseSetPreferredLocation, host_loc));
         if (m == "managed-advise-accessed-by-gpu") CHECK(cudaMemAdvise(buf, bytes, cudaMemAdviseSetAccessedBy, gpu_loc));
     }
+    marks[0] = now_s() - t_start;
     produce(h_in, 0, n_in, -1);  // the first input: all of it
+    marks[1] = now_s() - t_start;
     double sum = 0;
     for (int it = 0; it < a.iters; ++it) {
         size_t fresh = it == 0 ? n_in : n_new;
@@ -277,6 +284,7 @@ static double frame_loop(const Args &a) {
         sum += consume(h_out, 0, n_out);
     }
     CHECK(cudaDeviceSynchronize());
+    marks[2] = now_s() - t_start;
     // what it allocated, released as a program that follows each way's advice does (a registered buffer
     // unregistered before its free): a program that leaves registered or pinned memory to its exit pays more
     // there (benchmarks/exit_teardown.py)
@@ -300,15 +308,17 @@ static double frame_loop(const Args &a) {
         CHECK(cudaFreeHost(h_in));
         CHECK(cudaFreeHost(h_out));
     }
+    marks[3] = now_s() - t_start;
     return sum;
 }
 
 // runs the application's loop and prints one JSON line: its mode, the loop's seconds, the checksum
 static int run_app(const char *name, int argc, char **argv, Args defaults) {
     Args a = parse(argc, argv, defaults);
-    double t0 = now_s();
+    t_start = now_s();
     double sum = frame_loop(a);
-    printf("{\"app\": \"%s\", \"mem\": \"%s\", \"loop_s\": %.6f, \"checksum\": %.17g}\n", name, a.mem.c_str(),
-           now_s() - t0, sum);
+    printf("{\"app\": \"%s\", \"mem\": \"%s\", \"loop_s\": %.6f, \"checksum\": %.17g, \"marks_s\": {\"alloc\": %.6f, "
+           "\"write\": %.6f, \"loop\": %.6f, \"free\": %.6f}}\n",
+           name, a.mem.c_str(), now_s() - t_start, sum, marks[0], marks[1], marks[2], marks[3]);
     return 0;
 }

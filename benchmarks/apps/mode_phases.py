@@ -1,0 +1,177 @@
+"""Where each way of an application spends its time, phase by phase, beside what the calibration predicts.
+
+`judge.py` times every mode of an application by wall clock; this says which phase a mode's time
+differs in. On a GPU machine (nvcc and nsys on PATH), from the checkout's root:
+
+    python3 benchmarks/apps/mode_phases.py trace OUT_DIR [--only upload_once,table_loop] [--rounds 3]
+
+builds the applications, traces every mode once (``OUT_DIR/modes/<app>-<mode>.sqlite``) and times
+each untraced (``OUT_DIR/modes.json``: its rounds' wall times, and the parts the program times itself,
+``marks_s``; a file `judge.py` judges as it judges run_apps.py's, with the own mode's trace as
+``<app>.sqlite``). Then, anywhere:
+
+    python3 benchmarks/apps/mode_phases.py read OUT_DIR [--json OUT.json]
+
+reads each trace's CUDA calls into phases: ``alloc`` (host and device allocations, registrations and
+advice before the first copy, prefetch or kernel; the first of them holds the context's creation, about
+0.16 s, where the model's figure does not), ``write`` (the host's time before the
+first copy, prefetch or kernel: producing the input), ``run`` (from there to the last call before the
+releases), ``free`` (releases), ``exit`` (the untraced runs' median wall time less the traced run's span of
+calls: the process's start and exit, and whatever tracing changed), and sets beside them the model's phases for the
+workload `umprof advise` reads from the own mode's trace: alloc, host_init, the iterations and free.
+The untraced runs' own clock gives the same parts (``outside``: the process's start and exit).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sqlite3
+import statistics
+import subprocess
+import sys
+from datetime import datetime, timezone
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+ALLOC = ("cudaMallocHost", "cudaHostAlloc", "cudaHostRegister", "cudaMallocManaged", "cudaMalloc_", "cudaMemAdvise")
+FREE = ("cudaFreeHost", "cudaHostUnregister", "cudaFree_", "cudaStreamDestroy")
+WORK = ("cudaMemcpy", "cudaMemPrefetch", "cudaLaunchKernel")
+
+
+def trace(out: Path, only: list[str], rounds: int) -> None:
+    """Every mode of the applications ``only`` names: one nsys trace each, and ``rounds`` untraced runs."""
+    from run_apps import APPS, TRACE, build, run_once
+
+    cmds = build(out, None, only)
+    modes_dir = out / "modes"
+    modes_dir.mkdir(parents=True, exist_ok=True)
+    doc = {"gpu": subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"], capture_output=True,
+                                 text=True).stdout.strip().splitlines()[0],
+           "date": datetime.now(timezone.utc).isoformat(timespec="seconds"), "rounds": rounds, "apps": {}}
+    for name, cmd in cmds.items():
+        doc["apps"][name] = {"own_mode": APPS[name][0], "modes": {}}
+        for m in APPS[name]:
+            stem = modes_dir / f"{name}-{m}"
+            subprocess.run(TRACE + ["-o", str(stem)] + cmd + ["--mem", m], check=True, capture_output=True)
+            Path(f"{stem}.nsys-rep").unlink(missing_ok=True)
+            doc["apps"][name]["modes"][m] = {"wall_s": [], "marks_s": []}
+    for r in range(rounds):
+        for name, cmd in cmds.items():
+            for m in doc["apps"][name]["modes"]:
+                res = run_once(cmd + ["--mem", m])
+                doc["apps"][name]["modes"][m]["wall_s"].append(res["wall_s"])
+                doc["apps"][name]["modes"][m]["marks_s"].append(res.get("marks_s"))
+        print(f"round {r + 1} done", flush=True)
+        (out / "modes.json").write_text(json.dumps(doc, indent=1))
+
+
+def phases(sqlite: Path) -> dict[str, float]:
+    """The CUDA calls of one traced run, read into phases (seconds; see the module's docstring)."""
+    db = sqlite3.connect(sqlite)
+    calls = db.execute("select r.start, r.end, s.value from CUPTI_ACTIVITY_KIND_RUNTIME r join StringIds s "
+                       "on r.nameId = s.id order by r.start").fetchall()
+    db.close()
+    t0 = calls[0][0]
+    out = {"alloc": 0.0, "write": 0.0, "run": 0.0, "free": 0.0}
+    first_work = next((i for i, c in enumerate(calls) if c[2].startswith(WORK)), len(calls))
+    last_work = max((i for i, c in enumerate(calls) if not c[2].startswith(FREE)), default=0)
+    for i, (s, e, name) in enumerate(calls):
+        if i < first_work and name.startswith(ALLOC):
+            out["alloc"] += (e - s) / 1e9
+        elif i > last_work and name.startswith(FREE):
+            out["free"] += (e - s) / 1e9
+    prev_end = max(e for s, e, _ in calls[:first_work]) if first_work else t0
+    out["write"] = (calls[first_work][0] - prev_end) / 1e9 if first_work < len(calls) else 0.0
+    out["run"] = (calls[last_work][1] - calls[first_work][0]) / 1e9 if first_work < len(calls) else 0.0
+    out["calls_s"] = (max(e for _, e, _ in calls) - t0) / 1e9
+    return out
+
+
+def untraced_parts(rec: dict) -> dict[str, float] | None:
+    """A mode's parts by the program's own clock (its ``marks_s``: when allocation, the first write, the loop
+    and the releases ended), each the median over its runs; ``outside``: the wall time past the releases
+    (the process's start and exit). None for runs that did not time their parts."""
+    runs = [(w, x) for w, x in zip(rec["wall_s"], rec.get("marks_s", [])) if x]
+    if not runs:
+        return None
+    ends = ["alloc", "write", "loop", "free"]
+
+    def part(i):
+        return statistics.median(x[ends[i]] - (x[ends[i - 1]] if i else 0.0) for _, x in runs)
+
+    return {"alloc": part(0), "write": part(1), "run": part(2), "free": part(3),
+            "outside": statistics.median(w - x["free"] for w, x in runs)}
+
+
+def read(out: Path) -> dict:
+    """Each mode's traced phases, its untraced wall time, and the model's phases beside them."""
+    from umprof import api
+    from umprof.core import calibrations as store
+
+    doc = json.loads((out / "modes.json").read_text())
+    result = {"gpu": doc["gpu"], "apps": {}}
+    for name, app in doc["apps"].items():
+        (adv,) = api.advise(out / "modes" / f"{name}-{app['own_mode']}.sqlite")
+        cal = api._loaded(store.for_gpu(adv.app.gpu, adv.app.memory_bytes or None))
+        rows = {}
+        for m, rec in app["modes"].items():
+            ph = phases(out / "modes" / f"{name}-{m}.sqlite")
+            wall = statistics.median(rec["wall_s"]) if rec["wall_s"] else None
+            ph["exit"] = wall - ph["calls_s"] if wall else None
+            p = cal.predict(m, adv.workload)
+            model = {"alloc": p.setup["alloc"], "write": p.setup["host_init"],
+                     "run": p.setup["first_extra"] + p.iterations * p.steady_s, "free": p.setup["free"],
+                     "whole": p.whole_s}
+            rows[m] = {"wall_s": wall, "trace": ph, "untraced": untraced_parts(rec), "model": model}
+        result["apps"][name] = rows
+    return result
+
+
+def show(result: dict) -> None:
+    print(result["gpu"])
+    for name, rows in result["apps"].items():
+        if all(r["untraced"] for r in rows.values()):
+            print(f"\n{name}: untraced (the program's own clock, median) | model (s)")
+            print(f"  {'mode':31s} {'wall':>6s} {'alloc':>13s} {'write':>13s} {'run':>13s} {'free':>13s} "
+                  f"{'outside':>7s} {'wall-model':>10s}")
+            for m, r in sorted(rows.items(), key=lambda kv: kv[1]["wall_s"] or 0):
+                u, mo = r["untraced"], r["model"]
+                pair = lambda k: f"{u[k]:6.3f}|{mo[k]:6.3f}"  # noqa: E731
+                print(f"  {m:31s} {r['wall_s']:6.3f} {pair('alloc')} {pair('write')} {pair('run')} {pair('free')} "
+                      f"{u['outside']:7.3f} {r['wall_s'] - mo['whole']:10.3f}")
+        print(f"\n{name}: traced | model (s)")
+        print(f"  {'mode':31s} {'wall':>6s} {'alloc':>13s} {'write':>13s} {'run':>13s} {'free':>13s} "
+              f"{'exit':>6s} {'wall-model':>10s}")
+        for m, r in sorted(rows.items(), key=lambda kv: kv[1]["wall_s"] or 0):
+            t, mo = r["trace"], r["model"]
+            pair = lambda k: f"{t[k]:6.3f}|{mo[k]:6.3f}"  # noqa: E731
+            print(f"  {m:31s} {r['wall_s']:6.3f} {pair('alloc')} {pair('write')} {pair('run')} "
+                  f"{pair('free')} {t['exit']:6.3f} {r['wall_s'] - mo['whole']:10.3f}")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    t = sub.add_parser("trace", help="build, trace every mode once and time each untraced (GPU machine)")
+    t.add_argument("out", type=Path)
+    t.add_argument("--only", default="upload_once,table_loop")
+    t.add_argument("--rounds", type=int, default=3)
+    r = sub.add_parser("read", help="read the traces into phases beside the model's")
+    r.add_argument("out", type=Path)
+    r.add_argument("--json", type=Path, default=None)
+    a = ap.parse_args()
+    if a.cmd == "trace":
+        trace(a.out, a.only.split(","), a.rounds)
+    else:
+        result = read(a.out)
+        show(result)
+        if a.json:
+            a.json.write_text(json.dumps(result, indent=1))
+
+
+if __name__ == "__main__":
+    main()
