@@ -23,23 +23,19 @@ from pathlib import Path
 
 import numpy as np
 
-try:  # numpy 2 moved it
-    from numpy._core import multiarray as _ma
-except ImportError:  # pragma: no cover - numpy 1
-    from numpy.core import multiarray as _ma
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from umprof.measure.strategies import pageable_empty  # noqa: E402
 
 THP = Path("/sys/kernel/mm/transparent_hugepage/enabled")
 
 
 def _buffer(nbytes: int, huge: bool) -> np.ndarray:
-    """A fresh, untouched buffer: numpy's (huge pages advised) or with the advice off (4 KiB pages where
-    the host gives huge pages only where advised)."""
-    before = _ma._get_madvise_hugepage()
-    _ma._set_madvise_hugepage(huge)
-    try:
-        return np.empty(nbytes, np.uint8)
-    finally:
-        _ma._set_madvise_hugepage(before)
+    """A fresh, untouched buffer as umprof backs pageable memory: a numpy array (huge pages advised) or a
+    C program's malloc'd pages (a mapping of its own with no advice: 4 KiB pages where the host gives huge
+    pages only where advised)."""
+    return pageable_empty(nbytes, "numpy" if huge else "malloc")
 
 
 def _timed(fn) -> float:
