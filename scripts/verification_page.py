@@ -146,6 +146,30 @@ def calibrations_section(gpu: str) -> list[str]:
     return lines + [""]
 
 
+def set_measured(n: int, gpu: str) -> str:
+    """How verification set ``n`` was measured on ``gpu``: its date, rounds, runs and leases."""
+    if n <= 15:
+        return "2026-11-23 or -24, five rounds"
+    if n <= 17:
+        return "two runs of five rounds on one lease, pooled"
+    if n == 18:
+        return ("2026-11-25, runs of three leases pooled in one file (column run): 11, 16 and 33 rounds of a workload, "
+                "the last a run of five rounds cut off at the device's time limit")
+    if n == 19:
+        return "2026-11-25, two runs of two rounds on one lease, pooled"
+    if n <= 22:
+        return "2026-11-26, two rounds"
+    if n == 23:
+        return "2026-11-26, two runs of two rounds on one lease, pooled"
+    if n == 24:
+        return "2026-11-26, two runs of two rounds, pooled, " + ("each on its own lease" if gpu == "h100" else "on one lease")
+    if n == 25:
+        return ("2026-11-26, loops of C programs, their pageable memory malloc'd (host_pages = malloc); "
+                + ("two runs of two rounds on one lease, pooled (the first cut off at its last workload's second round)"
+                   if gpu == "h100" else "a run of two rounds and one of one round, on two leases, pooled"))
+    raise ValueError(f"holdout-{n}: say how it was measured (set_measured in scripts/verification_page.py)")
+
+
 def sets_section(gpu: str) -> list[str]:
     from umprof import api
     from umprof.core import calibrations as store
@@ -153,28 +177,14 @@ def sets_section(gpu: str) -> list[str]:
     shipped = store.describe(ROOT / "umprof" / "calibrations" / SHIPPED[gpu], "shipped")
     h = held(api.load_calibration(shipped.path), gpu)
     lines = [f"### Verification sets on the {GPUS[gpu]}, by the shipped calibration ({shipped.date})", "",
-             "Each set was written before it was measured (benchmarks/workloads), measured by wall clock as "
-             "recommend --verify measures (sets 10-15: five rounds, 2026-11-23 and 2026-11-24; sets 16 and 17: two runs "
-             "of five rounds on one lease, pooled"
-             + ("; set 18, 2026-11-25: runs of three leases pooled in one file (column run), 11, 16 and 33 rounds of a "
-                "workload, the last a run of five rounds cut off at the device's time limit" if 18 in SETS[gpu]
-                else "")
-             + ("; set 19, 2026-11-25: two runs of two rounds on one lease, pooled" if 19 in SETS[gpu] else "")
-             + ("; set 23, 2026-11-26: two runs of two rounds on one lease, pooled"
-                if 23 in SETS[gpu] else "")
-             + ("; set 24, 2026-11-26: two runs of two rounds, pooled"
-                + (", each on its own lease" if gpu == "h100" else ", on one lease") if 24 in SETS[gpu] else "")
-             + ("; set 25, 2026-11-26: loops of C programs, their pageable memory malloc'd (host_pages = malloc), "
-                + ("two runs of two rounds on one lease, pooled (the first cut off at its last workload's second round)"
-                   if gpu == "h100" else "a run of two rounds and one of one round, on two leases, pooled")
-                if 25 in SETS[gpu] else "")
-             + "); the measurements are "
+             "Each set was written before it was measured (benchmarks/workloads) and measured by wall clock as "
+             "recommend --verify measures, as the column says; the measurements are "
              f"results/verification/nvidia-{gpu}-loop-holdout-*.parquet. A strategy that a set's measurement never "
              "ran (pageable-registered, added in 0.3.0) is left out of the ranking that set judges.", "",
-             "| set | workloads | whole run: held | median error | steady iteration: held | median error |",
-             "|---|---|---|---|---|---|"]
+             "| set | measured | workloads | whole run: held | median error | steady iteration: held | median error |",
+             "|---|---|---|---|---|---|---|"]
     for n, (w, s, k, ew, es) in h.items():
-        lines.append(f"| holdout-{n} | {k} | {w} | {ew:.1%} | {s} | {es:.1%} |")
+        lines.append(f"| holdout-{n} | {set_measured(n, gpu)} | {k} | {w} | {ew:.1%} | {s} | {es:.1%} |")
     return lines + [""]
 
 

@@ -131,26 +131,23 @@ def read(out: Path) -> dict:
     return result
 
 
+def _table(rows: dict, title: str, parts: str, last: str) -> None:
+    """One table: each mode's ``parts`` ("untraced" or "trace") beside the model's, and its ``last`` part."""
+    print(f"\n{title}")
+    print(f"  {'mode':31s} {'wall':>6s} {'alloc':>13s} {'write':>13s} {'run':>13s} {'free':>13s} {last:>7s} "
+          f"{'wall-model':>10s}")
+    for m, r in sorted(rows.items(), key=lambda kv: kv[1]["wall_s"] or 0):
+        u, mo = r[parts], r["model"]
+        cells = " ".join(f"{u[k]:6.3f}|{mo[k]:6.3f}" for k in ("alloc", "write", "run", "free"))
+        print(f"  {m:31s} {r['wall_s']:6.3f} {cells} {u[last]:7.3f} {r['wall_s'] - mo['whole']:10.3f}")
+
+
 def show(result: dict) -> None:
     print(result["gpu"])
     for name, rows in result["apps"].items():
         if all(r["untraced"] for r in rows.values()):
-            print(f"\n{name}: untraced (the program's own clock, median) | model (s)")
-            print(f"  {'mode':31s} {'wall':>6s} {'alloc':>13s} {'write':>13s} {'run':>13s} {'free':>13s} "
-                  f"{'outside':>7s} {'wall-model':>10s}")
-            for m, r in sorted(rows.items(), key=lambda kv: kv[1]["wall_s"] or 0):
-                u, mo = r["untraced"], r["model"]
-                pair = lambda k: f"{u[k]:6.3f}|{mo[k]:6.3f}"  # noqa: E731
-                print(f"  {m:31s} {r['wall_s']:6.3f} {pair('alloc')} {pair('write')} {pair('run')} {pair('free')} "
-                      f"{u['outside']:7.3f} {r['wall_s'] - mo['whole']:10.3f}")
-        print(f"\n{name}: traced | model (s)")
-        print(f"  {'mode':31s} {'wall':>6s} {'alloc':>13s} {'write':>13s} {'run':>13s} {'free':>13s} "
-              f"{'exit':>6s} {'wall-model':>10s}")
-        for m, r in sorted(rows.items(), key=lambda kv: kv[1]["wall_s"] or 0):
-            t, mo = r["trace"], r["model"]
-            pair = lambda k: f"{t[k]:6.3f}|{mo[k]:6.3f}"  # noqa: E731
-            print(f"  {m:31s} {r['wall_s']:6.3f} {pair('alloc')} {pair('write')} {pair('run')} "
-                  f"{pair('free')} {t['exit']:6.3f} {r['wall_s'] - mo['whole']:10.3f}")
+            _table(rows, f"{name}: untraced (the program's own clock, median) | model (s)", "untraced", "outside")
+        _table(rows, f"{name}: traced | model (s)", "trace", "exit")
 
 
 def main():
