@@ -35,6 +35,7 @@ struct Args {
     std::string mem;
     double mib_in = 64, mib_out = 64, fresh = 1.0;  // MiB in and out; fraction of `in` new each iteration
     int iters = 40, work = 1, chunks = 8, streams = 4, copies = 1;
+    int host_work = 0;  // dependent multiply-adds the host computes per input value (its producer's own work)
 };
 
 // the application's own settings, with any option given on the command line in their place
@@ -51,6 +52,7 @@ static Args parse(int argc, char **argv, Args a) {
         else if (k == "--chunks") a.chunks = atoi(v.c_str());
         else if (k == "--streams") a.streams = atoi(v.c_str());
         else if (k == "--copies") a.copies = atoi(v.c_str());
+        else if (k == "--host-work") a.host_work = atoi(v.c_str());
         else { fprintf(stderr, "unknown option %s\n", k.c_str()); exit(2); }
     }
     return a;
@@ -65,9 +67,14 @@ static double now_s() {
 static double marks[4];
 static double t_start;
 
-// the host's part: new input values (cheap arithmetic, every word written) and the output's sum
-static void produce(float *in, size_t first, size_t count, int it) {
-    for (size_t i = first; i < first + count; ++i) in[i] = (float)((i * 7 + it) & 1023);
+// the host's part: new input values (cheap arithmetic, every word written, then `host_work` dependent
+// multiply-adds each: a producer that computes its values) and the output's sum
+static void produce(float *in, size_t first, size_t count, int it, int host_work) {
+    for (size_t i = first; i < first + count; ++i) {
+        float x = (float)((i * 7 + it) & 1023);
+        for (int k = 0; k < host_work; ++k) x = x * 0.999f + 0.5f;
+        in[i] = x;
+    }
 }
 static double consume(const float *out, size_t first, size_t count) {
     double s = 0;
@@ -230,7 +237,7 @@ static double frame_loop(const Args &a) {
         if (m == "managed-advise-accessed-by-gpu") CHECK(cudaMemAdvise(buf, bytes, cudaMemAdviseSetAccessedBy, gpu_loc));
     }
     marks[0] = now_s() - t_start;
-    produce(h_in, 0, n_in, -1);  // the first input: all of it
+    produce(h_in, 0, n_in, -1, a.host_work);  // the first input: all of it
     marks[1] = now_s() - t_start;
     double sum = 0;
     for (int it = 0; it < a.iters; ++it) {
@@ -246,7 +253,7 @@ static double frame_loop(const Args &a) {
                 cudaStream_t s = st[c % a.streams];
                 size_t i0 = std::min(n_in, c * cin), i1 = std::min(n_in, i0 + cin);
                 size_t w0 = std::min(i0, fresh), w1 = std::min(i1, fresh);
-                if (it > 0 && w1 > w0) produce(h_in, w0, w1 - w0, it);
+                if (it > 0 && w1 > w0) produce(h_in, w0, w1 - w0, it, a.host_work);
                 if (w1 > w0 || it == 0)
                     CHECK(cudaMemcpyAsync(d_in + i0, h_in + i0, (it == 0 ? i1 - i0 : w1 - w0) * 4,
                                           cudaMemcpyHostToDevice, s));
@@ -261,7 +268,7 @@ static double frame_loop(const Args &a) {
             }
             continue;
         }
-        if (it > 0) produce(h_in, 0, fresh, it);
+        if (it > 0) produce(h_in, 0, fresh, it, a.host_work);
         if (m == "pageable" || m == "pinned" || m == "write-combined" || m == "pageable-registered") {
             copy_in_parts(d_in, h_in, fresh * 4, a.copies, cudaMemcpyHostToDevice);
             launch(d_in, d_out, n_in, n_out, 0, n_out, a.work);

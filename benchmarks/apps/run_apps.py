@@ -42,6 +42,7 @@ APPS = {  # application → the modes it is timed in (its own first)
     # one input and a smaller output: no pipelined mode (a chunk's kernel reads its own chunk alone)
     "upload_once": [m for m in ALL if m != "pinned-pipelined"],
     "table_loop": [m for m in ALL if m != "pinned-pipelined"] + ["managed-advise-read-mostly"],
+    "slow_producer": [m for m in ALL if m != "pinned-pipelined"],
 }
 SAMPLES = ["vectorAdd", "simpleStreams", "asyncAPI"]
 TRACE = ["nsys", "profile", "-t", "cuda,nvtx", "--cuda-um-gpu-page-faults=true", "--cuda-um-cpu-page-faults=true",
