@@ -116,7 +116,7 @@ def read(out: Path) -> dict:
     result = {"gpu": doc["gpu"], "apps": {}}
     for name, app in doc["apps"].items():
         (adv,) = api.advise(out / "modes" / f"{name}-{app['own_mode']}.sqlite")
-        cal = api._loaded(store.for_gpu(adv.app.gpu, adv.app.memory_bytes or None))
+        cal = api.load_calibration(store.for_gpu(adv.app.gpu, adv.app.memory_bytes or None).path)
         rows = {}
         for m, rec in app["modes"].items():
             ph = phases(out / "modes" / f"{name}-{m}.sqlite")
