@@ -7,8 +7,9 @@ program's malloc'd buffers get on a host whose transparent huge pages are given 
 For each backing, ``--reps`` times on a fresh buffer: the first write of the whole buffer (the host's
 fill) and its free, and cuMemHostRegister of an untouched buffer (the driver faults its pages in and pins
 them, as `pageable-registered` and `mapped` memory do) followed by the write of the registered pages, the
-unregistration and the free. umprof measures pageable memory as numpy's; the table says what a malloc'd buffer
-costs instead, on this host. Needs a GPU (pycuda) for the registration.
+unregistration and the free. Both buffers are made as umprof makes pageable memory (`strategies.pageable_empty`:
+a Python program's is numpy's, a C program's malloc's); the table says what each costs on this host. Needs a GPU
+(pycuda) for the registration.
 """
 
 from __future__ import annotations

@@ -6,9 +6,9 @@ differs in. On a GPU machine (nvcc and nsys on PATH), from the checkout's root:
     python3 benchmarks/apps/mode_phases.py trace OUT_DIR [--only upload_once,table_loop] [--rounds 3]
 
 builds the applications, traces every mode once (``OUT_DIR/modes/<app>-<mode>.sqlite``) and times
-each untraced (``OUT_DIR/modes.json``: its rounds' wall times, and the parts the program times itself,
-``marks_s``; a file `judge.py` judges as it judges run_apps.py's, with the own mode's trace as
-``<app>.sqlite``). Then, anywhere:
+each untraced in run_apps.py's rounds (``OUT_DIR/modes.json``: each run's wall time, the parts the program
+times itself, ``marks_s``, and its checksum, which every mode must share with the own mode's; a file
+`judge.py` judges as it judges run_apps.py's, with the own mode's trace as ``<app>.sqlite``). Then, anywhere:
 
     python3 benchmarks/apps/mode_phases.py read OUT_DIR [--json OUT.json]
 
@@ -30,7 +30,6 @@ import sqlite3
 import statistics
 import subprocess
 import sys
-from datetime import datetime, timezone
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -42,31 +41,27 @@ FREE = ("cudaFreeHost", "cudaHostUnregister", "cudaFree_", "cudaStreamDestroy")
 WORK = ("cudaMemcpy", "cudaMemPrefetch", "cudaLaunchKernel")
 
 
-def trace(out: Path, only: list[str], rounds: int) -> None:
-    """Every mode of the applications ``only`` names: one nsys trace each, and ``rounds`` untraced runs."""
-    from run_apps import APPS, TRACE, build, run_once
+def trace(out: Path, only: list[str], rounds: int) -> list[str]:
+    """Every mode of the applications ``only`` names: one nsys trace each, and ``rounds`` untraced runs
+    (run_apps.py's rounds); what does not agree with the own mode's checksum, a line each."""
+    from run_apps import APPS, TRACE, build, checksums_disagree, lease_header, time_modes
 
     cmds = build(out, None, only)
     modes_dir = out / "modes"
     modes_dir.mkdir(parents=True, exist_ok=True)
-    doc = {"gpu": subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"], capture_output=True,
-                                 text=True).stdout.strip().splitlines()[0],
-           "date": datetime.now(timezone.utc).isoformat(timespec="seconds"), "rounds": rounds, "apps": {}}
+    doc = lease_header(rounds)
     for name, cmd in cmds.items():
-        doc["apps"][name] = {"own_mode": APPS[name][0], "modes": {}}
         for m in APPS[name]:
             stem = modes_dir / f"{name}-{m}"
             subprocess.run(TRACE + ["-o", str(stem)] + cmd + ["--mem", m], check=True, capture_output=True)
             Path(f"{stem}.nsys-rep").unlink(missing_ok=True)
-            doc["apps"][name]["modes"][m] = {"wall_s": [], "marks_s": []}
-    for r in range(rounds):
-        for name, cmd in cmds.items():
-            for m in doc["apps"][name]["modes"]:
-                res = run_once(cmd + ["--mem", m])
-                doc["apps"][name]["modes"][m]["wall_s"].append(res["wall_s"])
-                doc["apps"][name]["modes"][m]["marks_s"].append(res.get("marks_s"))
-        print(f"round {r + 1} done", flush=True)
-        (out / "modes.json").write_text(json.dumps(doc, indent=1))
+        doc["apps"][name] = {"own_mode": APPS[name][0],
+                             "modes": {m: {"wall_s": [], "loop_s": [], "marks_s": [], "checksum": None}
+                                       for m in APPS[name]}}
+    time_modes(doc, cmds, rounds, out / "modes.json")
+    bad = checksums_disagree(doc)
+    (out / "modes.json").write_text(json.dumps(doc, indent=1))
+    return bad
 
 
 def phases(sqlite: Path) -> dict[str, float]:
@@ -136,7 +131,7 @@ def _table(rows: dict, title: str, parts: str, last: str) -> None:
     print(f"\n{title}")
     print(f"  {'mode':31s} {'wall':>6s} {'alloc':>13s} {'write':>13s} {'run':>13s} {'free':>13s} {last:>7s} "
           f"{'wall-model':>10s}")
-    for m, r in sorted(rows.items(), key=lambda kv: kv[1]["wall_s"] or 0):
+    for m, r in sorted(((m, r) for m, r in rows.items() if r["wall_s"] is not None), key=lambda kv: kv[1]["wall_s"]):
         u, mo = r[parts], r["model"]
         cells = " ".join(f"{u[k]:6.3f}|{mo[k]:6.3f}" for k in ("alloc", "write", "run", "free"))
         print(f"  {m:31s} {r['wall_s']:6.3f} {cells} {u[last]:7.3f} {r['wall_s'] - mo['whole']:10.3f}")
@@ -145,7 +140,7 @@ def _table(rows: dict, title: str, parts: str, last: str) -> None:
 def show(result: dict) -> None:
     print(result["gpu"])
     for name, rows in result["apps"].items():
-        if all(r["untraced"] for r in rows.values()):
+        if all(r["untraced"] for r in rows.values() if r["wall_s"] is not None):
             _table(rows, f"{name}: untraced (the program's own clock, median) | model (s)", "untraced", "outside")
         _table(rows, f"{name}: traced | model (s)", "trace", "exit")
 
@@ -154,16 +149,27 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
     t = sub.add_parser("trace", help="build, trace every mode once and time each untraced (GPU machine)")
-    t.add_argument("out", type=Path)
-    t.add_argument("--only", default="upload_once,table_loop")
-    t.add_argument("--rounds", type=int, default=3)
+    t.add_argument("out", type=Path, help="where the traces and modes.json go")
+    t.add_argument("--only", default="upload_once,table_loop",
+                   help="the applications, comma-separated (default: upload_once,table_loop)")
+    t.add_argument("--rounds", type=int, default=3, help="untraced runs of every mode (default: 3)")
     r = sub.add_parser("read", help="read the traces into phases beside the model's")
-    r.add_argument("out", type=Path)
-    r.add_argument("--json", type=Path, default=None)
+    r.add_argument("out", type=Path, help="what `trace` wrote")
+    r.add_argument("--json", type=Path, default=None, help="also write the parts, the traced and the model's, here")
     a = ap.parse_args()
     if a.cmd == "trace":
-        trace(a.out, a.only.split(","), a.rounds)
+        from run_apps import APPS
+
+        unknown = sorted(set(a.only.split(",")) - set(APPS))
+        if unknown:
+            t.error(f"option '--only': no application {', '.join(unknown)} (there are: {', '.join(APPS)})")
+        bad = trace(a.out, a.only.split(","), a.rounds)
+        if bad:
+            print("checksums differ: " + "; ".join(bad))
+            raise SystemExit(1)
     else:
+        if not (a.out / "modes.json").is_file():
+            r.error(f"{a.out}: no modes.json here; expected the folder `mode_phases.py trace` wrote")
         result = read(a.out)
         show(result)
         if a.json:

@@ -87,9 +87,33 @@ def run_once(cmd: list[str]) -> dict:
     return dict(json.loads(line) if line else {}, wall_s=wall)
 
 
+def lease_header(rounds: int) -> dict:
+    """The timings' document, before any application: the GPU the applications run on (GPU 0, with its
+    driver), the date, the host and the rounds."""
+    gpu = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader", "--id=0"],
+                         capture_output=True, text=True).stdout.strip()
+    return {"gpu": gpu, "date": datetime.now(timezone.utc).isoformat(timespec="seconds"), "host": platform.node(),
+            "rounds": rounds, "apps": {}}
+
+
+def checksums_disagree(doc: dict) -> list[str]:
+    """Every mode must compute what the application's own mode computes (the chunked ones add their chunks'
+    sums in another order: equal to a few parts in 1e12); each application's ``checksums_agree`` set, and a
+    line for each that does not."""
+    bad = []
+    for name, app in doc["apps"].items():
+        sums = {m: v["checksum"] for m, v in app["modes"].items() if v["checksum"] is not None}
+        own = sums.get(app["own_mode"])
+        wrong = {m: c for m, c in sums.items() if own is not None and abs(c - own) > 1e-9 * max(abs(own), 1.0)}
+        app["checksums_agree"] = not wrong
+        if wrong:
+            bad.append(f"{name}: {wrong} against {own}")
+    return bad
+
+
 def time_modes(doc: dict, cmds: dict[str, list[str]], rounds: int, progress: Path, run=run_once) -> None:
     """Every application's every mode, ``rounds`` times (the even rounds in reverse order), each run's wall
-    time, loop time and checksum into ``doc``; ``progress`` rewritten after each round. A mode whose run
+    time, loop time, parts (where the program times them) and checksum into ``doc``; ``progress`` rewritten after each round. A mode whose run
     fails gets its ``error`` and is left out from then on; the others go on."""
     for r in range(rounds):
         for name, cmd in cmds.items():
@@ -107,6 +131,8 @@ def time_modes(doc: dict, cmds: dict[str, list[str]], rounds: int, progress: Pat
                 rec["wall_s"].append(res["wall_s"])
                 if "loop_s" in res:
                     rec["loop_s"].append(res["loop_s"])
+                if "marks_s" in res:  # when the program's parts ended (frame_loop.h), for mode_phases.py
+                    rec.setdefault("marks_s", []).append(res["marks_s"])
                 if rec["checksum"] is None:
                     rec["checksum"] = res.get("checksum")
             print(f"round {r + 1}: {name} done", flush=True)
@@ -127,10 +153,7 @@ def main():
     out = a.out
     (out / "traces").mkdir(parents=True, exist_ok=True)
     cmds = build(out, a.samples, only)
-    gpu = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader", "--id=0"],
-                         capture_output=True, text=True).stdout.strip()  # GPU 0, which the applications run on
-    doc = {"gpu": gpu, "date": datetime.now(timezone.utc).isoformat(timespec="seconds"), "host": platform.node(),
-           "rounds": a.rounds, "apps": {}}
+    doc = lease_header(a.rounds)
     for name, cmd in cmds.items():  # warm-up (pycuda compiles its kernel once, into its cache) and the trace
         run_once(cmd)
         modes = APPS.get(name, ["as written"])
@@ -140,16 +163,7 @@ def main():
         doc["apps"][name] = {"own_mode": modes[0], "command": " ".join(Path(c).name for c in cmd),
                              "modes": {m: {"wall_s": [], "loop_s": [], "checksum": None} for m in modes}}
     time_modes(doc, cmds, a.rounds, out / "apps.json")
-    # every mode must compute what the application's own mode computes (the chunked ones add their
-    # chunks' sums in another order: equal to a few parts in 1e12)
-    bad = []
-    for name, app in doc["apps"].items():
-        sums = {m: v["checksum"] for m, v in app["modes"].items() if v["checksum"] is not None}
-        own = sums.get(app["own_mode"])
-        wrong = {m: c for m, c in sums.items() if own is not None and abs(c - own) > 1e-9 * max(abs(own), 1.0)}
-        app["checksums_agree"] = not wrong
-        if wrong:
-            bad.append(f"{name}: {wrong} against {own}")
+    bad = checksums_disagree(doc)
     (out / "apps.json").write_text(json.dumps(doc, indent=1))
     for name, app in doc["apps"].items():
         for m, v in app["modes"].items():

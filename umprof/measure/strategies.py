@@ -36,7 +36,7 @@ class Buffer:
 # 4 MiB and more with huge pages); "malloc": a fresh anonymous mapping with no advice, as a C or C++
 # program's malloc'd (or new'd) buffer of that size is (glibc maps allocations of 128 KiB and more on their
 # own). On a host whose transparent huge pages are given only where advised (both lent GPU hosts of
-# 2026-11), the malloc'd buffer faults in 4 KiB at a time: 1 GiB's first write took 0.46-0.57 s against
+# 2026-11), the malloc'd buffer faults in 4 KiB at a time: 1 GiB's first write took 0.46-0.60 s against
 # numpy's 0.15-0.23 s, its registration 0.26-0.35 s against 0.14-0.23 s (results/first-touch/).
 HOST_PAGES = ("numpy", "malloc")
 

@@ -52,3 +52,20 @@ def test_the_new_applications_are_timed_in_modes_they_can_run():
         assert mod.APPS[name][0] == "pageable"  # as written
         assert "pinned-pipelined" not in mod.APPS[name]  # its input and output differ in size
     assert "managed-advise-read-mostly" in mod.APPS["table_loop"]  # its kernel only reads the table
+
+
+def test_the_parts_a_program_times_are_kept_and_checksums_compared(tmp_path):
+    mod = _run_apps()
+    doc = {"apps": {"upload_once": {"own_mode": "pageable", "modes": {
+        m: {"wall_s": [], "loop_s": [], "checksum": None} for m in ("pageable", "pinned", "mapped")}}}}
+    marks = {"alloc": 0.2, "write": 0.5, "loop": 0.6, "free": 0.65}
+    sums = {"pageable": 42.0, "pinned": 42.0 * (1 + 1e-12), "mapped": 41.0}
+
+    def run(cmd):
+        return {"wall_s": 1.0, "loop_s": 0.7, "checksum": sums[cmd[-1]], "marks_s": marks}
+
+    mod.time_modes(doc, {"upload_once": ["app"]}, 2, tmp_path / "modes.json", run=run)
+    assert doc["apps"]["upload_once"]["modes"]["pinned"]["marks_s"] == [marks, marks]
+    bad = mod.checksums_disagree(doc)
+    assert doc["apps"]["upload_once"]["checksums_agree"] is False
+    assert len(bad) == 1 and "mapped" in bad[0] and "pinned" not in bad[0]  # a few parts in 1e12 agree
