@@ -9,6 +9,7 @@
 #              ceiling (benchmarks/staging_table.py); then the ring by what ran before it and one H2D
 #              transfer's timeline (benchmarks/staging_context.py)
 #   calibrate  the full calibration, then a quick one, each timed from process start (full, quick: one)
+#   stores     the setup loop with the first write stored word by word and copied in (calibration-loop-setup-stores)
 #   malloc     the setup loop of malloc'd pages (calibration-loop-setup-malloc) twice, numpy's between, and
 #              benchmarks/first_touch.py
 #   apps       benchmarks/apps: build, trace each application as written, time every mode (needs the
@@ -67,6 +68,9 @@ for step in "$@"; do
     set)
       timed "${SET:?SET=holdout-N} ${TAG:-}" "$OUT/$gpu-sets.log" python3 scripts/measure_workloads.py \
         "benchmarks/workloads/$SET.toml" "$OUT/$gpu-loop-$SET${TAG:+-$TAG}.parquet" ;;
+    stores)
+      timed "setup loop, first write by stores" "$OUT/$gpu-setup-stores.log" python3 -m umprof run \
+        calibration-loop-setup-stores -o "$OUT/$gpu-setup-stores.parquet" --force ;;
     malloc)
       # the setup loop of malloc'd pages twice, numpy's of the same strategies between (one lease's ratio), then
       # benchmarks/first_touch.py at 1 GiB

@@ -300,8 +300,8 @@ def calibrations() -> list:
 
 def calibration_estimate(profile: str = "full", gpu: str | None = None) -> float:
     """Seconds a calibration of this profile should take: the shipped calibration of the same GPU's
-    case times for the cases it measured, the run's own estimate for the rest (all of them where
-    no calibration of that GPU is shipped)."""
+    case times for the cases it measured (its first run's, else the first run that measured the case), the
+    run's own estimate for the rest (all of them where no calibration of that GPU is shipped)."""
     from umprof.core import calibrations as store
     from umprof.measure import calibration as profiles
 
@@ -314,9 +314,11 @@ def calibration_estimate(profile: str = "full", gpu: str | None = None) -> float
 
     shipped = ResultSet.load(base.path)
     frame = shipped.frame
-    if RUN in frame.columns:  # a shipped calibration of several runs: the first is this release's own
-        frame = frame[frame[RUN].fillna(0) == 0]
-    totals = frame[frame["phase"] == "total"].set_index(["scenario", "case"])
+    totals = frame[frame["phase"] == "total"]
+    if RUN in totals.columns:  # a shipped calibration of several runs: the first is this release's own; a
+        # scenario measured alone since (another run) is timed by its own run
+        totals = totals.assign(_run=totals[RUN].fillna(0)).sort_values("_run", kind="stable")
+    totals = totals.drop_duplicates(["scenario", "case"]).set_index(["scenario", "case"])
     rules = shipped.meta.get("timing") or {}
     estimates = dict(zip(own.names, own.estimates))
     seconds = 0.0

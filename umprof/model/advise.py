@@ -209,7 +209,7 @@ def workload_of(app: Application) -> tuple[Workload | None, str]:
     w = Workload(bytes=int(total), name=app.name.rsplit("/", 1)[-1] or "application", iterations=int(its),
                  host_writes=round(writes, 6), gpu_writes=round(gpu_writes, 6), host_reads=round(reads, 6),
                  copies=copies if app.strategy != "pinned-pipelined" else 1, kernel_s=kernel_s,
-                 host_pages="numpy" if is_python(app) else "malloc")
+                 host_pages="numpy" if is_python(app) else "malloc", first_write="stores")
     how = (f"{'copies' if explicit else 'unified-memory migrations'}: {format_size(b_in)} in and {format_size(b_out)} "
            f"out at most in an iteration make the buffer ({format_size(total)}); each steady iteration moves "
            f"{format_size(per.get(prefix + 'h2d_bytes', 0))} in and {format_size(per.get(prefix + 'd2h_bytes', 0))} out"

@@ -23,7 +23,8 @@ At 64 KiB-4 MiB the whole-buffer and resident loops are measured again over 25 i
 (calibration-loop-steady, -resident-steady); where they were, their figures stand for the
 3-iteration loops' (LONG_LOOPS). Allocation, the first write and free come from a loop measured
 as an application pays them, where the calibration has it (calibration-loop-setup: SETUP_LOOP; for a
-C program's malloc'd pages, calibration-loop-setup-malloc: SETUP_MALLOC_LOOP).
+C program's malloc'd pages, calibration-loop-setup-malloc: SETUP_MALLOC_LOOP; for a first write that
+stores each word as a program computes it, calibration-loop-setup-stores: SETUP_STORES_LOOP).
 
 How the curves compose into an iteration is :mod:`umprof.model.compose`'s; a plan's own steps,
 :mod:`umprof.model.plans`'; the prediction and ranking, :mod:`umprof.model.predict`'s.
@@ -193,7 +194,20 @@ SETUP_FROM_SETUP_LOOP = ("alloc", "host_init", "free")
 # write and free from it, where the calibration measured it; the steady phases are numpy's (once its
 # pages are in, the host's accesses and the copies were not measured to differ).
 SETUP_MALLOC_LOOP = "setup-malloc"
-SETUP_LOOPS = (SETUP_LOOP, SETUP_MALLOC_LOOP)
+# calibration-loop-setup-stores: the host's first write of every strategy's buffer, on numpy's and on
+# malloc's pages, stored word by word as a program computes its data (the loop's first_write = stores)
+# instead of copied in with memcpy, whose large copies store around the caches and so skip reading each
+# line for ownership. A program that computes its buffer writes page-locked memory at that slower rate
+# (the applications' producers wrote 1 GiB of it in 0.20-0.31 s on both GPUs, where the memcpy of
+# calibration-loop-setup took 0.11-0.12 s), while memory whose pages fault in as they are written has each
+# page zeroed just before, in the caches. The loop copies each buffer in too (first_write = copy), so that
+# a run says what storing costs against copying on its own lease. A workload first written by stores
+# (Workload.first_write: every application `umprof advise` reads) takes its first write from it where the
+# calibration measured the strategy so: that ratio times the copied first write of the other setup loops
+# (on the lent machines of 2026-11-26, at 1 GiB: 1.7-2.1x for page-locked memory, 0.7-1.2x for memory whose
+# pages fault in, by lease); its other setup steps and its steady host writes are as before.
+SETUP_STORES_LOOP = "setup-stores"
+SETUP_LOOPS = (SETUP_LOOP, SETUP_MALLOC_LOOP, SETUP_STORES_LOOP)
 # calibration-loop-copies: an application's copies in many parts (8 MiB each way per iteration in 8-2048
 # synchronous copies of 1 MiB-4 KiB). A part's time, its call's latency included, is a curve of its own
 # (``h2d_part``, ``d2h_part``: seconds a copy against the bytes of one copy), which prices an application's
@@ -334,17 +348,23 @@ class CalibrationCurves:
             return tuple(s for s in strategies.EXPLICIT if not strategies.get(s).pipelined)
         return (strategy,)
 
-    def curve(self, strategy, name, pages: str = "numpy") -> Curve:
+    def curve(self, strategy, name, pages: str = "numpy", first_write: str = "copy") -> Curve:
         """One of the strategy's per-iteration curves (see the module's docstring), cached; a setup step
-        of malloc'd pages (``pages``, SETUP_MALLOC_LOOP) where the calibration measured the strategy so."""
+        of malloc'd pages (``pages``, SETUP_MALLOC_LOOP) where the calibration measured the strategy so, and
+        the first write stored word by word (``first_write``, SETUP_STORES_LOOP) where it measured that."""
         if name not in OWN_CURVES.get(strategy, ()):
             strategy = BORROWS.get(strategy, strategy)
         strategy = CURVE_BORROWS.get((strategy, name), strategy)
-        if pages != "numpy" and not (name in SETUP_FROM_SETUP_LOOP and self.measures_pages(strategy, pages)):
+        stored = first_write != "copy" and name == "host_init"
+        if pages != "numpy" and not (stored and self.measures_stores(strategy, pages)) \
+                and not (name in SETUP_FROM_SETUP_LOOP and self.measures_pages(strategy, pages)):
             pages = "numpy"
-        key = (strategy, name) if pages == "numpy" else (strategy, name, pages)
+        if not (stored and self.measures_stores(strategy, pages)):
+            first_write = "copy"
+        key = (strategy, name) + ((pages,) if pages != "numpy" else ()) + ((first_write,) if first_write != "copy" else ())
         if key not in self._curves:
-            self._curves[key] = Curve(self._build(strategy, name, pages), fitted_tail=name in FIXED_OR_PROPORTIONAL)
+            self._curves[key] = Curve(self._build(strategy, name, pages, first_write),
+                                      fitted_tail=name in FIXED_OR_PROPORTIONAL)
         return self._curves[key]
 
     def measures_pages(self, strategy, pages: str) -> bool:
@@ -355,6 +375,20 @@ class CalibrationCurves:
     def _malloc_measured(self) -> frozenset:
         rows = self.setup_rows
         return frozenset(rows.loc[rows["base_scenario"] == CALIBRATION_PREFIX + SETUP_MALLOC_LOOP, "axis.strategy"])
+
+    def measures_stores(self, strategy, pages: str = "numpy") -> bool:
+        """Whether the calibration measured the strategy's first write stored word by word on pages backed
+        so (SETUP_STORES_LOOP)."""
+        return (strategy, pages) in self._stores_measured
+
+    @functools.cached_property
+    def _stores_measured(self) -> frozenset:
+        rows = self.setup_rows
+        rows = rows[(rows["base_scenario"] == CALIBRATION_PREFIX + SETUP_STORES_LOOP) & (rows["phase"] == "host_init")]
+        if "axis.first_write" in rows.columns:
+            rows = rows[rows["axis.first_write"] == "stores"]
+        pages = rows["axis.host_pages"] if "axis.host_pages" in rows.columns else "numpy"
+        return frozenset(zip(rows["axis.strategy"], pd.Series(pages, index=rows.index).fillna("numpy")))
 
     def _host_step_beside(self, strategy, ref, name) -> dict:
         """A plan's own host step (the staging ring's threads disturb the host's writes and reads of the
@@ -382,7 +416,7 @@ class CalibrationCurves:
         fixed = {b: max(k1[b] - each[b], 0.0) for b in each}
         return fixed, each
 
-    def _build(self, strategy, name, pages: str = "numpy") -> dict:
+    def _build(self, strategy, name, pages: str = "numpy", first_write: str = "copy") -> dict:
         if name in ("host_write", "host_read") and strategy in self.cached_host:
             # the same memory to the host whoever allocated it: the median of their measurements per
             # size (each alone varies ±30% from run to run, with no order between them)
@@ -421,15 +455,19 @@ class CalibrationCurves:
         if name in ("alloc", "host_init", "free", "first"):
             if strategy in SAME_SETUP and name in SAME_SETUP_STEPS:  # one operation measured under two names
                 return _median_per_size(self._setup_step(s, name, pages) for s in SAME_SETUP)
-            return self._setup_step(strategy, name, pages)
+            return self._setup_step(strategy, name, pages, first_write)
         if name == "gap":
             return self._gaps(strategy)
         raise KeyError(name)
 
-    def _setup_step(self, strategy, name, pages: str = "numpy") -> dict[float, float]:
+    def _setup_step(self, strategy, name, pages: str = "numpy", first_write: str = "copy") -> dict[float, float]:
         """A setup step of the strategy's own measurement: as an application pays it (SETUP_LOOP, or
-        SETUP_MALLOC_LOOP for malloc'd ``pages``) where measured so, else the first iteration of its
-        calibration loop."""
+        SETUP_MALLOC_LOOP for malloc'd ``pages``; SETUP_STORES_LOOP for a first write by stores) where
+        measured so, else the first iteration of its calibration loop."""
+        if name == "host_init" and first_write == "stores":
+            stored = self._stored_first_write(strategy, pages)
+            if stored:
+                return stored
         if name in SETUP_FROM_SETUP_LOOP:
             loop = SETUP_MALLOC_LOOP if pages == "malloc" else SETUP_LOOP
             measured = self._select(strategy, loop, name, column="time_median_s")
@@ -438,6 +476,34 @@ class CalibrationCurves:
         # READ_MOSTLY has no whole-buffer loop (its kernel may not write): its read-only host-read loop
         scenario, axes = self._setup_reference(strategy)
         return self._select(strategy, scenario, name, column="time_median_s", **axes)
+
+    def _stored_first_write(self, strategy, pages: str) -> dict[float, float]:
+        """The strategy's first write by stores (SETUP_STORES_LOOP): where a run of that loop copied the same
+        buffer in too, its stores' ratio to its copy, size by size (the median over the runs), times the
+        first write copied in as the other setup loops price it, so that the host's rate on that loop's lease
+        does not move one strategy against the others; else the stores as measured."""
+        rows = self.setup_rows
+        rows = rows[rows["base_scenario"] == CALIBRATION_PREFIX + SETUP_STORES_LOOP]
+        if "axis.first_write" not in rows.columns or "axis.host_pages" not in rows.columns:
+            return {}
+        ratios: dict[float, list[float]] = {}
+        measured: dict[float, float] = {}
+        for _, run in (rows.groupby(RUN, dropna=False) if RUN in rows.columns else [(0, rows)]):
+            stored, copied = (self._select(strategy, SETUP_STORES_LOOP, "host_init", column="time_median_s", rows=run,
+                                           host_pages=pages, first_write=how) for how in ("stores", "copy"))
+            measured.update(stored)
+            for b, t in stored.items():
+                if copied.get(b, 0) > 0:
+                    ratios.setdefault(b, []).append(t / copied[b])
+        if not ratios:
+            return measured
+        # the ratio between the sizes measured, and as the nearest measured one beyond them (a quick
+        # calibration measures it at two sizes), over every size the copied first write was measured at
+        sizes = sorted(ratios)
+        ratio = [statistics.median(ratios[b]) for b in sizes]
+        copied = self.curve(strategy, "host_init", pages)
+        at = sorted(set(sizes) | set(self._setup_step(strategy, "host_init", pages)))
+        return {b: float(np.interp(math.log2(b), np.log2(sizes), ratio)) * copied(b) for b in at}
 
     def _parts(self, strategy, direction: str) -> dict[float, float]:
         """One copy's bytes → its seconds, from calibration-loop-copies (PARTS_LOOP): the steady

@@ -89,7 +89,7 @@ class Calibration(PlanComposition):
                          "scaled in proportion")
         its = [self._compose(strategy, w, state) for state in PageSimulation(w, kind(strategy)).iterations(SIM_ITERATIONS)]
         first, steady = its[0], its[-1]
-        c = lambda name, b=w.bytes: self.curve(strategy, name, w.host_pages)(b)  # noqa: E731
+        c = lambda name, b=w.bytes: self.curve(strategy, name, w.host_pages, w.first_write)(b)  # noqa: E731
         # what the calibration's first iterations cost beyond the same composition (first touch,
         # mappings), in proportion to the pages the kernel touches
         extra = self._first_extra(strategy, w.bytes) * w.touched

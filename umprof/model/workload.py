@@ -15,6 +15,10 @@ host_writes = gpu_writes = host_reads = 1. Two keys describe an application read
 strategy's kernel goes. ``host_pages`` says how its pageable memory is backed: ``numpy`` (a Python
 program's arrays, numpy's huge-page advice; the default) or ``malloc`` (a C or C++ program's buffers,
 which fault in and are page-locked 4 KiB at a time where the host gives huge pages only where advised).
+``first_write`` says how the host writes the buffer first: ``copy`` (its data copied in, memcpy, as
+umprof's loop does; the default) or ``stores`` (each word stored as a program computes it: an
+application read from its trace), which page-locked memory takes longer to absorb than memory whose pages
+fault in as they are written.
 
 It is written as CLI options (``umprof recommend --bytes 256MiB --reuse 16 --host-writes 0.1``)
 or a TOML file (``scenarios/workloads/example.toml`` documents every key), and it maps
@@ -30,6 +34,7 @@ from pathlib import Path
 from umprof.core.errors import UsageError
 from umprof.core.units import format_size, parse_size
 from umprof.measure.ops.lifecycle import PAGE_BYTES, PAGE_WORDS, PATTERNS  # noqa: F401 (the op's granule and patterns)
+from umprof.measure.ops.loop import FIRST_WRITES
 from umprof.measure.strategies import HOST_PAGES
 
 
@@ -52,6 +57,7 @@ class Workload:
     copies: int = 1  # explicit copies each way per iteration, in equal parts (an application's records)
     kernel_s: float = 0.0  # the kernels' own time per iteration on device-resident data (from a trace): a floor
     host_pages: str = "numpy"  # how its pageable memory is backed: a Python program's numpy arrays, or C's malloc
+    first_write: str = "copy"  # how the host writes the buffer first: its data copied in, or stored word by word
 
     def __post_init__(self):
         _check(self)
@@ -78,6 +84,8 @@ class Workload:
             parts.append(f"{self.copies} copies each way")
         if self.host_pages != "numpy":
             parts.append(f"{self.host_pages}'d pages")
+        if self.first_write != "copy":
+            parts.append("first written by stores")
         if self.kernel_s > 0:
             parts.append(f"kernels {self.kernel_s * 1e3:.3g} ms")
         return ", ".join(parts)
@@ -95,7 +103,7 @@ class Workload:
             "bytes": [self.bytes], "reuse": [self.reuse], "touched": [self.touched], "pattern": [self.pattern],
             "stride": [self.stride], "iterations": [iterations or self.iterations],
             "host_writes": [self.host_writes], "gpu_writes": [self.gpu_writes], "host_reads": [self.host_reads],
-            "copies": [self.copies], "host_pages": [self.host_pages],
+            "copies": [self.copies], "host_pages": [self.host_pages], "first_write": [self.first_write],
         }
 
 
@@ -147,6 +155,9 @@ def _check(w: Workload) -> None:
     if w.host_pages not in HOST_PAGES:
         bad("host_pages", "one of " + ", ".join(HOST_PAGES) + " (how its pageable memory is backed: a Python "
             "program's numpy arrays, a C or C++ program's malloc)")
+    if w.first_write not in FIRST_WRITES:
+        bad("first_write", "one of " + ", ".join(FIRST_WRITES) + " (how the host writes the buffer first: its "
+            "data copied in, or stored word by word as a program computes it)")
     if w.touched * (w.bytes // PAGE_BYTES) < 1:
         bad("touched", f"a fraction that selects at least one 64 KiB page of {format_size(w.bytes)}")
 

@@ -219,3 +219,24 @@ def test_recommend_prices_a_c_program_s_malloced_pages_with_host_pages():
     assert malloc["pinned"] == numpy["pinned"] and malloc["managed-prefetch"] == numpy["managed-prefetch"]
     bad = CliRunner().invoke(cli, ["recommend", "--gpu", "H100", "--bytes", "1GiB", "--host-pages", "huge"])
     assert bad.exit_code == 2 and "--host-pages" in bad.output
+
+
+def test_recommend_prices_a_first_write_by_stores_with_first_write():
+    """--first-write stores: every strategy's first write from the shipped calibration's setup loop of stores
+    (page-locked memory's about twice memcpy's copy on the lent H100, 2026-11-26), the other setup steps as
+    before; a value that is neither is a usage error naming the option."""
+    import json
+
+    def ranking(*extra):
+        r = CliRunner().invoke(cli, ["recommend", "--gpu", "H100", "--bytes", "1GiB", "--host-writes", "0", "--json",
+                                     *extra])
+        assert r.exit_code == 0, r.output
+        (rec,) = json.loads(r.stdout)["recommendations"]
+        return rec["workload"], {p["strategy"]: p["setup_phases_s"] for p in rec["ranking"]}
+
+    (w_copy, copy), (w_stores, stores) = ranking(), ranking("--first-write", "stores")
+    assert w_copy["first_write"] == "copy" and w_stores["first_write"] == "stores"
+    assert stores["pinned"]["host_init"] > 1.5 * copy["pinned"]["host_init"]
+    assert stores["pinned"]["alloc"] == copy["pinned"]["alloc"] and stores["pinned"]["free"] == copy["pinned"]["free"]
+    bad = CliRunner().invoke(cli, ["recommend", "--gpu", "H100", "--bytes", "1GiB", "--first-write", "memset"])
+    assert bad.exit_code == 2 and "--first-write" in bad.output and "Traceback" not in bad.output

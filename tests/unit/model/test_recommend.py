@@ -231,6 +231,57 @@ def test_malloced_pages_take_their_setup_from_the_malloc_setup_loop_where_it_mea
     assert plain.predict("pageable", c).setup == pytest.approx(plain.predict("pageable", w).setup)
 
 
+def test_a_first_write_by_stores_takes_the_stores_setup_loop_where_it_measured_the_strategy():
+    """calibration-loop-setup-stores prices a first write stored word by word (Workload.first_write = stores)
+    for each strategy and pages it measured; a plan that borrows its memory's first write borrows this one; a
+    strategy it did not measure, a first write copied in and every other setup step keep the other loops'."""
+    import pandas as pd
+
+    from umprof.model.calibration import CALIBRATION_PREFIX
+    from umprof.model.predict import Calibration
+
+    rs = ResultSet.load(data.CAL)
+    f = rs.frame
+    setup = f[(f["scenario"] == CALIBRATION_PREFIX + "sizes") & (f["axis.bytes"].isin([MiB, 64 * MiB]))]
+    numpy_rows = setup.assign(scenario=CALIBRATION_PREFIX + "setup")
+    stored = setup[setup["axis.strategy"].isin(["pinned", "pageable"])]
+    stored = stored.assign(scenario=CALIBRATION_PREFIX + "setup-stores", time_median_s=stored["time_median_s"] * 2,
+                           **{"axis.host_pages": "numpy", "axis.first_write": "stores"})
+    malloc_rows = stored[stored["axis.strategy"] == "pageable"].assign(
+        **{"axis.host_pages": "malloc", "time_median_s": lambda d: d["time_median_s"] * 5})
+    plain = Calibration(pd.concat([f, numpy_rows], ignore_index=True), rs.devices[0])
+    both = Calibration(pd.concat([f, numpy_rows, stored, malloc_rows], ignore_index=True), rs.devices[0])
+    b = 64 * MiB
+    assert both.measures_stores("pinned") and both.measures_stores("pageable", "malloc")
+    assert not both.measures_stores("pinned", "malloc") and not plain.measures_stores("pinned")
+    for s in ("pinned", "pageable"):
+        assert both.curve(s, "host_init", "numpy", "stores")(b) == pytest.approx(2 * plain.curve(s, "host_init")(b))
+        assert both.curve(s, "host_init")(b) == pytest.approx(plain.curve(s, "host_init")(b))
+        for name in ("alloc", "free"):  # the first write alone
+            assert both.curve(s, name, "numpy", "stores")(b) == pytest.approx(plain.curve(s, name)(b))
+    assert both.curve("pageable", "host_init", "malloc", "stores")(b) == pytest.approx(
+        10 * plain.curve("pageable", "host_init")(b))
+    # the registered plan's first write is of pinned pages; the staged plan's is pageable memory's
+    assert both.curve("pageable-registered", "host_init", "numpy", "stores")(b) == pytest.approx(
+        2 * plain.curve("pinned", "host_init")(b))
+    assert both.curve("pageable-staged", "host_init", "numpy", "stores")(b) == pytest.approx(
+        2 * plain.curve("pageable", "host_init")(b))
+    # not measured by stores: as copied
+    assert both.curve("zero-copy", "host_init", "numpy", "stores")(b) == pytest.approx(
+        plain.curve("zero-copy", "host_init")(b))
+    w, st = Workload(bytes=b, iterations=10), Workload(bytes=b, iterations=10, first_write="stores")
+    assert both.predict("pinned", st).setup["host_init"] == pytest.approx(2 * both.predict("pinned", w).setup["host_init"])
+    assert both.predict("pinned", st).steady == pytest.approx(both.predict("pinned", w).steady)
+    assert plain.predict("pinned", st).setup == pytest.approx(plain.predict("pinned", w).setup)
+    # where the loop copied the same buffers in too, in the same run: the stores' ratio to that copy, times the
+    # first write the other setup loops price (one lease's host moves no strategy against the others)
+    copied = stored.assign(time_median_s=stored["time_median_s"] * 4, **{"axis.first_write": "copy"})
+    ratio = Calibration(pd.concat([f, numpy_rows, stored, copied], ignore_index=True), rs.devices[0])
+    for s in ("pinned", "pageable"):
+        assert ratio.curve(s, "host_init", "numpy", "stores")(b) == pytest.approx(0.25 * plain.curve(s, "host_init")(b))
+    assert ratio.measures_stores("pinned") and not ratio.measures_stores("zero-copy")
+
+
 def test_copies_in_parts_cost_what_the_calibration_measured_of_copies_that_size_back_to_back():
     """calibration-loop-copies times an iteration's copies made in many synchronous parts: a part's time
     (its call's latency in it) prices an application's records up to the largest part measured, from
@@ -451,19 +502,19 @@ def test_no_prediction_reads_a_curve_its_calibration_never_measured(shipped, mon
 
     read, curve = set(), CalibrationCurves.curve
 
-    def recording(self, strategy, name, pages="numpy"):
-        c = curve(self, strategy, name, pages)
+    def recording(self, strategy, name, pages="numpy", first_write="copy"):
+        c = curve(self, strategy, name, pages, first_write)
         if not c:
             read.add((strategy, name))
         return c
 
     monkeypatch.setattr(CalibrationCurves, "curve", recording)
     cal = api.load_calibration(data.SHIPPED / shipped)
-    for b, hw, gw, hr, t, pattern, pages in itertools.product(
+    for b, hw, gw, hr, t, pattern, pages, first in itertools.product(
             (16 * MiB, 1024 * MiB), (0.0, 1.0), (0.0, 1.0), (0.0, 1.0), (0.05, 1.0), ("streaming", "random", "warp-pages"),
-            ("numpy", "malloc")):
+            ("numpy", "malloc"), ("copy", "stores")):
         cal.rank(Workload(bytes=b, host_writes=hw, gpu_writes=gw, host_reads=hr, touched=t, pattern=pattern,
-                          iterations=5, host_pages=pages))
+                          iterations=5, host_pages=pages, first_write=first))
     assert read <= {("managed-advise-read-mostly", "pass_rw")}, read
 
 

@@ -56,7 +56,7 @@ def test_workload_maps_onto_the_loop_axes():
     (case,) = verification_scenario(w, ["pinned"]).cases()
     assert case.params == {"strategy": "pinned", "bytes": 64 * MiB, "reuse": 2, "touched": 0.25, "pattern": "strided",
                            "stride": 16, "host_writes": 0.1, "gpu_writes": 0.0, "host_reads": 1.0, "iterations": 5,
-                           "copies": 1, "host_pages": "numpy"}
+                           "copies": 1, "host_pages": "numpy", "first_write": "copy"}
     # records copied one by one: the strategies that copy make them in parts, the others none
     records = Workload(bytes=MiB, copies=64)
     parts = {c.params["strategy"]: c.params["copies"] for c in verification_scenario(
@@ -69,6 +69,10 @@ def test_workload_maps_onto_the_loop_axes():
         malloced, ["pageable", "pinned", "mapped", "managed", "pageable-registered", "pageable-staged"]).cases()}
     assert pages == {"pageable": "malloc", "pinned": "numpy", "mapped": "malloc", "managed": "numpy",
                      "pageable-registered": "malloc", "pageable-staged": "malloc"}
+    # a first write by stores: every strategy's loop writes its buffer so
+    stored = Workload(bytes=MiB, first_write="stores")
+    assert {c.params["first_write"] for c in verification_scenario(stored, ["pageable", "pinned", "managed"]).cases()} \
+        == {"stores"}
     # one iteration: the verification runs three, so the steady iteration is measured too
     (one,) = verification_scenario(Workload(bytes=MiB), ["pinned"]).cases()
     assert one.params["iterations"] == 3
@@ -91,3 +95,10 @@ def test_defaults_keep_the_one_shot_meaning_and_pingpong_is_all_three():
     # the host may read more than the GPU wrote (its own input, say)
     assert from_mapping({"bytes": "1MiB", "gpu_writes": 0, "host_reads": 1}, "x").read_only
     assert from_mapping({"bytes": "1MiB", "iterations": 100000}, "x").iterations == 100000
+
+
+def test_the_first_write_is_copy_or_stores():
+    assert Workload(bytes=MiB).first_write == "copy"
+    assert "first written by stores" in Workload(bytes=MiB, first_write="stores").describe()
+    with pytest.raises(UsageError, match="first_write.*copy, stores"):
+        Workload(bytes=MiB, first_write="memset")

@@ -14,7 +14,9 @@ With ``copies`` > 1 an explicit copy each way is made as an application copies r
 equal parts, each a synchronous cudaMemcpy (the first iteration's whole-buffer copy too). With
 ``host_pages`` = malloc the strategies whose buffer is pageable memory back it as a C program's malloc
 does (a fresh mapping, no huge-page advice) instead of as a numpy array; its release (munmap) follows the
-timed free, as an application's free() of it is common to all of them and untraced.
+timed free, as an application's free() of it is common to all of them and untraced. With ``first_write``
+= stores the host's first write stores each word as a program computes its data, instead of copying the
+data in (FIRST_WRITES says why the two differ).
 
 The first iteration is one phase, ``first`` (it moves the whole buffer); the later ones are
 timed phase by phase (summed over them, so a sample's total is the whole run) and, by the
@@ -157,6 +159,7 @@ class LoopRun(CaseRun):
             raise CaseSkipped(f"stride must be a power of two up to {PAGE_WORDS} words, got {self.stride}")
         self.copies = p.get("copies") or 1
         self.host_pages = p.get("host_pages") or "numpy"
+        self.first_write = p.get("first_write") or "copy"
         if st.pipelined and self.pattern == "random":
             raise CaseSkipped(f"{st.name} runs the kernel chunk by chunk; a random pass reaches the whole buffer, "
                               "so its work cannot be split into chunks")
@@ -300,7 +303,12 @@ class LoopRun(CaseRun):
         try:
             view = buf.view(np.uint32)
             with timer.phase("host_init", gpu=False):
-                view[:] = self.x0
+                if self.first_write == "stores":
+                    # word by word, as a program computes its data: ordinary stores, each line read for
+                    # ownership first where it is not in the host's caches
+                    np.add(self.x0, np.uint32(0), out=view)
+                else:  # a copy of the data in: memcpy, whose large copies store around the caches
+                    view[:] = self.x0
             t_init = clock() - t0
             with timer.phase("first", gpu=False):
                 t = clock()
@@ -381,6 +389,13 @@ def _merge(params):
 
 
 FRACTION = dict(kind="float", minimum=0.0, maximum=1.0)
+# how the host writes the buffer first (the host_init phase): "copy", memcpy from the data (umprof's loop
+# until 0.10.0, and what recommend's workloads verify), or "stores", each word stored as a program's
+# producer stores what it computes. glibc's memcpy writes copies larger than its non-temporal threshold
+# with streaming stores, which skip reading each line for ownership; ordinary stores into memory that is
+# not in the caches read every line first. Memory whose pages fault in as they are written (pageable,
+# managed) has each page zeroed by the kernel just before, so the stores after it find it cached.
+FIRST_WRITES = ("copy", "stores")
 
 OP = register(Op(
     name="loop",
@@ -408,6 +423,9 @@ OP = register(Op(
         AxisSpec("host_pages", "choice", default=("numpy",), choices=strategies.HOST_PAGES, quiet_default=True,
                  about="how pageable memory is backed: numpy's arrays (huge pages advised) or a C program's "
                        "malloc (a fresh mapping, no advice: 4 KiB pages where huge pages need advice)"),
+        AxisSpec("first_write", "choice", default=("copy",), choices=FIRST_WRITES, quiet_default=True,
+                 about="how the host writes the buffer first: a copy of its data (memcpy, which stores large "
+                       "copies around the caches) or stores word by word, as a program computes its data"),
     ]),
     default_kernel=KERNEL,
     kernel_signature=SIGNATURE,
