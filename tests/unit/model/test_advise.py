@@ -50,6 +50,8 @@ def test_setup_calls_that_repeat_without_gpu_work_are_no_loop(tmp_path):
     assert "written once" in adv.mapping
     # a C program: its malloc'd pages priced as such
     assert w.host_pages == "malloc" and "malloc'd pages" in adv.mapping
+    # a program computes what it writes: its first write is priced as stores word by word
+    assert w.first_write == "stores"
 
 
 @pytest.mark.parametrize("iterations", [8, 12, 40])
@@ -251,7 +253,7 @@ def test_an_h200_trace_is_advised_from_the_h200_s_calibration():
     pinned memory is in."""
     trace = ROOT / "tests" / "fixtures" / "traces" / "h200-stream_loop.sqlite"
     (adv,) = api.advise(trace)
-    assert adv.app.gpu == "NVIDIA H200" and "NVIDIA H200" in adv.calibration and "7 runs pooled" in adv.calibration
+    assert adv.app.gpu == "NVIDIA H200" and "NVIDIA H200" in adv.calibration and "8 runs pooled" in adv.calibration
     assert adv.app.strategy == "pageable" and adv.app.loop.iterations == 40
     assert adv.workload.bytes == 128 * 2**20 and adv.workload.host_writes == 0.5 and adv.workload.iterations == 40
     loop = adv.loop_advice
