@@ -204,7 +204,7 @@ SETUP_MALLOC_LOOP = "setup-malloc"
 # a run says what storing costs against copying on its own lease. A workload first written by stores
 # (Workload.first_write: every application `umprof advise` reads) takes its first write from it where the
 # calibration measured the strategy so: that ratio times the copied first write of the other setup loops
-# (on the lent machines of 2026-11-26, at 1 GiB: 1.7-2.1x for page-locked memory, 0.7-1.2x for memory whose
+# (on the lent machines of 2026-11-26, at 1 GiB: 1.5-2.1x for page-locked memory, 0.7-1.2x for memory whose
 # pages fault in, by lease); its other setup steps and its steady host writes are as before.
 SETUP_STORES_LOOP = "setup-stores"
 SETUP_LOOPS = (SETUP_LOOP, SETUP_MALLOC_LOOP, SETUP_STORES_LOOP)

@@ -199,20 +199,22 @@ def test_recommend_each_gpu_answers_from_its_own_calibration(monkeypatch):
     assert asked == [(None, 0), (None, 1)]
 
 
+def _setup_of_1gib(*extra):
+    """recommend --json for 1 GiB written once on the shipped H100 calibration: its workload, and each strategy's
+    setup phases."""
+    import json
+
+    r = CliRunner().invoke(cli, ["recommend", "--gpu", "H100", "--bytes", "1GiB", "--host-writes", "0", "--json", *extra])
+    assert r.exit_code == 0, r.output
+    (rec,) = json.loads(r.stdout)["recommendations"]
+    return rec["workload"], {p["strategy"]: p["setup_phases_s"] for p in rec["ranking"]}
+
+
 def test_recommend_prices_a_c_program_s_malloced_pages_with_host_pages():
     """--host-pages malloc: the pageable strategies' setup from the shipped calibration's setup loop of malloc'd
     pages (their first write of 1 GiB costs more than a numpy array's on the lent H100's host), the memory the
     driver allocates as before; a value that is neither is a usage error naming the option."""
-    import json
-
-    def ranking(*extra):
-        r = CliRunner().invoke(cli, ["recommend", "--gpu", "H100", "--bytes", "1GiB", "--host-writes", "0", "--json",
-                                     *extra])
-        assert r.exit_code == 0, r.output
-        (rec,) = json.loads(r.stdout)["recommendations"]
-        return rec["workload"], {p["strategy"]: p["setup_phases_s"] for p in rec["ranking"]}
-
-    (w_numpy, numpy), (w_malloc, malloc) = ranking(), ranking("--host-pages", "malloc")
+    (w_numpy, numpy), (w_malloc, malloc) = _setup_of_1gib(), _setup_of_1gib("--host-pages", "malloc")
     assert w_numpy["host_pages"] == "numpy" and w_malloc["host_pages"] == "malloc"
     assert malloc["pageable"]["host_init"] > 1.5 * numpy["pageable"]["host_init"]
     assert malloc["mapped"]["alloc"] > numpy["mapped"]["alloc"]
@@ -225,16 +227,7 @@ def test_recommend_prices_a_first_write_by_stores_with_first_write():
     """--first-write stores: every strategy's first write from the shipped calibration's setup loop of stores
     (page-locked memory's about twice memcpy's copy on the lent H100, 2026-11-26), the other setup steps as
     before; a value that is neither is a usage error naming the option."""
-    import json
-
-    def ranking(*extra):
-        r = CliRunner().invoke(cli, ["recommend", "--gpu", "H100", "--bytes", "1GiB", "--host-writes", "0", "--json",
-                                     *extra])
-        assert r.exit_code == 0, r.output
-        (rec,) = json.loads(r.stdout)["recommendations"]
-        return rec["workload"], {p["strategy"]: p["setup_phases_s"] for p in rec["ranking"]}
-
-    (w_copy, copy), (w_stores, stores) = ranking(), ranking("--first-write", "stores")
+    (w_copy, copy), (w_stores, stores) = _setup_of_1gib(), _setup_of_1gib("--first-write", "stores")
     assert w_copy["first_write"] == "copy" and w_stores["first_write"] == "stores"
     assert stores["pinned"]["host_init"] > 1.5 * copy["pinned"]["host_init"]
     assert stores["pinned"]["alloc"] == copy["pinned"]["alloc"] and stores["pinned"]["free"] == copy["pinned"]["free"]
