@@ -218,7 +218,8 @@ def workload_of(app: Application) -> tuple[Workload | None, str]:
            + f"; {its} iteration{'s' if its != 1 else ''}"
            + ("" if loop is not None else ", its data written once (the first write)")
            + ("; its pageable memory priced as a C program's malloc'd pages" if w.host_pages == "malloc" else
-              "; its pageable memory priced as numpy's arrays (a Python program)"))
+              "; its pageable memory priced as numpy's arrays (a Python program)")
+           + "; its first write as stores word by word (a program computing its data)")
     return w, how
 
 

@@ -51,7 +51,7 @@ def test_setup_calls_that_repeat_without_gpu_work_are_no_loop(tmp_path):
     # a C program: its malloc'd pages priced as such
     assert w.host_pages == "malloc" and "malloc'd pages" in adv.mapping
     # a program computes what it writes: its first write is priced as stores word by word
-    assert w.first_write == "stores"
+    assert w.first_write == "stores" and "first write as stores" in adv.mapping
 
 
 @pytest.mark.parametrize("iterations", [8, 12, 40])
