@@ -317,7 +317,7 @@ def calibration_estimate(profile: str = "full", gpu: str | None = None) -> float
     totals = frame[frame["phase"] == "total"]
     if RUN in totals.columns:  # a shipped calibration of several runs: the first is this release's own; a
         # scenario measured alone since (another run) is timed by its own run
-        totals = totals.assign(_run=totals[RUN].fillna(0)).sort_values("_run", kind="stable")
+        totals = totals.iloc[totals[RUN].fillna(0).argsort(kind="stable")]
     totals = totals.drop_duplicates(["scenario", "case"]).set_index(["scenario", "case"])
     rules = shipped.meta.get("timing") or {}
     estimates = dict(zip(own.names, own.estimates))

@@ -243,6 +243,18 @@ def kind(name: str) -> str:
     return "link"
 
 
+def _ratios_by_run(rows: pd.DataFrame, figures) -> dict[float, list[float]]:
+    """Size → the ratio of two figures measured in the same run, one a run that measured both at that size:
+    ``figures(run's rows)`` gives (own, reference), each size → seconds."""
+    ratios: dict[float, list[float]] = {}
+    for _, run in (rows.groupby(RUN, dropna=False) if RUN in rows.columns else [(0, rows)]):
+        own, base = figures(run)
+        for b, t in own.items():
+            if base.get(b, 0) > 0:
+                ratios.setdefault(b, []).append(t / base[b])
+    return ratios
+
+
 def _median_per_size(curves) -> dict[float, float]:
     """Size → the median of the curves' figures at that size, over the curves that measured it."""
     return pd.DataFrame(list(curves)).median().to_dict()
@@ -385,10 +397,10 @@ class CalibrationCurves:
     def _stores_measured(self) -> frozenset:
         rows = self.setup_rows
         rows = rows[(rows["base_scenario"] == CALIBRATION_PREFIX + SETUP_STORES_LOOP) & (rows["phase"] == "host_init")]
-        if "axis.first_write" in rows.columns:
-            rows = rows[rows["axis.first_write"] == "stores"]
-        pages = rows["axis.host_pages"] if "axis.host_pages" in rows.columns else "numpy"
-        return frozenset(zip(rows["axis.strategy"], pd.Series(pages, index=rows.index).fillna("numpy")))
+        if "axis.first_write" not in rows.columns or "axis.host_pages" not in rows.columns:
+            return frozenset()  # no loop of this version's: every first write as copied
+        rows = rows[rows["axis.first_write"] == "stores"]
+        return frozenset(zip(rows["axis.strategy"], rows["axis.host_pages"]))
 
     def _host_step_beside(self, strategy, ref, name) -> dict:
         """A plan's own host step (the staging ring's threads disturb the host's writes and reads of the
@@ -396,13 +408,8 @@ class CalibrationCurves:
         pooled host step: the host's rate differs from lease to lease more than the ratio does, and a run
         that brings the plan's rows alone (with its references, REFERENCE) must not price it at its own
         lease's rate."""
-        rows = pd.concat([self.ok, self.reference_rows])
-        ratios: dict[float, list[float]] = {}
-        for _, run in (rows.groupby(RUN, dropna=False) if RUN in rows.columns else [(0, rows)]):
-            own, base = (self._select(s, "sizes", name, rows=run, **WHOLE_LOOP) for s in (strategy, ref))
-            for b, t in own.items():
-                if base.get(b, 0) > 0:
-                    ratios.setdefault(b, []).append(t / base[b])
+        ratios = _ratios_by_run(pd.concat([self.ok, self.reference_rows]), lambda run: tuple(
+            self._select(s, "sizes", name, rows=run, **WHOLE_LOOP) for s in (strategy, ref)))
         if not ratios:  # no run measured both: its own figures as they are
             return self._select(strategy, "sizes", name, **WHOLE_LOOP)
         pooled = self.curve(ref, name)
@@ -486,17 +493,14 @@ class CalibrationCurves:
         rows = rows[rows["base_scenario"] == CALIBRATION_PREFIX + SETUP_STORES_LOOP]
         if "axis.first_write" not in rows.columns or "axis.host_pages" not in rows.columns:
             return {}
-        ratios: dict[float, list[float]] = {}
-        measured: dict[float, float] = {}
-        for _, run in (rows.groupby(RUN, dropna=False) if RUN in rows.columns else [(0, rows)]):
-            stored, copied = (self._select(strategy, SETUP_STORES_LOOP, "host_init", column="time_median_s", rows=run,
-                                           host_pages=pages, first_write=how) for how in ("stores", "copy"))
-            measured.update(stored)
-            for b, t in stored.items():
-                if copied.get(b, 0) > 0:
-                    ratios.setdefault(b, []).append(t / copied[b])
-        if not ratios:
-            return measured
+
+        def first_write(how, run=None):
+            return self._select(strategy, SETUP_STORES_LOOP, "host_init", column="time_median_s", rows=run,
+                                host_pages=pages, first_write=how)
+
+        ratios = _ratios_by_run(rows, lambda run: (first_write("stores", run), first_write("copy", run)))
+        if not ratios:  # no run copied too: the stores as measured, over every run
+            return first_write("stores")
         # the ratio between the sizes measured, and as the nearest measured one beyond them (a quick
         # calibration measures it at two sizes), over every size the copied first write was measured at
         sizes = sorted(ratios)
