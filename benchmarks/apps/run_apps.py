@@ -43,6 +43,9 @@ APPS = {  # application → the modes it is timed in (its own first)
     "upload_once": [m for m in ALL if m != "pinned-pipelined"],
     "table_loop": [m for m in ALL if m != "pinned-pipelined"] + ["managed-advise-read-mostly"],
     "slow_producer": [m for m in ALL if m != "pinned-pipelined"],
+    # a small input and a large output: no pipelined mode (a chunk's kernel reads its own chunk alone)
+    "readback_loop": [m for m in ALL if m != "pinned-pipelined"],
+    "compute_loop": ALL,
 }
 SAMPLES = ["vectorAdd", "simpleStreams", "asyncAPI"]
 TRACE = ["nsys", "profile", "-t", "cuda,nvtx", "--cuda-um-gpu-page-faults=true", "--cuda-um-cpu-page-faults=true",

@@ -48,10 +48,11 @@ def test_only_builds_the_applications_it_names(tmp_path):
 
 def test_the_new_applications_are_timed_in_modes_they_can_run():
     mod = _run_apps()
-    for name in ("upload_once", "table_loop"):
+    for name in ("upload_once", "table_loop", "readback_loop"):
         assert mod.APPS[name][0] == "pageable"  # as written
         assert "pinned-pipelined" not in mod.APPS[name]  # its input and output differ in size
     assert "managed-advise-read-mostly" in mod.APPS["table_loop"]  # its kernel only reads the table
+    assert mod.APPS["compute_loop"] == mod.ALL  # input and output of one size: every mode, pipelined too
 
 
 def test_the_parts_a_program_times_are_kept_and_checksums_compared(tmp_path):
