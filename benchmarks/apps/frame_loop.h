@@ -11,7 +11,9 @@
 // copying into one while the other is copied), pageable-registered (the pageable buffers page-locked
 // in place with cudaHostRegister once, then copied as pageable ones are). Every mode releases what it
 // allocated before it returns (a registered buffer unregistered first), as the advice for each way says; until
-// 2026-11-26 (umprof 0.9.0) the applications left their memory to the process's exit.
+// 2026-11-26 (umprof 0.9.0) the applications left their memory to the process's exit. managed-prefetch prefetches
+// the input back to the host before the host rewrites it (since umprof 0.11.0, as its advice says; before, the
+// host's writes faulted it back page by page).
 #pragma once
 #include <cuda_runtime.h>
 #include <chrono>
@@ -267,6 +269,10 @@ static double frame_loop(const Args &a) {
                 sum += consume(h_out, o0, o1 - o0);
             }
             continue;
+        }
+        if (it > 0 && fresh && m == "managed-prefetch") {  // back before the host rewrites it, as the advice says
+            CHECK(cudaMemPrefetchAsync(h_in, fresh * 4, host_loc, 0, 0));
+            CHECK(cudaStreamSynchronize(0));
         }
         if (it > 0) produce(h_in, 0, fresh, it, a.host_work);
         if (m == "pageable" || m == "pinned" || m == "write-combined" || m == "pageable-registered") {
