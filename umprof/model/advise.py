@@ -56,7 +56,7 @@ CHANGES = {
               "their device pointers; drop the copies",
     "managed": "one cudaMallocManaged buffer for host and GPU; drop the copies",
     "managed-prefetch": "cudaMallocManaged buffers, cudaMemPrefetchAsync to the GPU before the kernels and back to the "
-                        "host before it reads; drop the copies",
+                        "host before the host reads or rewrites them; drop the copies",
     "managed-advise-read-mostly": "cudaMallocManaged and cudaMemAdvise(..., cudaMemAdviseSetReadMostly, gpu): the GPU "
                                   "only reads it",
     "managed-advise-prefer-gpu": "cudaMallocManaged and cudaMemAdvise(..., cudaMemAdviseSetPreferredLocation, gpu)",
@@ -206,10 +206,15 @@ def workload_of(app: Application) -> tuple[Workload | None, str]:
     resident = app.strategy in ("pageable", "pinned", "pageable-registered", "pinned-pipelined", "managed-prefetch",
                                 "resident")
     kernel_s = float(per.get("kernel_s", 0.0)) if resident else 0.0
+    # copies both ways are an input and an output: the host writes one and reads the other (split), as the
+    # buffer (their sum) already counts them; managed memory's pages say nothing of it, and are read in place
+    split = explicit and b_in > 0 and b_out > 0
+    writes = round(writes, 6)
+    reads = min(round(reads, 6), 1.0 - writes) if split else round(reads, 6)
     w = Workload(bytes=int(total), name=app.name.rsplit("/", 1)[-1] or "application", iterations=int(its),
-                 host_writes=round(writes, 6), gpu_writes=round(gpu_writes, 6), host_reads=round(reads, 6),
+                 host_writes=writes, gpu_writes=round(gpu_writes, 6), host_reads=reads,
                  copies=copies if app.strategy != "pinned-pipelined" else 1, kernel_s=kernel_s,
-                 host_pages="numpy" if is_python(app) else "malloc", first_write="stores")
+                 host_pages="numpy" if is_python(app) else "malloc", first_write="stores", split=split)
     how = (f"{'copies' if explicit else 'unified-memory migrations'}: {format_size(b_in)} in and {format_size(b_out)} "
            f"out at most in an iteration make the buffer ({format_size(total)}); each steady iteration moves "
            f"{format_size(per.get(prefix + 'h2d_bytes', 0))} in and {format_size(per.get(prefix + 'd2h_bytes', 0))} out"
@@ -219,7 +224,8 @@ def workload_of(app: Application) -> tuple[Workload | None, str]:
            + ("" if loop is not None else ", its data written once (the first write)")
            + ("; its pageable memory priced as a C program's malloc'd pages" if w.host_pages == "malloc" else
               "; its pageable memory priced as numpy's arrays (a Python program)")
-           + "; its first write as stores word by word (a program computing its data)")
+           + "; its first write as stores word by word (a program computing its data)"
+           + ("; the host writes the input and reads the output apart" if split else ""))
     return w, how
 
 

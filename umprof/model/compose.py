@@ -28,18 +28,20 @@ class PhaseComposition(CalibrationCurves):
         B, k = w.bytes, kind(strategy)
         bw, br = w.host_writes * B, w.host_reads * B
         ph = dict.fromkeys(STEADY_PHASES, 0.0)
-        span = max(bw, br)  # both are prefixes of the buffer
+        span = w.host_span
 
         def local(curve: Curve, nbytes: float) -> float:
             return at_span(curve, nbytes, span)
 
         copied_back = k == "copy" and w.gpu_writes > 0 and br > 0
         host_side = CACHED_HOST[0] if strategy in CACHED_UNLESS_COPIED_INTO and not copied_back else strategy
-        # the host's write: local, or faulting pages back from the GPU
+        # the host's write: local, or faulting pages back from the GPU; an input apart from the output is
+        # only copied out of, never into (CACHED_UNLESS_COPIED_INTO)
+        write_side = CACHED_HOST[0] if strategy in CACHED_UNLESS_COPIED_INTO and w.split else host_side
         if bw:
             remote = min(pages.write_remote_bytes, bw)
             fault = "fault_write" if k in ("on-demand", "prefetch", "read-mostly") else None
-            ph["host_write"] = local(self.curve(host_side, "host_write"), bw - remote) \
+            ph["host_write"] = local(self.curve(write_side, "host_write"), bw - remote) \
                 + (c(fault, remote) if fault else 0.0)
         # copies (the application's, in its parts) and prefetches
         if k == "copy":

@@ -2,7 +2,11 @@
 
 For managed memory, which bytes pay which rate follows the pages: a simulation of where each
 64 KiB page is (host, device, or both under READ_MOSTLY) through the first iteration and the
-steady ones, with the workload's host-write, touched and host-read pages.
+steady ones, with the workload's host-write, touched and host-read pages. The host writes the first
+pages; it reads the first pages too (one buffer updated in place), or, for a workload whose input and
+output are apart (``split``), the last ones, which the host's writes then do not bring back: on-demand
+memory faults the written pages back from the GPU on every write, and managed-prefetch prefetches
+them back with the pages the host reads, as its advice says (before the host reads or rewrites them).
 """
 
 from __future__ import annotations
@@ -37,7 +41,8 @@ class PageSimulation:
         self.page_bytes = w.bytes / n
         idx = np.arange(n)
         self.write = idx < math.ceil(w.host_writes * n - 1e-9)
-        self.read = idx < math.ceil(w.host_reads * n - 1e-9)
+        n_read = math.ceil(w.host_reads * n - 1e-9)
+        self.read = idx >= n - n_read if w.split else idx < n_read
         self.touched = touched_pages(n, w.touched)
         touched_list = np.flatnonzero(self.touched)
         self.gpu_written = np.zeros(n, dtype=bool)
@@ -63,9 +68,11 @@ class PageSimulation:
                 faulting = self.touched & (loc == "H")
                 step.migrate_bytes = float(faulting.sum() * pb)
                 loc[faulting] = "B" if self.kind == "read-mostly" else "D"
-                if self.kind == "prefetch" and self.w.host_reads > 0:
-                    step.prefetch_out_bytes = float((self.read & (loc == "D")).sum() * pb)
-                    loc[self.read] = "H"
+                # back to the host: what it reads, and with the input apart what it rewrites next
+                back = (self.read | self.write) if self.w.split else self.read
+                if self.kind == "prefetch" and (self.w.host_reads > 0 or self.w.split):
+                    step.prefetch_out_bytes = float((back & (loc == "D")).sum() * pb)
+                    loc[back] = "H"
                 if self.kind != "read-mostly":
                     step.read_remote_bytes = float((self.read & (loc == "D")).sum() * pb)
                     loc[self.read] = "H"

@@ -54,8 +54,8 @@ class PlanComposition(PhaseComposition):
         # calibration's pipelined loop gave 0.7-3.0x from one run to the next (the host's rate
         # belongs to the allocation: the same loops a minute apart moved by up to 46%).
         bw, br = w.host_writes * B, w.host_reads * B
-        ph["host_write"] = at_span(self.curve(strategy, "host_write"), bw, max(bw, br))
-        ph["host_read"] = at_span(self.curve(strategy, "host_read"), br, max(bw, br))
+        ph["host_write"] = at_span(self.curve(strategy, "host_write"), bw, w.host_span)
+        ph["host_read"] = at_span(self.curve(strategy, "host_read"), br, w.host_span)
         ph["h2d"] = spread("h2d", B if pages.first else bw)
         if gw > 0:
             ph["d2h"] = spread("d2h", br)

@@ -263,6 +263,10 @@ def verification_scenario(w: Workload, strategy_names: list[str], timing: dict |
         raise UsageError(f"workload {w.label}: --verify measures umprof's own loop, which runs its own kernel; a "
                          "workload with 'kernel_s' (an application's, from its trace) is verified by timing the "
                          "application itself")
+    if w.split:
+        raise UsageError(f"workload {w.label}: --verify measures umprof's own loop, which reads back the part of its "
+                         "buffer the host wrote; a workload with 'split = true' (an application's separate input "
+                         "and output, from its trace) is verified by timing the application itself")
     op = get_op("loop")
     axes = {spec.name: list(spec.default) for spec in op.axes.specs}
     axes.update(w.loop_axes(max(w.iterations, VERIFY_ITERATIONS)))

@@ -18,7 +18,12 @@ which fault in and are page-locked 4 KiB at a time where the host gives huge pag
 ``first_write`` says how the host writes the buffer first: ``copy`` (its data copied in, memcpy, as
 umprof's loop does; the default) or ``stores`` (each word stored as a program computes it: an
 application read from its trace), which page-locked memory takes longer to absorb than memory whose pages
-fault in as they are written.
+fault in as they are written. ``split`` says where the host reads: by default (false) the part of the buffer
+it wrote (one buffer updated in place: umprof's loop), and with ``split = true`` another part, after the part it
+writes (an application's separate input and output buffers: the host writes the input, the GPU writes the
+output, the host reads that). Managed memory is what it moves: the host's writes land on pages the kernels
+last had on the GPU. Like ``kernel_s`` it describes an application read from its trace; umprof's loop
+(``recommend --verify``) runs the in-place layout only.
 
 It is written as CLI options (``umprof recommend --bytes 256MiB --reuse 16 --host-writes 0.1``)
 or a TOML file (``scenarios/workloads/example.toml`` documents every key), and it maps
@@ -58,6 +63,7 @@ class Workload:
     kernel_s: float = 0.0  # the kernels' own time per iteration on device-resident data (from a trace): a floor
     host_pages: str = "numpy"  # how its pageable memory is backed: a Python program's numpy arrays, or C's malloc
     first_write: str = "copy"  # how the host writes the buffer first: its data copied in, or stored word by word
+    split: bool = False  # the host reads another part than it writes (separate input and output buffers)
 
     def __post_init__(self):
         _check(self)
@@ -86,9 +92,18 @@ class Workload:
             parts.append(f"{self.host_pages}'d pages")
         if self.first_write != "copy":
             parts.append("first written by stores")
+        if self.split:
+            parts.append("input and output apart")
         if self.kernel_s > 0:
             parts.append(f"kernels {self.kernel_s * 1e3:.3g} ms")
         return ", ".join(parts)
+
+    @property
+    def host_span(self) -> float:
+        """The bytes the host touches each iteration: its writes and reads are both prefixes of the buffer,
+        or, split, apart (an application's input and output)."""
+        bw, br = self.host_writes * self.bytes, self.host_reads * self.bytes
+        return min(float(self.bytes), bw + br) if self.split else max(bw, br)
 
     @property
     def read_only(self) -> bool:
@@ -158,6 +173,12 @@ def _check(w: Workload) -> None:
     if w.first_write not in FIRST_WRITES:
         bad("first_write", "one of " + ", ".join(FIRST_WRITES) + " (how the host writes the buffer first: its "
             "data copied in, or stored word by word as a program computes it)")
+    if not isinstance(w.split, bool):
+        bad("split", "true or false (whether the host reads another part of the buffer than it writes: "
+            "separate input and output buffers)")
+    if w.split and w.host_writes + w.host_reads > 1 + 1e-6:
+        bad("host_reads", f"at most 1 - host_writes ({1 - w.host_writes:.6g}) with split = true (the parts the "
+            "host writes and reads are apart)")
     if w.touched * (w.bytes // PAGE_BYTES) < 1:
         bad("touched", f"a fraction that selects at least one 64 KiB page of {format_size(w.bytes)}")
 

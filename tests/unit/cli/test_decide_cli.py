@@ -233,3 +233,26 @@ def test_recommend_prices_a_first_write_by_stores_with_first_write():
     assert stores["pinned"]["alloc"] == copy["pinned"]["alloc"] and stores["pinned"]["free"] == copy["pinned"]["free"]
     bad = CliRunner().invoke(cli, ["recommend", "--gpu", "H100", "--bytes", "1GiB", "--first-write", "memset"])
     assert bad.exit_code == 2 and "--first-write" in bad.output and "Traceback" not in bad.output
+
+
+def test_recommend_puts_input_and_output_apart_with_split():
+    """--split: the host writes one half and reads the other; on-demand managed memory's host writes fault back
+    from the GPU (priced above the in-place loop's), copies move the same bytes; too large a share of reads apart
+    is a usage error naming the key."""
+    import json
+
+    def steady(*extra):
+        r = CliRunner().invoke(cli, ["recommend", "--gpu", "H200", "--bytes", "128MiB", "--host-writes", "0.5",
+                                     "--host-reads", "0.5", "--gpu-writes", "0.5", "--iterations", "40", "--json",
+                                     *extra])
+        assert r.exit_code == 0, r.output
+        (rec,) = json.loads(r.stdout)["recommendations"]
+        return rec["workload"], {p["strategy"]: p["steady_phases_s"] for p in rec["ranking"]}
+
+    (w_in, in_place), (w_apart, apart) = steady(), steady("--split")
+    assert not w_in["split"] and w_apart["split"]
+    assert apart["managed"]["host_write"] > in_place["managed"]["host_write"]
+    assert apart["pinned"]["h2d"] == in_place["pinned"]["h2d"]
+    bad = CliRunner().invoke(cli, ["recommend", "--gpu", "H200", "--bytes", "1MiB", "--host-writes", "0.75",
+                                   "--host-reads", "0.5", "--split"])
+    assert bad.exit_code == 2 and "host_reads" in bad.output and "Traceback" not in bad.output

@@ -52,6 +52,17 @@ def test_setup_calls_that_repeat_without_gpu_work_are_no_loop(tmp_path):
     assert w.host_pages == "malloc" and "malloc'd pages" in adv.mapping
     # a program computes what it writes: its first write is priced as stores word by word
     assert w.first_write == "stores" and "first write as stores" in adv.mapping
+    # copies in and out: an input and an output, apart
+    assert w.split and "reads the output apart" in adv.mapping
+
+
+def test_copies_both_ways_are_an_input_and_an_output_apart_and_migrations_are_read_in_place(tmp_path):
+    # stream_loop (64 MiB in, 64 MiB out) writes its input and reads its output: managed memory there faults
+    # the input back on each host write; managed_loop's migrations say nothing of where its host reads
+    (loop,) = api.advise(fixture("stream_loop", tmp_path))
+    assert loop.workload.split and loop.workload.host_writes + loop.workload.host_reads <= 1
+    (managed,) = api.advise(fixture("managed_loop", tmp_path))
+    assert not managed.workload.split
 
 
 @pytest.mark.parametrize("iterations", [8, 12, 40])

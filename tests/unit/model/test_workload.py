@@ -102,3 +102,14 @@ def test_the_first_write_is_copy_or_stores():
     assert "first written by stores" in Workload(bytes=MiB, first_write="stores").describe()
     with pytest.raises(UsageError, match="first_write.*copy, stores"):
         Workload(bytes=MiB, first_write="memset")
+
+
+def test_split_puts_the_host_s_reads_apart_from_its_writes():
+    assert Workload(bytes=MiB).split is False
+    w = from_mapping({"bytes": "2MiB", "host_writes": 0.5, "host_reads": 0.5, "split": True}, "x")
+    assert w.split and "input and output apart" in w.describe()
+    assert "split" not in w.loop_axes()  # umprof's loop runs the in-place layout only
+    with pytest.raises(UsageError, match="'split': expected true or false"):
+        Workload(bytes=MiB, split="yes")
+    with pytest.raises(UsageError, match="'host_reads': expected at most 1 - host_writes"):
+        Workload(bytes=MiB, host_writes=0.75, host_reads=0.5, split=True)
