@@ -371,7 +371,7 @@ class CalibrationCurves:
         if pages != "numpy" and not (stored and self.measures_stores(strategy, pages)) \
                 and not (name in SETUP_FROM_SETUP_LOOP and self.measures_pages(strategy, pages)):
             pages = "numpy"
-        if not (stored and self.measures_stores(strategy, pages)):
+        if not (stored and self.measures_stores(strategy, pages)):  # on the pages the curve is read from now
             first_write = "copy"
         key = (strategy, name) + ((pages,) if pages != "numpy" else ()) + ((first_write,) if first_write != "copy" else ())
         if key not in self._curves:

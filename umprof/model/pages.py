@@ -70,7 +70,7 @@ class PageSimulation:
                 loc[faulting] = "B" if self.kind == "read-mostly" else "D"
                 # back to the host: what it reads, and with the input apart what it rewrites next
                 back = (self.read | self.write) if self.w.split else self.read
-                if self.kind == "prefetch" and (self.w.host_reads > 0 or self.w.split):
+                if self.kind == "prefetch":
                     step.prefetch_out_bytes = float((back & (loc == "D")).sum() * pb)
                     loc[back] = "H"
                 if self.kind != "read-mostly":

@@ -21,8 +21,8 @@ application read from its trace), which page-locked memory takes longer to absor
 fault in as they are written. ``split`` says where the host reads: by default (false) the part of the buffer
 it wrote (one buffer updated in place: umprof's loop), and with ``split = true`` another part, after the part it
 writes (an application's separate input and output buffers: the host writes the input, the GPU writes the
-output, the host reads that). Managed memory is what it moves: the host's writes land on pages the kernels
-last had on the GPU. Like ``kernel_s`` it describes an application read from its trace; umprof's loop
+output, the host reads that). It changes what managed memory moves: the host's writes land on pages the
+kernels last had on the GPU. Like ``kernel_s`` it describes an application read from its trace; umprof's loop
 (``recommend --verify``) runs the in-place layout only.
 
 It is written as CLI options (``umprof recommend --bytes 256MiB --reuse 16 --host-writes 0.1``)
