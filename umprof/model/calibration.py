@@ -506,8 +506,8 @@ class CalibrationCurves:
         sizes = sorted(ratios)
         ratio = [statistics.median(ratios[b]) for b in sizes]
         copied = self.curve(strategy, "host_init", pages)
-        at = sorted(set(sizes) | set(self._setup_step(strategy, "host_init", pages)))
-        return {b: float(np.interp(math.log2(b), np.log2(sizes), ratio)) * copied(b) for b in at}
+        return {b: float(np.interp(math.log2(b), np.log2(sizes), ratio)) * copied(b)
+                for b in sorted(set(sizes) | set(copied.xs))}
 
     def _parts(self, strategy, direction: str) -> dict[float, float]:
         """One copy's bytes → its seconds, from calibration-loop-copies (PARTS_LOOP): the steady
