@@ -635,6 +635,9 @@ def advise(trace, calibration=None, *, gpu: str | None = None, nsys: str | None 
     from umprof.nsight.trace_db import open_trace
 
     t = open_trace(trace, nsys)
+    if not t.has_cuda and len(t.graphs):
+        raise UsageError(f"{trace}: its GPU work ran in {len(t.graphs)} CUDA graph launches, traced whole (nsys's "
+                         f"default): the copies and kernels inside them are not in the trace; {GRAPH_NODES}")
     if not t.has_cuda:
         raise UsageError(f"{trace}: a trace with no CUDA activity (no copies, kernels or memsets): trace the "
                          "application with `nsys profile -t cuda ...`")
@@ -658,8 +661,17 @@ def advise(trace, calibration=None, *, gpu: str | None = None, nsys: str | None 
                                      "--from FILE, or --gpu NAME to answer as if it were a shipped one")
                 cals[app.gpu] = (_loaded(cf), cf.summary())
         cal, source = cals[app.gpu]
-        out.append(amod.advise(app, cal, source))
+        advice = amod.advise(app, cal, source)
+        whole = t.graphs[t.graphs["pid"] == app.pid]
+        if len(whole):
+            advice.limits.append(f"{len(whole)} CUDA graph launches were traced whole: the copies and kernels inside "
+                                 f"them are not counted here; {GRAPH_NODES}")
+        out.append(advice)
     return out
+
+
+# what a trace of CUDA graphs needs for their copies and kernels to be in it
+GRAPH_NODES = "trace it again with `nsys profile --cuda-graph-trace=node -t cuda,nvtx ...`"
 
 
 def import_nsys(trace, *, scenario: str | None = None, against=None, merge_numbered: bool = True,

@@ -47,8 +47,15 @@ APPS = {  # application → the modes it is timed in (its own first)
     "readback_loop": [m for m in ALL if m != "pinned-pipelined"],
     "compute_loop": ALL,
 }
+# idioms.cu: one binary, an application an idiom (`idioms IDIOM --mem MODE`), in the modes it can allocate
+IDIOMS = {"thrust": ["pageable", "pinned", "pageable-registered"],
+          "pitched": ["pageable", "pinned", "pageable-registered"],
+          "graph": ["pinned", "pageable-registered"],  # stream capture takes no pageable copy
+          "pool": ["pageable", "pinned", "pageable-registered"],
+          "threads": ["pageable", "pinned", "pageable-registered"]}
+APPS.update(IDIOMS)
 SAMPLES = ["vectorAdd", "simpleStreams", "asyncAPI"]
-TRACE = ["nsys", "profile", "-t", "cuda,nvtx", "--cuda-um-gpu-page-faults=true", "--cuda-um-cpu-page-faults=true",
+TRACE = ["nsys", "profile", "-t", "cuda,nvtx", "--cuda-graph-trace=node", "--cuda-um-gpu-page-faults=true", "--cuda-um-cpu-page-faults=true",
          "--export", "sqlite", "--force-overwrite", "true"]
 
 
@@ -57,15 +64,18 @@ def build(out: Path, samples: Path | None, only: list[str] | None = None) -> dic
     those ``only`` names."""
     bin_dir = out / "bin"
     bin_dir.mkdir(parents=True, exist_ok=True)
-    cmds = {}
+    cmds, built = {}, set()
     for name in (n for n in APPS if not only or n in only):
         if name == "pycuda_loop":
             cmds[name] = [sys.executable, str(HERE / "pycuda_loop.py")]
             continue
-        exe = bin_dir / name
-        subprocess.run(["nvcc", "-O2", "-arch=sm_90", "-std=c++17", "-o", str(exe), str(HERE / f"{name}.cu")],
-                       check=True)
-        cmds[name] = [str(exe)]
+        source = "idioms" if name in IDIOMS else name
+        exe = bin_dir / source
+        if source not in built:  # idioms.cu once for all its applications
+            built.add(source)
+            subprocess.run(["nvcc", "-O2", "-arch=sm_90", "-std=c++17", "-o", str(exe), str(HERE / f"{source}.cu")],
+                           check=True)
+        cmds[name] = [str(exe)] + ([name] if name in IDIOMS else [])
     if samples:
         for name in (n for n in SAMPLES if not only or n in only):
             exe = bin_dir / name

@@ -33,8 +33,9 @@ def nsys_version(nsys: str) -> str:
 
 
 def profile_command(nsys: str, output: Path, command: list[str], um_faults: bool = True) -> list[str]:
-    """The ``nsys profile`` command line that traces CUDA and NVTX (and UM faults) into ``output``."""
-    cmd = [nsys, "profile", "-t", "cuda,nvtx", "-o", str(output), "--force-overwrite", "true"]
+    """The ``nsys profile`` command line that traces CUDA and NVTX (and UM faults) into ``output``; CUDA
+    graphs node by node, so that the copies and kernels a graph launches are in the trace as any others."""
+    cmd = [nsys, "profile", "-t", "cuda,nvtx", "--cuda-graph-trace=node", "-o", str(output), "--force-overwrite", "true"]
     if um_faults:
         cmd += ["--cuda-um-gpu-page-faults=true", "--cuda-um-cpu-page-faults=true"]
     return cmd + list(command)

@@ -5,7 +5,7 @@ An ``.sqlite`` export is read directly (no nsys needed); an ``.nsys-rep`` is exp
 ``nsys export --type sqlite`` and the export kept beside it (reused while it is newer than the
 report). Nsight Systems' tables are those of its export schema (``CUPTI_ACTIVITY_KIND_MEMCPY``,
 ``..._KERNEL``, ``..._MEMSET``, ``..._RUNTIME``, ``CUDA_UM_*_PAGE_FAULT_EVENTS``, ``NVTX_EVENTS``,
-``TARGET_INFO_GPU``, ``StringIds`` and the ``ENUM_*`` tables that name its codes); columns are
+``TARGET_INFO_GPU``, ``CUPTI_ACTIVITY_KIND_GRAPH_TRACE``, ``StringIds`` and the ``ENUM_*`` tables that name its codes); columns are
 looked up by name, so a version that adds or drops one still reads, and a trace without a table
 reads as an empty one. Times are nanoseconds on the trace's clock.
 """
@@ -53,6 +53,10 @@ class TraceTables:
     cpu_faults: pd.DataFrame  # start, pid
     ranges: pd.DataFrame  # start, end, pid, tid, name (NVTX push/pop and start/end ranges)
     notes: list = field(default_factory=list)
+    # start, end, pid, device, stream, correlation: CUDA graph launches traced whole (nsys's default
+    # --cuda-graph-trace=graph), whose copies and kernels the trace does not hold
+    graphs: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(
+        columns=["start", "end", "device", "stream", "correlation", "pid"]))
 
     @property
     def has_cuda(self) -> bool:
@@ -115,7 +119,7 @@ def read_sqlite(path: Path) -> TraceTables:
         r = _Reader(con, tables)
         return TraceTables(path=path, gpus=r.gpus(), processes=r.processes(), copies=r.copies(), kernels=r.kernels(),
                            memsets=r.memsets(), calls=r.calls(), gpu_faults=r.gpu_faults(), cpu_faults=r.cpu_faults(),
-                           ranges=r.ranges(), notes=r.notes)
+                           ranges=r.ranges(), notes=r.notes, graphs=r.graphs())
     except sqlite3.DatabaseError as e:
         raise UsageError(f"{path}: the trace could not be read ({e}): truncated or damaged?") from None
     finally:
@@ -210,6 +214,13 @@ class _Reader:
         df["name"] = df["name"].map(lambda i: _api_name(strings.get(int(i), "")) if pd.notna(i) else "")
         df["global"] = df["tid"]
         return _with_pid(df)
+
+    def graphs(self) -> pd.DataFrame:
+        if "CUPTI_ACTIVITY_KIND_GRAPH_TRACE" not in self.tables:  # a trace with none, or traced node by node
+            return pd.DataFrame(columns=["start", "end", "device", "stream", "correlation", "pid"])
+        return _with_pid(self.frame("CUPTI_ACTIVITY_KIND_GRAPH_TRACE", {
+            "start": "start", "end": "end", "global": "globalPid", "device": "deviceId", "stream": "streamId",
+            "correlation": "correlationId"}))
 
     def gpu_faults(self) -> pd.DataFrame:
         return _with_pid(self.frame("CUDA_UM_GPU_PAGE_FAULT_EVENTS", {

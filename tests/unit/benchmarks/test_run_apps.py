@@ -70,3 +70,15 @@ def test_the_parts_a_program_times_are_kept_and_checksums_compared(tmp_path):
     bad = mod.checksums_disagree(doc)
     assert doc["apps"]["upload_once"]["checksums_agree"] is False
     assert len(bad) == 1 and "mapped" in bad[0] and "pinned" not in bad[0]  # a few parts in 1e12 agree
+
+
+def test_the_idioms_are_one_binary_an_application_each(tmp_path):
+    # nvcc compiles idioms.cu once (thrust's headers come with it); each idiom is an application of its own,
+    # run as `idioms IDIOM`, in the modes it can allocate (the graph's own: pinned, which capture needs)
+    mod = _run_apps()
+    cmds = mod.build(tmp_path, None, ["thrust", "graph"])
+    assert cmds == {"thrust": [str(tmp_path / "bin" / "idioms"), "thrust"],
+                    "graph": [str(tmp_path / "bin" / "idioms"), "graph"]}
+    assert (tmp_path / "bin" / "idioms").is_file()
+    assert mod.APPS["graph"][0] == "pinned" and "pageable" not in mod.APPS["graph"]
+    assert all(mod.APPS[n][0] == "pageable" for n in ("thrust", "pitched", "pool", "threads"))

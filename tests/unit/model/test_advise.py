@@ -212,6 +212,16 @@ def test_a_trace_without_cuda_work_is_refused(tmp_path):
         api.advise(trace)
 
 
+def test_a_trace_of_cuda_graphs_traced_whole_says_how_to_trace_them():
+    # idioms.cu's graph, traced with nsys's default --cuda-graph-trace=graph on an H100: 30 launches whose
+    # copies and kernels the trace does not hold
+    trace = fixture("graph-whole")
+    with pytest.raises(UsageError, match="30 CUDA graph launches, traced whole.*--cuda-graph-trace=node"):
+        api.advise(trace)
+    r = CliRunner().invoke(cli, ["advise", str(trace)])
+    assert r.exit_code == 2 and "--cuda-graph-trace=node" in r.output and "Traceback" not in r.output
+
+
 def test_strategies_within_the_prediction_s_error_are_a_tie_and_the_least_change_wins(tmp_path):
     trace = write_trace(tmp_path / "t.sqlite", pageable_loop(iterations=40, mib=64))
     (adv,) = api.advise(trace, gpu="H200")

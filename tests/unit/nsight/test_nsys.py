@@ -157,6 +157,7 @@ def test_find_nsys_order(tmp_path, monkeypatch):
 def test_profile_command_traces_cuda_nvtx_and_um():
     cmd = nsysmod.profile_command("nsys", "out/x", ["python3", "-m", "umprof", "run"])
     assert cmd[:4] == ["nsys", "profile", "-t", "cuda,nvtx"]
+    assert "--cuda-graph-trace=node" in cmd  # a graph's copies and kernels, each in the trace
     assert "--cuda-um-gpu-page-faults=true" in cmd and "--cuda-um-cpu-page-faults=true" in cmd
     assert cmd[-4:] == ["python3", "-m", "umprof", "run"]
     assert "--cuda-um-gpu-page-faults=true" not in nsysmod.profile_command("nsys", "x", ["a"], um_faults=False)
