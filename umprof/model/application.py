@@ -134,12 +134,13 @@ def _application(t, pid: int, device: int) -> Application:
 
 
 def _with_calls(copies: pd.DataFrame, calls: pd.DataFrame) -> pd.DataFrame:
-    """Each copy with the call that made it (name, host thread, when): synchronous unless an Async call."""
+    """Each copy with the call that made it (name, host thread, when): synchronous unless an Async call or
+    a CUDA graph's launch (traced node by node, a graph's copies carry its launch's correlation)."""
     c = calls[["correlation", "name", "tid", "start"]].rename(columns={"name": "call", "start": "call_start"})
     c = c.dropna(subset=["correlation"]).drop_duplicates("correlation")
     out = copies.merge(c, on="correlation", how="left")
     out["call"] = out["call"].fillna("")
-    out["sync"] = ~out["call"].str.contains("Async") & (out["call"] != "")
+    out["sync"] = ~out["call"].str.contains("Async|GraphLaunch") & (out["call"] != "")
     out["call_start"] = out["call_start"].fillna(out["start"])
     return out
 
