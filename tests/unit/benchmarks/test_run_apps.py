@@ -82,3 +82,18 @@ def test_the_idioms_are_one_binary_an_application_each(tmp_path):
     assert (tmp_path / "bin" / "idioms").is_file()
     assert mod.APPS["graph"][0] == "pinned" and "pageable" not in mod.APPS["graph"]
     assert all(mod.APPS[n][0] == "pageable" for n in ("thrust", "pitched", "pool", "threads"))
+
+
+def test_the_held_out_shapes_are_the_frame_loop_with_other_settings(tmp_path):
+    mod = _run_apps()
+    cmds = mod.build(tmp_path, None, ["small_frames", "heavy_host"])
+    exe = str(tmp_path / "bin" / "stream_loop")  # built once for both
+    assert cmds["small_frames"] == [exe, "--in", "1", "--out", "1", "--iters", "600"]
+    assert cmds["heavy_host"][0] == exe and "--host-work" in cmds["heavy_host"]
+    for name, (_, args, modes) in mod.VARIANTS.items():
+        assert mod.APPS[name] == modes and len(set(modes)) == len(modes)
+        own = args[args.index("--mem") + 1] if "--mem" in args else "pageable"
+        assert modes[0] == own  # its trace, the command as it is, runs its own mode
+        sizes = {args[i + 1] for i, a in enumerate(args) if a in ("--in", "--out")}
+        if len(sizes) > 1:  # a chunk's kernel reads its own chunk: pipelined needs in and out of one size
+            assert "pinned-pipelined" not in modes
