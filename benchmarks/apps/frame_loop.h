@@ -24,14 +24,7 @@
 #include <thread>
 #include <vector>
 
-#define CHECK(x)                                                                                \
-    do {                                                                                        \
-        cudaError_t e_ = (x);                                                                   \
-        if (e_ != cudaSuccess) {                                                                \
-            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
-            exit(1);                                                                            \
-        }                                                                                       \
-    } while (0)
+#include "cuda_check.h"
 
 struct Args {
     std::string mem;

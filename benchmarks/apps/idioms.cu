@@ -21,14 +21,7 @@
 #include <thread>
 #include <vector>
 
-#define CHECK(x)                                                                                \
-    do {                                                                                        \
-        cudaError_t e_ = (x);                                                                   \
-        if (e_ != cudaSuccess) {                                                                \
-            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
-            exit(1);                                                                            \
-        }                                                                                       \
-    } while (0)
+#include "cuda_check.h"
 
 static const size_t N = (48u << 20) / sizeof(float);  // 48 MiB each way a step
 static const int STEPS = 30;
