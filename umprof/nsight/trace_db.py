@@ -5,9 +5,9 @@ An ``.sqlite`` export is read directly (no nsys needed); an ``.nsys-rep`` is exp
 ``nsys export --type sqlite`` and the export kept beside it (reused while it is newer than the
 report). Nsight Systems' tables are those of its export schema (``CUPTI_ACTIVITY_KIND_MEMCPY``,
 ``..._KERNEL``, ``..._MEMSET``, ``..._RUNTIME``, ``CUDA_UM_*_PAGE_FAULT_EVENTS``, ``NVTX_EVENTS``,
-``TARGET_INFO_GPU``, ``CUPTI_ACTIVITY_KIND_GRAPH_TRACE``, ``StringIds`` and the ``ENUM_*`` tables that name its codes); columns are
-looked up by name, so a version that adds or drops one still reads, and a trace without a table
-reads as an empty one. Times are nanoseconds on the trace's clock.
+``TARGET_INFO_GPU``, ``CUPTI_ACTIVITY_KIND_GRAPH_TRACE``, ``StringIds`` and the ``ENUM_*`` tables
+that name its codes); columns are looked up by name, so a version that adds or drops one still reads,
+and a trace without a table reads as an empty one. Times are nanoseconds on the trace's clock.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ COPY_KINDS = {0: "unknown", 1: "h2d", 2: "d2h", 3: "h2a", 4: "a2h", 5: "a2a", 6:
               9: "h2h", 10: "p2p", 11: "um_h2d", 12: "um_d2h", 13: "um_d2d"}
 MEM_KINDS = {0: "unknown", 1: "pageable", 2: "pinned", 3: "device", 4: "array", 5: "managed", 6: "device",
              7: "managed"}
+GRAPH_COLUMNS = ["start", "end", "device", "stream", "correlation", "pid"]  # TraceTables.graphs
 PID_SHIFT = 24  # a globalTid / globalPid holds the process id in bits 24..47
 # What a trace without one of these tables lacks, said in its notes (nsys leaves out a table it has no rows for)
 MISSING = {"CUPTI_ACTIVITY_KIND_MEMCPY": "no memory copies",
@@ -55,8 +56,7 @@ class TraceTables:
     notes: list = field(default_factory=list)
     # start, end, pid, device, stream, correlation: CUDA graph launches traced whole (nsys's default
     # --cuda-graph-trace=graph), whose copies and kernels the trace does not hold
-    graphs: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(
-        columns=["start", "end", "device", "stream", "correlation", "pid"]))
+    graphs: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=GRAPH_COLUMNS))
 
     @property
     def has_cuda(self) -> bool:
@@ -217,7 +217,7 @@ class _Reader:
 
     def graphs(self) -> pd.DataFrame:
         if "CUPTI_ACTIVITY_KIND_GRAPH_TRACE" not in self.tables:  # a trace with none, or traced node by node
-            return pd.DataFrame(columns=["start", "end", "device", "stream", "correlation", "pid"])
+            return pd.DataFrame(columns=GRAPH_COLUMNS)
         return _with_pid(self.frame("CUPTI_ACTIVITY_KIND_GRAPH_TRACE", {
             "start": "start", "end": "end", "global": "globalPid", "device": "deviceId", "stream": "streamId",
             "correlation": "correlationId"}))
