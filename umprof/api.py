@@ -630,7 +630,7 @@ def advise(trace, calibration=None, *, gpu: str | None = None, nsys: str | None 
     shipped one), one line naming the GPU where there is none."""
     from umprof.core import calibrations as store
     from umprof.model import advise as amod
-    from umprof.model.application import applications
+    from umprof.model.application import GRAPH_NODES, applications
     from umprof.model.predict import Calibration
     from umprof.nsight.trace_db import open_trace
 
@@ -661,17 +661,8 @@ def advise(trace, calibration=None, *, gpu: str | None = None, nsys: str | None 
                                      "--from FILE, or --gpu NAME to answer as if it were a shipped one")
                 cals[app.gpu] = (_loaded(cf), cf.summary())
         cal, source = cals[app.gpu]
-        advice = amod.advise(app, cal, source)
-        whole = t.graphs[t.graphs["pid"] == app.pid]
-        if len(whole):
-            advice.limits.append(f"{len(whole)} CUDA graph launches were traced whole: the copies and kernels inside "
-                                 f"them are not counted here; {GRAPH_NODES}")
-        out.append(advice)
+        out.append(amod.advise(app, cal, source))
     return out
-
-
-# what a trace of CUDA graphs needs for their copies and kernels to be in it
-GRAPH_NODES = "trace it again with `nsys profile --cuda-graph-trace=node -t cuda,nvtx ...`"
 
 
 def import_nsys(trace, *, scenario: str | None = None, against=None, merge_numbered: bool = True,

@@ -73,6 +73,16 @@ TRACE = ["nsys", "profile", "-t", "cuda,nvtx", "--cuda-graph-trace=node", "--cud
          "--export", "sqlite", "--force-overwrite", "true"]
 
 
+def _source(name: str) -> tuple[str, list[str]]:
+    """The CUDA source an application is built from (its name, without .cu) and the arguments it runs with."""
+    if name in IDIOMS:
+        return "idioms", [name]
+    if name in VARIANTS:
+        source, args, _ = VARIANTS[name]
+        return source, list(args)
+    return name, []
+
+
 def build(out: Path, samples: Path | None, only: list[str] | None = None) -> dict[str, list[str]]:
     """name → the command that runs it (the CUDA applications compiled into ``out/bin``), all of them or
     those ``only`` names."""
@@ -83,13 +93,13 @@ def build(out: Path, samples: Path | None, only: list[str] | None = None) -> dic
         if name == "pycuda_loop":
             cmds[name] = [sys.executable, str(HERE / "pycuda_loop.py")]
             continue
-        source = "idioms" if name in IDIOMS else VARIANTS[name][0] if name in VARIANTS else name
+        source, args = _source(name)
         exe = bin_dir / source
         if source not in built:  # a source once for all the applications it is
             built.add(source)
             subprocess.run(["nvcc", "-O2", "-arch=sm_90", "-std=c++17", "-o", str(exe), str(HERE / f"{source}.cu")],
                            check=True)
-        cmds[name] = [str(exe)] + ([name] if name in IDIOMS else VARIANTS[name][1] if name in VARIANTS else [])
+        cmds[name] = [str(exe)] + args
     if samples:
         for name in (n for n in SAMPLES if not only or n in only):
             exe = bin_dir / name

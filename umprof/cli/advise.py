@@ -23,8 +23,10 @@ def advise(trace, sources, gpu_name, nsys, all_processes, as_json):
 
     TRACE is what `nsys profile -t cuda[,nvtx] -o app ./app` wrote (app.nsys-rep; exported once to
     app.sqlite beside it, which needs nsys) or that export itself (read without nsys). Annotations
-    are not needed. The advice is for the application's loop (its repeating CUDA calls) and for each
-    flow of copies, predicted from the calibration of the trace's GPU.
+    are not needed; an application that launches CUDA graphs is traced with --cuda-graph-trace=node too
+    (so that the copies and kernels inside them are in the trace). The advice is for the application's
+    loop (its repeating CUDA calls) and for each flow of copies, predicted from the calibration of the
+    trace's GPU.
     """
     if sources and gpu_name:
         api.check_calibration_gpu(list(sources), gpu_name)

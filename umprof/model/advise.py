@@ -35,7 +35,7 @@ from pathlib import PurePosixPath
 from umprof.core.units import format_rate, format_size, format_time
 from umprof.measure import strategies
 from umprof.measure.ops.lifecycle import PAGE_BYTES
-from umprof.model.application import COPY_DIRECTIONS, Application, fraction
+from umprof.model.application import COPY_DIRECTIONS, GRAPH_NODES, Application, fraction
 from umprof.model.predict import Calibration, Prediction
 from umprof.model import ties
 from umprof.model.calibration import HOST_STEPS, PARTS_UNMEASURED
@@ -237,6 +237,7 @@ def advise(app: Application, cal: Calibration, source: str = "") -> AppAdvice:
     out.mapping = how
     if w is None:
         out.verdict = f"{app.name}: {how}; no host-memory strategy changes its time."
+        out.limits += _graphs_traced_whole(app)
         return out
     w = replace(w, fits=w.bytes <= (cal.device.get("memory_total_bytes") or app.memory_bytes or w.bytes))
     out.workload = w
@@ -353,7 +354,8 @@ def _limits(app: Application, saving: float, host_now: float, advised: Predictio
     """What bounds any strategy's saving: where the advice saves more than copies and migrations take,
     whatever their share of the run, where the rest comes from (the host's accesses, ``host_now`` over the
     run as it is and ``advised``'s, and the loop's other steps), since the trace measured only the copies;
-    else, where copies and migrations are a small share of the run, that share; a run with no loop found."""
+    else, where copies and migrations are a small share of the run, that share; copies from several host
+    threads; CUDA graph launches the trace holds whole; a run with no loop found."""
     t, um = app.totals, app.um
     moving = t["copy_s"] + um["migration_s"]
     if app.wall_s <= 0:
@@ -383,9 +385,18 @@ def _limits(app: Application, saving: float, host_now: float, advised: Predictio
         # idioms.cu's two threads, each copying half: 0.30 s predicted, 0.19-0.21 s measured on both GPUs
         out.append(f"its copies are made by {threads} host threads at once, which hide some of one another's copies "
                    "and host work; the prediction prices them one after another, so the saving may be smaller")
+    out += _graphs_traced_whole(app)
     if app.loop is None:
         out.append("no loop was found in its CUDA calls: the run is read as one iteration")
     return out
+
+
+def _graphs_traced_whole(app: Application) -> list[str]:
+    """What the trace could not count: CUDA graph launches traced whole (nsys's default), a line, or none."""
+    if not app.graph_launches:
+        return []
+    return [f"{app.graph_launches} CUDA graph launches were traced whole: the copies and kernels inside them are not "
+            f"counted here; {GRAPH_NODES}"]
 
 
 def _verdict(app, out: AppAdvice, tied: list[Prediction], now_s: float, base: Prediction, within_noise: bool) -> str:

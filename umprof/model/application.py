@@ -32,6 +32,8 @@ from umprof.nsight.nsys_import import unnumbered
 
 COPY_DIRECTIONS = ("h2d", "d2h")
 UM_DIRECTIONS = ("um_h2d", "um_d2h")
+# what a trace of CUDA graphs traced whole needs for their copies and kernels to be in it
+GRAPH_NODES = "trace it again with `nsys profile --cuda-graph-trace=node -t cuda,nvtx ...`"
 ZERO_COPY_CALLS = ("cudaHostGetDevicePointer", "cuMemHostGetDevicePointer", "cudaHostAlloc", "cuMemHostAlloc")
 REGISTER_CALLS = ("cudaHostRegister", "cuMemHostRegister")
 PREFETCH_CALLS = ("cudaMemPrefetchAsync", "cuMemPrefetchAsync")
@@ -82,6 +84,7 @@ class Application:
     strategy_why: str
     allocation_s: float = 0.0  # its calls that allocate, pin, register and free memory
     notes: list = field(default_factory=list)
+    graph_launches: int = 0  # CUDA graph launches traced whole: their copies and kernels are not in the trace
 
     @property
     def totals(self) -> dict:
@@ -127,7 +130,8 @@ def _application(t, pid: int, device: int) -> Application:
     counts = calls["name"].value_counts().to_dict()
     app = Application(pid=pid, name=name, device=device, gpu=gpu, memory_bytes=memory, wall_s=wall, copies=copies,
                       kernels=kernels, flows=flows(copies, kernels), loop=None, um=um, calls=counts,
-                      strategy="", strategy_why="", allocation_s=allocation_s(calls))
+                      strategy="", strategy_why="", allocation_s=allocation_s(calls),
+                      graph_launches=int(((t.graphs["pid"] == pid) & (t.graphs["device"] == device)).sum()))
     app.loop = find_loop(calls, copies, kernels)
     app.strategy, app.strategy_why = current_strategy(app)
     return app

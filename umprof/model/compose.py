@@ -26,7 +26,7 @@ class PhaseComposition(CalibrationCurves):
         """Seconds per phase of one iteration, the bytes each rate applies to from the page step."""
         c = lambda name, b: self.curve(strategy, name)(b)  # noqa: E731
         B, k = w.bytes, kind(strategy)
-        bw, br = w.host_writes * B, w.host_reads * B
+        bw, br = w.host_write_bytes, w.host_read_bytes
         ph = dict.fromkeys(STEADY_PHASES, 0.0)
         span = w.host_span
 

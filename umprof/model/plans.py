@@ -53,7 +53,7 @@ class PlanComposition(PhaseComposition):
         # same runs (H200: 26 writes, 25 reads; H100: 6 and 8, quartiles 0.95-1.15), where the
         # calibration's pipelined loop gave 0.7-3.0x from one run to the next (the host's rate
         # belongs to the allocation: the same loops a minute apart moved by up to 46%).
-        bw, br = w.host_writes * B, w.host_reads * B
+        bw, br = w.host_write_bytes, w.host_read_bytes
         ph["host_write"] = at_span(self.curve(strategy, "host_write"), bw, w.host_span)
         ph["host_read"] = at_span(self.curve(strategy, "host_read"), br, w.host_span)
         ph["h2d"] = spread("h2d", B if pages.first else bw)

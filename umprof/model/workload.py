@@ -99,10 +99,20 @@ class Workload:
         return ", ".join(parts)
 
     @property
+    def host_write_bytes(self) -> float:
+        """The bytes the host writes each iteration."""
+        return self.host_writes * self.bytes
+
+    @property
+    def host_read_bytes(self) -> float:
+        """The bytes the host reads each iteration."""
+        return self.host_reads * self.bytes
+
+    @property
     def host_span(self) -> float:
         """The bytes the host touches each iteration: its writes and reads are both prefixes of the buffer,
         or, split, apart (an application's input and output)."""
-        bw, br = self.host_writes * self.bytes, self.host_reads * self.bytes
+        bw, br = self.host_write_bytes, self.host_read_bytes
         return min(float(self.bytes), bw + br) if self.split else max(bw, br)
 
     @property

@@ -215,9 +215,7 @@ class _Reader:
         df["global"] = df["tid"]
         return _with_pid(df)
 
-    def graphs(self) -> pd.DataFrame:
-        if "CUPTI_ACTIVITY_KIND_GRAPH_TRACE" not in self.tables:  # a trace with none, or traced node by node
-            return pd.DataFrame(columns=GRAPH_COLUMNS)
+    def graphs(self) -> pd.DataFrame:  # none where the trace holds no graphs, or traced them node by node
         return _with_pid(self.frame("CUPTI_ACTIVITY_KIND_GRAPH_TRACE", {
             "start": "start", "end": "end", "global": "globalPid", "device": "deviceId", "stream": "streamId",
             "correlation": "correlationId"}))

@@ -222,6 +222,28 @@ def test_a_trace_of_cuda_graphs_traced_whole_says_how_to_trace_them():
     assert r.exit_code == 2 and "--cuda-graph-trace=node" in r.output and "Traceback" not in r.output
 
 
+def test_graph_launches_traced_whole_beside_other_work_are_counted_in_the_limits(tmp_path):
+    # a trace with copies and kernels of its own and two graph launches traced whole: advised from what it holds,
+    # and told what it could not count
+    import shutil
+    import sqlite3
+
+    trace = tmp_path / "t.sqlite"
+    shutil.copy(fixture("stream_loop"), trace)
+    with sqlite3.connect(trace) as con:
+        pid, dev = con.execute("SELECT globalPid, deviceId FROM CUPTI_ACTIVITY_KIND_MEMCPY LIMIT 1").fetchone()
+        con.execute("CREATE TABLE CUPTI_ACTIVITY_KIND_GRAPH_TRACE (start INTEGER, end INTEGER, deviceId INTEGER, "
+                    "streamId INTEGER, correlationId INTEGER, globalPid INTEGER)")
+        con.executemany("INSERT INTO CUPTI_ACTIVITY_KIND_GRAPH_TRACE VALUES (?, ?, ?, 7, ?, ?)",
+                        [(10, 20, dev, 1, pid), (30, 40, dev, 2, pid)])
+    (adv,) = api.advise(trace)
+    assert adv.app.graph_launches == 2 and adv.loop_advice is not None
+    assert any(x.startswith("2 CUDA graph launches were traced whole") and "--cuda-graph-trace=node" in x
+               for x in adv.limits)
+    (plain,) = api.advise(fixture("stream_loop"))
+    assert plain.app.graph_launches == 0 and not any("graph" in x for x in plain.limits)
+
+
 def test_a_graph_traced_node_by_node_is_read_as_its_copies_and_kernels():
     # idioms.cu's graph on an H200, traced with --cuda-graph-trace=node: each launch's copies carry the
     # launch's correlation; they are asynchronous, pinned, and the loop is one launch and its synchronize
