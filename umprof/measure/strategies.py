@@ -60,6 +60,21 @@ def pageable_empty(nbytes: int, pages: str = "numpy") -> np.ndarray:
     return np.frombuffer(mapping, dtype=np.uint8, count=nbytes)
 
 
+def release_pages(host: np.ndarray) -> None:
+    """Give a "malloc" buffer's pages back to the kernel now, as a C program's free() of it does (glibc
+    munmaps an allocation of its own mapping): each touched page unmapped and freed, which the applications'
+    traces measured at 0.04-0.05 s a GiB of 4 KiB pages on both lent hosts (2026-11). madvise(MADV_DONTNEED)
+    does that work on the mapping in place, so the arrays that still view it stay valid (they would read
+    zeros) and the munmap left to the garbage collector finds nothing to free. numpy's pages are left to
+    numpy, as a Python program's are."""
+    base = host
+    while isinstance(base, np.ndarray):
+        base = base.base
+    mapping = base.obj if isinstance(base, memoryview) else None
+    if isinstance(mapping, mmap.mmap) and not mapping.closed and len(mapping):
+        mapping.madvise(mmap.MADV_DONTNEED)
+
+
 class Strategy:
     """A host-memory kind. Subclasses set the flags and implement allocate/free."""
 
@@ -159,6 +174,8 @@ class _Explicit(Strategy):
     def _host_free(self, session, host):
         if self.host_flags is not None:
             host.base.free()
+        else:
+            release_pages(host)
 
 
 class Pageable(_Explicit):
@@ -197,6 +214,7 @@ class PageableRegistered(_Explicit):
 
     def _host_free(self, session, host):
         session.host_unregister(host.ctypes.data)
+        release_pages(host)
 
 
 class PageableStaged(_Explicit):
@@ -307,7 +325,7 @@ class Mapped(_MappedHost):
 
     def free(self, session, buf):
         session.host_unregister(buf.handles.pop("registered"))
-        buf.handles.clear()
+        release_pages(buf.handles.pop("host"))
 
 
 class Managed(Strategy):
@@ -370,7 +388,7 @@ class System(Strategy):
         return Buffer(self, nbytes, host, host.ctypes.data, {"host": host})
 
     def free(self, session, buf):
-        buf.handles.clear()
+        release_pages(buf.handles.pop("host"))
 
 
 _ALL = [

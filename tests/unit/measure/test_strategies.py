@@ -102,3 +102,29 @@ def test_malloced_pages_are_a_mapping_of_their_own_that_the_pageable_strategies_
     assert not strategies.get("pinned").malloc_backed and not strategies.get("managed").malloc_backed
     with pytest.raises(ValueError, match="pages: expected one of numpy, malloc, got 'huge'"):
         strategies.pageable_empty(4096, "huge")
+
+
+def test_the_free_of_malloced_pages_gives_them_back_to_the_kernel_and_numpys_are_left_to_numpy():
+    """A C program's free() of its malloc'd buffer unmaps every page it touched, which the applications'
+    traces measured (0.04-0.05 s a GiB): every malloc-backed strategy's free does that work (the pages read
+    as fresh zeros after), after unregistering a registered buffer; numpy's pages keep their data."""
+    for name in ("pageable", "pageable-registered", "mapped", "system"):
+        s = _Session()
+        st = strategies.get(name)
+        buf = st.allocate(s, 1 << 20, "malloc")
+        host = buf.host
+        host[:] = 7
+        st.free(s, buf)
+        assert not host.any(), name  # the pages were given back: a touch now maps fresh zeros
+        assert not buf.handles, name
+        if name in ("pageable-registered", "mapped"):
+            assert s.log[-1] == ("unregister", host.ctypes.data), name
+    s = _Session()
+    st = strategies.get("pageable")
+    buf = st.allocate(s, 1 << 20)  # numpy's pages
+    host = buf.host
+    host[:] = 7
+    st.free(s, buf)
+    assert (host == 7).all()
+    strategies.release_pages(host[:10].view("u2"))  # a view of numpy's memory: nothing to release
+    assert (host == 7).all()

@@ -13,8 +13,8 @@
 With ``copies`` > 1 an explicit copy each way is made as an application copies records: in that many
 equal parts, each a synchronous cudaMemcpy (the first iteration's whole-buffer copy too). With
 ``host_pages`` = malloc the strategies whose buffer is pageable memory back it as a C program's malloc
-does (a fresh mapping, no huge-page advice) instead of as a numpy array; its release (munmap) follows the
-timed free, as an application's free() of it is common to all of them and untraced. With ``first_write``
+does (a fresh mapping, no huge-page advice) instead of as a numpy array, and the timed free gives its pages
+back to the kernel as an application's free() of it does (strategies.release_pages). With ``first_write``
 = stores the host's first write stores each word as a program computes its data, instead of copying the
 data in (FIRST_WRITES says why the two differ).
 
