@@ -17,8 +17,15 @@ so that every other strategy is priced as before (a run of another lease would m
 memory such a plan borrows comes along as its reference alone (column ``reference``): the staged plan's
 host steps are its ratio to pageable memory's in the same run. The rows are numbered as a run after the file's
 own (column ``run``; a case measured in several runs pools their samples, case by case), and the run is
-described in the file's calibration metadata beside the others. The file's first run stays its own (the
-time estimates come from it). Refuses a file of another GPU.
+described in the file's calibration metadata beside the others. A step of a loop measured anew after the loop
+changed how it measures that step (``--supersede PHASE``: the setup loop's ``free`` since it gives malloc'd pages
+back) takes the shipped file's rows of that phase out of the scenarios the measured run holds, and says so in the
+description of each run that loses them: the other steps pool the earlier runs with the new one, that step is
+the new runs' alone. The file's first run stays its own (the time estimates come from it). Refuses a file of
+another GPU.
+
+    python3 scripts/ship_run.py SHIPPED.parquet NEW.parquet "2026-11-27: calibration-loop-setup-malloc" \
+        --supersede free
 """
 
 from __future__ import annotations
@@ -55,6 +62,9 @@ def main() -> None:
     ap.add_argument("--only", action="append", default=[], metavar="STRATEGY",
                     help="bring the measured run's rows of this strategy alone (repeatable), with those of the "
                          "memory it borrows as its reference")
+    ap.add_argument("--supersede", action="append", default=[], metavar="PHASE",
+                    help="leave out the shipped file's rows of this phase in the scenarios the measured run holds, "
+                         "which measures it anew (repeatable)")
     a = ap.parse_args()
     ship, new = ResultSet.load(a.shipped), ResultSet.load(a.measured)
     if _gpu(ship) != _gpu(new):
@@ -69,6 +79,16 @@ def main() -> None:
         if unknown:  # a misspelt strategy would leave every row where it was, silently
             ap.error(f"option '{option}': no strategy {', '.join(unknown)} in either file "
                      f"(they have: {', '.join(sorted(strategies))})")
+    phases = set(rows["phase"].dropna().astype(str))
+    unknown = sorted(set(a.supersede) - phases)
+    if unknown:
+        ap.error(f"option '--supersede': no phase {', '.join(unknown)} in {a.measured} "
+                 f"(it has: {', '.join(sorted(phases))})")
+    superseded = frame.iloc[:0]
+    if a.supersede:
+        measured = set(round_base(rows["scenario"].astype(str)))
+        gone = round_base(frame["scenario"].astype(str)).isin(measured).to_numpy() & frame["phase"].isin(a.supersede).to_numpy()
+        superseded, frame = frame[gone], frame[~gone]
     if a.drop:
         frame = frame[~frame["axis.strategy"].astype(str).isin(a.drop)]
     if a.only:
@@ -80,7 +100,10 @@ def main() -> None:
         rows = rows[~rows["axis.strategy"].astype(str).isin(a.without)]
     rows = rows.drop(columns=[RUN], errors="ignore").assign(**{RUN: int(frame[RUN].max()) + 1})
     cal = dict(ship.meta.get("calibration") or {})
-    cal["runs"] = list(cal.get("runs") or [ship.meta.get("time", "")[:10] + ": the calibration"]) + [a.about]
+    runs = list(cal.get("runs") or [ship.meta.get("time", "")[:10] + ": the calibration"])
+    for run in sorted(int(r) for r in superseded[RUN].unique()):
+        runs[run] += f" (its {', '.join(sorted(a.supersede))} rows left out: run {len(runs)} measured them anew)"
+    cal["runs"] = runs + [a.about]
     before = ship.frame  # a case replaced is no case new to the file
     known = set(zip(round_base(before["scenario"].astype(str)), before["case"]))
     totals = rows[rows["phase"] == "total"]

@@ -56,3 +56,33 @@ def test_a_file_of_another_gpu_is_refused(tmp_path):
     p = _ship(tmp_path)
     assert p.returncode != 0 and "NVIDIA H100 80GB HBM3" in p.stderr and "NVIDIA H200" in p.stderr
     assert RUN not in ResultSet.load(tmp_path / "shipped.parquet").frame.columns  # nothing written
+
+
+def test_a_step_measured_anew_leaves_the_earlier_runs_rows_of_it_out_and_says_so(tmp_path):
+    """--supersede free: the shipped file's free rows of the scenarios the new run holds are left out (the new
+    run's are that step's alone), its other steps pool as before, other scenarios keep theirs, and each run that
+    lost rows says so; a phase the measured run lacks is refused, naming the phases it has, and nothing written."""
+    setup, copies = _files(tmp_path)
+    rs = ResultSet.load(tmp_path / "measured.parquet")
+    ResultSet(copies, rs.meta, rs.devices).save(tmp_path / "copies.parquet")
+    assert (copies["phase"] == "free").any() and (setup["phase"] == "free").any()
+    assert subprocess.run([sys.executable, str(SCRIPT), str(tmp_path / "shipped.parquet"), str(tmp_path / "copies.parquet"),
+                           "2026-11-25, the copies"], capture_output=True, text=True, cwd=ROOT).returncode == 0  # run 1
+    p = _ship(tmp_path, "--supersede", "free", "--without", "write-combined")  # run 2: setup and copies, anew
+    assert p.returncode == 0, p.stderr
+    out = ResultSet.load(tmp_path / "shipped.parquet")
+    f = out.frame
+    free = f[f["phase"] == "free"]
+    assert set(free[RUN]) == {2}  # the earlier runs' free rows of both scenarios left out
+    assert len(free) == (setup["phase"] == "free").sum() + (copies["phase"] == "free").sum() - (
+        (setup["phase"] == "free") & (setup["axis.strategy"].astype(str) == "write-combined")).sum() - (
+        (copies["phase"] == "free") & (copies["axis.strategy"].astype(str) == "write-combined")).sum()
+    alloc = f[f["phase"] == "alloc"]
+    assert set(alloc[RUN]) == {0, 1, 2}  # the other steps pool every run
+    runs = out.meta["calibration"]["runs"]
+    assert len(runs) == 3 and runs[0].endswith("(its free rows left out: run 2 measured them anew)")
+    assert runs[1].endswith("(its free rows left out: run 2 measured them anew)") and runs[2] == "2026-11-25, another lease"
+    before = len(f)
+    p = _ship(tmp_path, "--supersede", "teardown")
+    assert p.returncode == 2 and "no phase teardown" in p.stderr and "free" in p.stderr
+    assert len(ResultSet.load(tmp_path / "shipped.parquet").frame) == before
