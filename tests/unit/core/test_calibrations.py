@@ -143,27 +143,31 @@ def test_a_shipped_calibration_of_two_runs_keeps_them_apart():
 
     path = SHIPPED / "nvidia-h100-80gb-hbm3.parquet"
     cf = store.describe(path, "shipped")
-    assert len(cf.runs) == 10 and "10 runs pooled" in cf.summary()
+    assert len(cf.runs) == 12 and "12 runs pooled" in cf.summary()
     cal = api.load_calibration(path)
     # runs 4-6 bring the staged plan's rows (0.5.0's ring, then 0.6.0's twice) and pageable memory's as their
     # reference alone
     assert sorted(cal.ok[RUN].unique()) == [0, 1, 4, 5, 6] and set(cal.parts_rows[RUN]) == {2, 3}
     for run in (4, 5, 6):
         assert set(cal.ok[cal.ok[RUN] == run]["axis.strategy"]) == {"pageable-staged"}
-    # runs 7 and 8: the setup of malloc'd pages, which only the setup steps of a C program's workload read
+    # runs 7, 8, 10 and 11: the setup of malloc'd pages, which only the setup steps of a C program's workload read;
+    # its free is the last two runs' alone (their free gives the pages back; runs 7 and 8 left them)
     malloc = cal.setup_rows[cal.setup_rows["base_scenario"] == "calibration-loop-setup-malloc"]
-    assert set(malloc[RUN]) == {7, 8} and not (cal.ok[RUN] >= 7).any()
+    assert set(malloc[RUN]) == {7, 8, 10, 11} and not (cal.ok[RUN] >= 7).any()
+    assert set(malloc.loc[malloc["phase"] == "free", RUN]) == {10, 11}
+    assert set(malloc.loc[malloc["phase"] == "alloc", RUN]) == {7, 8, 10, 11}
+    assert cf.runs[7].endswith("(its free rows left out: run 10 measured them anew)")
     # run 9: the first write stored word by word and copied in, which only a workload first written by stores reads
     stores = cal.setup_rows[cal.setup_rows["base_scenario"] == "calibration-loop-setup-stores"]
     assert set(stores[RUN]) == {9} and set(stores["axis.first_write"]) == {"copy", "stores"}
     assert set(cal.reference_rows[RUN]) == {4, 5, 6} and set(cal.reference_rows["axis.strategy"]) == {"pageable"}
     assert "pageable-staged" not in set(cal.ok[cal.ok[RUN] < 4]["axis.strategy"])
-    both = api.load_calibration([path, SHIPPED / "nvidia-h200.parquet"])  # the H200's: 8 runs, 10-17 here
-    assert sorted(both.ok[RUN].unique()) == [0, 1, 4, 5, 6, 10, 12, 13, 14]
-    assert set(both.parts_rows[RUN]) == {2, 3, 10, 11} and set(both.reference_rows[RUN]) == {4, 5, 6, 13, 14}
+    both = api.load_calibration([path, SHIPPED / "nvidia-h200.parquet"])  # the H200's: 10 runs, 12-21 here
+    assert sorted(both.ok[RUN].unique()) == [0, 1, 4, 5, 6, 12, 14, 15, 16]
+    assert set(both.parts_rows[RUN]) == {2, 3, 12, 13} and set(both.reference_rows[RUN]) == {4, 5, 6, 15, 16}
     quick = api.load_calibration(RESULTS / "calibration" / "nvidia-h100-calibration-quick-c.parquet")
     sizes = quick.ok[quick.ok["base_scenario"] == "calibration-loop-sizes"]
-    assert set(sizes[RUN]) == {10} and {0, 1} <= set(quick.ok[RUN])
+    assert set(sizes[RUN]) == {12} and {0, 1} <= set(quick.ok[RUN])
     # 265 s measured on the H200, 2026-11-25, about 20 s more since calibration-loop-setup-malloc and 72-80 s
     # more since calibration-loop-setup-stores (measured alone, each GPU, 2026-11-26)
     assert 200 < api.calibration_estimate("full", H100) < 420
