@@ -25,11 +25,13 @@ FIGURES = ROOT / "docs" / "figures.md"
 WORKLOADS = ROOT / "benchmarks" / "workloads"
 GPUS = {"h100": "NVIDIA H100 80GB HBM3", "h200": "NVIDIA H200"}
 # the verification sets measured on each GPU whose measurements are committed (results/verification), and the
-# runs of each (two runs of one lease are judged pooled)
+# runs of each (two runs of one lease are judged pooled); a set measured again by a changed loop is a row of its
+# own, named after its run ("25-c": set 25's run -c, measured with 0.13.0's free of malloc'd pages)
 SETS = {"h100": {10: ("",), 13: ("",), 14: ("",), 15: ("",), 16: ("", "-b"), 18: ("",), 19: ("", "-b"), 20: ("",), 21: ("",),
-                22: ("",), 23: ("", "-b"), 24: ("", "-b"), 25: ("", "-b")},
+                22: ("",), 23: ("", "-b"), 24: ("", "-b"), 25: ("", "-b"), "25-c": ("-c",)},
         "h200": {10: ("",), 11: ("",), 12: ("",), 13: ("",), 14: ("",), 15: ("",), 16: ("", "-b"), 17: ("", "-b"),
-                 19: ("", "-b"), 20: ("",), 21: ("",), 22: ("",), 23: ("", "-b"), 24: ("", "-b"), 25: ("", "-b")}}
+                 19: ("", "-b"), 20: ("",), 21: ("",), 22: ("",), 23: ("", "-b"), 24: ("", "-b"), 25: ("", "-b"),
+                 "25-c": ("-c",)}}
 SHIPPED = {"h100": "nvidia-h100-80gb-hbm3.parquet", "h200": "nvidia-h200.parquet"}
 FIXTURES = ROOT / "tests" / "fixtures" / "results"
 
@@ -42,8 +44,10 @@ def held(cal, gpu: str) -> dict:
 
     out = {}
     for n, runs in SETS[gpu].items():
-        ws = load_workloads(WORKLOADS / f"holdout-{n}.toml")
-        frame = api.measured_frame([RESULTS / "verification" / f"nvidia-{gpu}-loop-holdout-{n}{t}.parquet" for t in runs])[0]
+        number = str(n).split("-")[0]
+        ws = load_workloads(WORKLOADS / f"holdout-{number}.toml")
+        frame = api.measured_frame([RESULTS / "verification" / f"nvidia-{gpu}-loop-holdout-{number}{t}.parquet"
+                                    for t in runs])[0]
         row = []
         for steady in (False, True):
             vs = r.verify_all(r.recommend_all(cal, ws, steady), frame)
@@ -146,8 +150,11 @@ def calibrations_section(gpu: str) -> list[str]:
     return lines + [""]
 
 
-def set_measured(n: int, gpu: str) -> str:
-    """How verification set ``n`` was measured on ``gpu``: its date, rounds, runs and leases."""
+def set_measured(n: int | str, gpu: str) -> str:
+    """How verification set ``n`` (a row of SETS) was measured on ``gpu``: its date, rounds, runs and leases."""
+    if n == "25-c":
+        return ("2026-11-27, set 25 again with 0.13.0's loop (its free gives malloc'd pages back, as a C program's "
+                "free() does), two rounds on one lease")
     if n <= 15:
         return "2026-11-23 or -24, five rounds"
     if n <= 17:
@@ -397,8 +404,10 @@ def exit_teardown_section() -> list[str]:
 
 
 def setup_pages_section() -> list[str]:
-    """The calibration's setup loop of malloc'd pages beside numpy's, on one lease (results/calibration)."""
+    """The calibration's setup loop of malloc'd pages beside numpy's (results/calibration)."""
     import pandas as pd
+
+    from umprof.core.results import read_header
 
     lines = []
     for numpy_file in sorted((RESULTS / "calibration").glob("*-setup-numpy.parquet")):
@@ -412,9 +421,11 @@ def setup_pages_section() -> list[str]:
         med = f.groupby(["axis.strategy", "phase", "axis.bytes", "pages"])["time_median_s"].median()
         if not lines:
             lines += ["The calibration's setup loop (`calibration-loop-setup`, numpy's pages) and the same loop of "
-                      "malloc'd pages (`calibration-loop-setup-malloc`, the median of its two runs) on one lease, "
-                      "milliseconds; the malloc'd runs are the shipped calibrations' setup of a C program's "
-                      "pageable memory:", ""]
+                      "malloc'd pages (`calibration-loop-setup-malloc`, the median of its two runs of one lease), "
+                      "milliseconds, each file's date below (the H200's numpy run is of the malloc'd runs' earlier "
+                      "lease, 2026-11-26, whose free of malloc'd pages left them to the garbage collector); the "
+                      "malloc'd runs are the newest of the shipped calibrations' setup of a C program's pageable "
+                      "memory:", ""]
         lines += [f"{GPUS.get(gpu.removeprefix('nvidia-'), gpu)}:", "", "| strategy | step | 16 MiB numpy | malloc | 256 MiB numpy | malloc | 1 GiB numpy | malloc |",
                   "|---|---|---|---|---|---|---|---|"]
         for (strategy, phase), rows in med.groupby(level=[0, 1]):
@@ -424,7 +435,9 @@ def setup_pages_section() -> list[str]:
                     v = rows.get((strategy, phase, b, pages))
                     cells.append("–" if v is None else f"{v * 1e3:.1f}")
             lines.append(f"| {strategy} | {phase} | " + " | ".join(cells) + " |")
-        lines += ["", "Measured: " + ", ".join(str(x.relative_to(ROOT)) for x in [numpy_file, *malloc_files]) + ".", ""]
+        dated = [f"{x.relative_to(ROOT)} ({str(read_header(x)['meta'].get('time', ''))[:10]})"
+                 for x in [numpy_file, *malloc_files]]
+        lines += ["", "Measured: " + ", ".join(dated) + ".", ""]
     return lines
 
 
