@@ -8,7 +8,7 @@ from umprof import api
 from umprof.cli import common
 from umprof.core.errors import UsageError
 from umprof.model.recommend import VERIFY_ROUNDS
-from umprof.model.workload import FIRST_WRITES, HOST_PAGES, PATTERNS
+from umprof.model.workload import FIRST_WRITES, HOST_PAGES, PATTERNS, from_mapping
 
 
 def _workloads(files, options: dict):
@@ -22,7 +22,7 @@ def _workloads(files, options: dict):
     if "bytes" not in given:
         raise UsageError("no workload: give --bytes SIZE (and --reuse, --touched, ... as needed) or --workload FILE "
                          "(see scenarios/workloads/example.toml)")
-    return api.workloads([given])
+    return [from_mapping(given, "recommend", options=True)]
 
 
 @click.command()

@@ -33,6 +33,7 @@ predicted.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
 
@@ -193,8 +194,27 @@ def _check(w: Workload) -> None:
         bad("touched", f"a fraction that selects at least one 64 KiB page of {format_size(w.bytes)}")
 
 
-def from_mapping(raw: dict, where: str) -> Workload:
-    """A Workload from a TOML table or the CLI's options; ``where`` names the source in errors."""
+def from_mapping(raw: dict, where: str, options: bool = False) -> Workload:
+    """A Workload from a TOML table or the CLI's options; ``where`` names the source in errors, and with
+    ``options`` they name each key as the option that gave it (``--host-writes``, not ``host_writes``)."""
+    try:
+        return _from_mapping(raw, where)
+    except UsageError as e:
+        if not options:
+            raise
+        raise UsageError(_as_options(str(e))) from None
+
+
+def _as_options(text: str) -> str:
+    """A workload error in the words of the CLI's options: key 'host_writes' → option '--host-writes'."""
+    option = lambda key: "--" + key.replace("_", "-")  # noqa: E731
+    text = re.sub(r"key '(\w+)'", lambda m: f"option '{option(m.group(1))}'", text)
+    text = re.sub(r"'(\w+)'", lambda m: f"'{option(m.group(1))}'" if m.group(1) in KEYS else m.group(0), text)
+    text = text.replace("split = true", "--split")
+    return re.sub(r"(?<![-\w])(host_writes|gpu_writes|host_reads)\b", lambda m: option(m.group(1)), text)
+
+
+def _from_mapping(raw: dict, where: str) -> Workload:
     unknown = sorted(set(raw) - KEYS)
     if unknown:
         raise UsageError(f"{where}: unknown key {unknown[0]!r}; a workload's keys are: {', '.join(sorted(KEYS))}")

@@ -121,16 +121,17 @@ def test_format_json_on_show_compare_and_crossovers(command):
 
 
 @pytest.mark.parametrize("args, message", [
-    (["--bytes", "1MiB", "--touched", "2"], "key 'touched'"),
+    (["--bytes", "1MiB", "--touched", "2"], "recommend: option '--touched': expected a fraction in (0, 1]"),
     (["--reuse", "4"], "no workload: give --bytes"),
     (["--bytes", "1MiB", "--workload", "x.toml"], "not both"),
     (["--bytes", "1MiB", "--verify-top", "zero"], "--verify-top"),
     (["--bytes", "1MiB", "--verify-rounds", "0"], "'--verify-rounds'"),
-    (["--bytes", "1MiB", "--host-writes", "1.5"], "key 'host_writes': expected a fraction from 0 to 1"),
-    (["--bytes", "1MiB", "--gpu-writes", "-1"], "key 'gpu_writes'"),
+    (["--bytes", "1MiB", "--host-writes", "1.5"], "recommend: option '--host-writes': expected a fraction from 0 to 1"),
+    (["--bytes", "1MiB", "--gpu-writes", "-1"], "option '--gpu-writes'"),
     (["--bytes", "1MiB", "--steady", "--iterations", "10"], "'--steady' and '--iterations'"),
-    (["--bytes", "1MiB", "--pingpong", "--host-reads", "0.5"], "'pingpong' means"),
-    (["--bytes", "1MiB", "--copies", "0"], "key 'copies': expected an integer from 1"),
+    (["--bytes", "1MiB", "--pingpong", "--host-reads", "0.5"], "option '--pingpong' means --host-writes = --gpu-writes = --host-reads = 1, but '--host-reads'"),
+    (["--bytes", "1MiB", "--copies", "0"], "option '--copies': expected an integer from 1"),
+    (["--bytes", "1xB"], "option '--bytes': expected a size ('256MiB', 1073741824), got '1xB'"),
 ])
 def test_recommend_usage_errors_exit_2(args, message):
     r = CliRunner().invoke(cli, ["recommend", "--from", str(CAL), *args])
@@ -255,4 +256,5 @@ def test_recommend_puts_input_and_output_apart_with_split():
     assert apart["pinned"]["h2d"] == in_place["pinned"]["h2d"]
     bad = CliRunner().invoke(cli, ["recommend", "--gpu", "H200", "--bytes", "1MiB", "--host-writes", "0.75",
                                    "--host-reads", "0.5", "--split"])
-    assert bad.exit_code == 2 and "host_reads" in bad.output and "Traceback" not in bad.output
+    assert bad.exit_code == 2 and "option '--host-reads'" in bad.output and "with --split" in bad.output
+    assert "Traceback" not in bad.output
