@@ -87,7 +87,8 @@ def main() -> None:
     superseded = frame.iloc[:0]
     if a.supersede:
         measured = set(round_base(rows["scenario"].astype(str)))
-        gone = round_base(frame["scenario"].astype(str)).isin(measured).to_numpy() & frame["phase"].isin(a.supersede).to_numpy()
+        in_measured = round_base(frame["scenario"].astype(str)).isin(measured).to_numpy()
+        gone = in_measured & frame["phase"].isin(a.supersede).to_numpy()
         superseded, frame = frame[gone], frame[~gone]
     if a.drop:
         frame = frame[~frame["axis.strategy"].astype(str).isin(a.drop)]

@@ -71,7 +71,7 @@ def release_pages(host: np.ndarray) -> None:
     while isinstance(base, np.ndarray):
         base = base.base
     mapping = base.obj if isinstance(base, memoryview) else None
-    if isinstance(mapping, mmap.mmap) and not mapping.closed and len(mapping):
+    if isinstance(mapping, mmap.mmap) and not mapping.closed:
         mapping.madvise(mmap.MADV_DONTNEED)
 
 

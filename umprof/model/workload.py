@@ -33,7 +33,6 @@ predicted.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
 
@@ -142,17 +141,46 @@ FRACTIONS = ("host_writes", "gpu_writes", "host_reads")
 MAX_ITERATIONS = 100_000
 
 
+class KeyNames(dict):
+    """How an error names a workload's keys: as a file's keys (``key 'host_writes'``) or as the CLI's options
+    (``option '--host-writes'``); ``split_on`` is how the input and output apart are said."""
+
+    def __init__(self, kind: str, name, split_on: str):
+        super().__init__({k: name(k) for k in KEYS}, split_on=split_on)
+        self.kind = kind
+
+
+FILE_KEYS = KeyNames("key", lambda k: k, "split = true")
+OPTIONS = KeyNames("option", lambda k: "--" + k.replace("_", "-"), "--split")
+
+
+class WorkloadError(UsageError):
+    """A workload's key with a value it cannot take: ``says(names)`` is what is wrong, the words that follow the
+    key's name (": expected ..."), naming the other keys it mentions through ``names`` (FILE_KEYS or OPTIONS),
+    so that one error reads right from a file or the CLI."""
+
+    def __init__(self, key: str, says):
+        self.key, self.says = key, says
+        super().__init__(self.text(FILE_KEYS))
+
+    def text(self, names: KeyNames) -> str:
+        return f"{names.kind} '{names[self.key]}'{self.says(names)}"
+
+
 def _check(w: Workload) -> None:
-    """Raise UsageError naming the key, what is expected and what was given."""
+    """Raise WorkloadError naming the key, what is expected and what was given; ``expected`` is text, or
+    a function of the key names where it mentions other keys."""
     def bad(key, expected):
-        raise UsageError(f"key '{key}': expected {expected}, got {getattr(w, key)!r}")
+        given = getattr(w, key)
+        said = expected if callable(expected) else lambda n: expected
+        raise WorkloadError(key, lambda n: f": expected {said(n)}, got {given!r}")
 
     if not isinstance(w.name, str):
         bad("name", "text")
     if not isinstance(w.bytes, int) or isinstance(w.bytes, bool) or w.bytes < PAGE_BYTES:
         bad("bytes", "a size of at least 64KiB ('256MiB', 1073741824)")
     if w.bytes % PAGE_BYTES:
-        bad("bytes", "a multiple of 64 KiB (the granule of 'touched')")
+        bad("bytes", lambda n: f"a multiple of 64 KiB (the granule of '{n['touched']}')")
     if not isinstance(w.reuse, int) or isinstance(w.reuse, bool) or not 1 <= w.reuse <= 1024:
         bad("reuse", "an integer from 1 to 1024 (kernel passes per transfer)")
     if isinstance(w.touched, bool) or not isinstance(w.touched, (int, float)) or not 0 < w.touched <= 1:
@@ -171,7 +199,7 @@ def _check(w: Workload) -> None:
         if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v <= 1:
             bad(key, f"a fraction from 0 to 1 {what}")
     if not isinstance(w.pingpong, bool):
-        bad("pingpong", "true or false (host_writes = gpu_writes = host_reads = 1)")
+        bad("pingpong", lambda n: f"true or false ({n['host_writes']} = {n['gpu_writes']} = {n['host_reads']} = 1)")
     if w.fits is not None and not isinstance(w.fits, bool):
         bad("fits", "true, false, or absent (decided from the device's memory)")
     if not isinstance(w.copies, int) or isinstance(w.copies, bool) or not 1 <= w.copies <= 1_000_000:
@@ -188,8 +216,8 @@ def _check(w: Workload) -> None:
         bad("split", "true or false (whether the host reads another part of the buffer than it writes: "
             "separate input and output buffers)")
     if w.split and w.host_writes + w.host_reads > 1 + 1e-6:
-        bad("host_reads", f"at most 1 - host_writes ({1 - w.host_writes:.6g}) with split = true (the parts the "
-            "host writes and reads are apart)")
+        bad("host_reads", lambda n: f"at most 1 - {n['host_writes']} ({1 - w.host_writes:.6g}) with {n['split_on']} "
+            "(the parts the host writes and reads are apart)")
     if w.touched * (w.bytes // PAGE_BYTES) < 1:
         bad("touched", f"a fraction that selects at least one 64 KiB page of {format_size(w.bytes)}")
 
@@ -198,33 +226,25 @@ def from_mapping(raw: dict, where: str, options: bool = False) -> Workload:
     """A Workload from a TOML table or the CLI's options; ``where`` names the source in errors, and with
     ``options`` they name each key as the option that gave it (``--host-writes``, not ``host_writes``)."""
     try:
-        return _from_mapping(raw, where)
+        return _from_mapping(raw)
+    except WorkloadError as e:
+        raise UsageError(f"{where}: {e.text(OPTIONS if options else FILE_KEYS)}") from None
     except UsageError as e:
-        if not options:
-            raise
-        raise UsageError(_as_options(str(e))) from None
+        raise UsageError(f"{where}: {e}") from None
 
 
-def _as_options(text: str) -> str:
-    """A workload error in the words of the CLI's options: key 'host_writes' → option '--host-writes'."""
-    option = lambda key: "--" + key.replace("_", "-")  # noqa: E731
-    text = re.sub(r"key '(\w+)'", lambda m: f"option '{option(m.group(1))}'", text)
-    text = re.sub(r"'(\w+)'", lambda m: f"'{option(m.group(1))}'" if m.group(1) in KEYS else m.group(0), text)
-    text = text.replace("split = true", "--split")
-    return re.sub(r"(?<![-\w])(host_writes|gpu_writes|host_reads)\b", lambda m: option(m.group(1)), text)
-
-
-def _from_mapping(raw: dict, where: str) -> Workload:
+def _from_mapping(raw: dict) -> Workload:
     unknown = sorted(set(raw) - KEYS)
     if unknown:
-        raise UsageError(f"{where}: unknown key {unknown[0]!r}; a workload's keys are: {', '.join(sorted(KEYS))}")
+        raise UsageError(f"unknown key {unknown[0]!r}; a workload's keys are: {', '.join(sorted(KEYS))}")
     if "bytes" not in raw:
-        raise UsageError(f"{where}: key 'bytes' is missing: expected the buffer's size ('256MiB')")
+        raise UsageError("key 'bytes' is missing: expected the buffer's size ('256MiB')")
     values = dict(raw)
     try:
         values["bytes"] = parse_size(values["bytes"])
     except (UsageError, ValueError, TypeError):
-        raise UsageError(f"{where}: key 'bytes': expected a size ('256MiB', 1073741824), got {raw['bytes']!r}") from None
+        given = raw["bytes"]
+        raise WorkloadError("bytes", lambda n: f": expected a size ('256MiB', 1073741824), got {given!r}") from None
     for k in ("touched", *FRACTIONS):
         if isinstance(values.get(k), int) and not isinstance(values.get(k), bool):
             values[k] = float(values[k])
@@ -232,13 +252,10 @@ def _from_mapping(raw: dict, where: str) -> Workload:
         other = {k: values[k] for k in FRACTIONS if k in values and values[k] != 1}
         if other:
             k, v = next(iter(other.items()))
-            raise UsageError(f"{where}: key 'pingpong' means host_writes = gpu_writes = host_reads = 1, "
-                             f"but '{k}' is {v!r}: give one or the other")
+            raise WorkloadError("pingpong", lambda n: f" means {n['host_writes']} = {n['gpu_writes']} = "
+                                f"{n['host_reads']} = 1, but '{n[k]}' is {v!r}: give one or the other")
         values.update({k: 1.0 for k in FRACTIONS})
-    try:
-        return Workload(**values)
-    except UsageError as e:
-        raise UsageError(f"{where}: {e}") from None
+    return Workload(**values)
 
 
 def load_workloads(path: str | Path) -> list[Workload]:
