@@ -31,6 +31,9 @@ import pandas as pd
 from umprof.nsight.nsys_import import unnumbered
 
 COPY_DIRECTIONS = ("h2d", "d2h")
+# a copy between the host and a CUDA array (cudaMemcpy2DToArray, cudaMemcpy3D: a texture's data) crosses the link
+# from the same host memory as a copy to device memory does, and is read as one
+HOST_ARRAY = {"h2a": "h2d", "a2h": "d2h"}
 UM_DIRECTIONS = ("um_h2d", "um_d2h")
 # what a trace of CUDA graphs traced whole needs for their copies and kernels to be in it
 GRAPH_NODES = "trace it again with `nsys profile --cuda-graph-trace=node -t cuda,nvtx ...`"
@@ -114,7 +117,7 @@ def _application(t, pid: int, device: int) -> Application:
     for df in (copies, kernels):
         df["dur_s"] = (df["end"] - df["start"]) / 1e9
     copies = _with_calls(copies, calls)
-    copies["direction"] = copies["kind"]
+    copies["direction"] = copies["kind"].replace(HOST_ARRAY)
     copies["host_kind"] = np.where(copies["direction"].isin(["h2d", "um_h2d"]), copies["src"],
                                    np.where(copies["direction"].isin(["d2h", "um_d2h"]), copies["dst"], "device"))
     copies["range"] = [unnumbered(r) for r in _enclosing_ranges(copies, t.ranges[t.ranges["pid"] == pid])]

@@ -384,3 +384,20 @@ def test_a_c_program_s_free_of_its_malloc_d_pages_is_counted_in_its_time_now(mon
     monkeypatch.setattr(advise, "_unseen_release_s", lambda *args: 0.0)
     (python0,) = api.advise(fixture("pycuda_loop", tmp_path))
     assert python.workload.host_pages == "numpy" and python.ranking == python0.ranking
+
+
+def test_copies_to_and_from_a_cuda_array_are_read_as_copies_between_host_and_gpu(tmp_path):
+    """A texture's data copied into a CUDA array (cudaMemcpy2DToArray: Host-to-Array) and back crosses the link
+    from the same pageable memory as a copy to device memory: the loop, its flows and its advice read as the same
+    loop's with device buffers."""
+    to_device = pageable_loop(iterations=20, mib=16)
+    to_array = replace(to_device, steps=[replace(op, direction={"h2d": "h2a", "d2h": "a2h"}[op.direction])
+                                         if op.what == "copy" else op for op in to_device.steps])
+    (device,) = api.advise(write_trace(tmp_path / "device.sqlite", to_device))
+    (array,) = api.advise(write_trace(tmp_path / "array.sqlite", to_array))
+    assert array.app.loop is not None and array.app.loop.iterations == 20 and array.app.strategy == "pageable"
+    assert array.app.totals["h2d_bytes"] == device.app.totals["h2d_bytes"] == 20 * 16 * MiB
+    assert list(array.app.flows["direction"]) == list(device.app.flows["direction"])
+    assert set(array.app.copies["kind"]) == {"h2a", "a2h"}  # what the trace said is kept beside the reading
+    assert array.workload == device.workload and array.loop_advice.strategy == device.loop_advice.strategy
+    assert array.loop_advice.saving_s == pytest.approx(device.loop_advice.saving_s)

@@ -12,19 +12,22 @@ PID, TID = 4242, 4242
 GLOBAL_PID = PID << 24
 GLOBAL_TID = GLOBAL_PID | TID
 MEMCPY_OPER = [(0, "CUDA_MEMCPY_OPER_UNKNOWN", "Unknown"), (1, "CUDA_MEMCPY_OPER_HTOD", "Host-to-Device"),
-               (2, "CUDA_MEMCPY_OPER_DTOH", "Device-to-Host"), (8, "CUDA_MEMCPY_OPER_DTOD", "Device-to-Device"),
+               (2, "CUDA_MEMCPY_OPER_DTOH", "Device-to-Host"), (3, "CUDA_MEMCPY_OPER_HTOA", "Host-to-Array"),
+               (4, "CUDA_MEMCPY_OPER_ATOH", "Array-to-Host"), (8, "CUDA_MEMCPY_OPER_DTOD", "Device-to-Device"),
                (11, "CUDA_MEMCPY_OPER_UNIFIED_HTOD", "Unified Host-to-Device"),
                (12, "CUDA_MEMCPY_OPER_UNIFIED_DTOH", "Unified Device-to-Host")]
 MEM_KIND = [(0, "CUDA_MEMOPR_MEMORY_KIND_UNKNOWN", "Unknown"), (1, "CUDA_MEMOPR_MEMORY_KIND_PAGEABLE", "Pageable"),
             (2, "CUDA_MEMOPR_MEMORY_KIND_PINNED", "Pinned"), (3, "CUDA_MEMOPR_MEMORY_KIND_DEVICE", "Device"),
+            (4, "CUDA_MEMOPR_MEMORY_KIND_ARRAY", "Array"),
             (5, "CUDA_MEMOPR_MEMORY_KIND_MANAGED", "Managed")]
-KIND = {"pageable": 1, "pinned": 2, "device": 3, "managed": 5}
-DIRECTION = {"h2d": 1, "d2h": 2, "um_h2d": 11, "um_d2h": 12}
+KIND = {"pageable": 1, "pinned": 2, "device": 3, "array": 4, "managed": 5}
+DIRECTION = {"h2d": 1, "d2h": 2, "h2a": 3, "a2h": 4, "um_h2d": 11, "um_d2h": 12}
 
 
 @dataclass
 class Op:
-    """One step of an iteration: a copy ('h2d' / 'd2h' / 'um_h2d' / 'um_d2h'), a kernel, or a host gap."""
+    """One step of an iteration: a copy ('h2d' / 'd2h' / 'um_h2d' / 'um_d2h'; 'h2a' / 'a2h' to and from a CUDA
+    array), a kernel, or a host gap."""
 
     what: str  # 'copy', 'kernel', 'host', 'call'
     direction: str = ""
@@ -122,7 +125,8 @@ def write_trace(path: Path, app: App) -> Path:
                 t += op.dur_ns
             else:
                 c = call("cudaMemcpy" if op.sync else "cudaMemcpyAsync", 1500)
-                src, dst = (KIND[op.host], KIND["device"]) if op.direction == "h2d" else (KIND["device"], KIND[op.host])
+                gpu_side = KIND["array" if op.direction in ("h2a", "a2h") else "device"]
+                src, dst = (KIND[op.host], gpu_side) if op.direction in ("h2d", "h2a") else (gpu_side, KIND[op.host])
                 copies.append((t, t + op.dur_ns, 0, 1, 0, op.stream, c, GLOBAL_PID, op.bytes, DIRECTION[op.direction],
                                0, src, dst, 0, 1, 0, 1, 0, 0, 0))
                 t += op.dur_ns
