@@ -158,6 +158,10 @@ def _plain(v):
     return getattr(v, "item", lambda: v)()
 
 
+# the ways whose kernels read host memory in place, which a trace shows as kernels alone (no copies to measure)
+IN_PLACE = ("zero-copy", "mapped")
+
+
 def _loop_s(app: Application) -> float:
     """The loop's measured time: its first iteration's start to its last's end."""
     if app.loop is None:
@@ -185,6 +189,10 @@ def workload_of(app: Application) -> tuple[Workload | None, str]:
     else:  # migrations: the pages they moved (each once), or what the first iteration migrated
         b_in, b_out = max(um.get("footprint_bytes", 0), big.get("um_h2d_bytes", 0)), 0
     if b_in + b_out <= 0:
+        if app.strategy in IN_PLACE:
+            return None, (f"{app.strategy_why}: the trace holds no copy or migration whose bytes say how much of it "
+                          "the kernels read, or how often, so it cannot price another way; describe the loop to "
+                          "`umprof recommend` (--bytes, --reuse, --iterations) to compare them")
         return None, "no copies and no unified-memory migrations: nothing moves between host and GPU"
     total = max(PAGE_BYTES, math.ceil((b_in + b_out) / PAGE_BYTES) * PAGE_BYTES)
     # a run with no loop writes its data once, before it copies it: the workload's first write (setup) is that
@@ -236,7 +244,8 @@ def advise(app: Application, cal: Calibration, source: str = "") -> AppAdvice:
     w, how = workload_of(app)
     out.mapping = how
     if w is None:
-        out.verdict = f"{app.name}: {how}; no host-memory strategy changes its time."
+        out.verdict = f"{app.name}: {how}" + ("." if app.strategy in IN_PLACE else
+                                               "; no host-memory strategy changes its time.")
         out.limits += _graphs_traced_whole(app)
         return out
     w = replace(w, fits=w.bytes <= (cal.device.get("memory_total_bytes") or app.memory_bytes or w.bytes))

@@ -413,3 +413,17 @@ def test_a_texture_loop_traced_on_an_h100_is_read_from_its_copies_to_and_from_ar
     assert adv.app.totals["h2d_bytes"] == adv.app.totals["d2h_bytes"] == 20 * 16 * MiB
     assert set(zip(adv.app.flows["direction"], adv.app.flows["host_kind"])) == {("h2d", "pageable"), ("d2h", "pageable")}
     assert adv.workload.bytes == 32 * MiB and adv.loop_advice.strategy != "pageable" and adv.loop_advice.saving_s > 0
+
+
+@pytest.mark.parametrize("call, strategy", [("cudaHostAlloc", "zero-copy"), ("cudaHostRegister", "mapped")])
+def test_kernels_reading_host_memory_in_place_are_told_what_the_trace_cannot_price(tmp_path, call, strategy):
+    """A program whose kernels read mapped host memory makes no copies: its trace shows kernels alone, with no bytes
+    to price another way by. It is told so, and how to ask (recommend), not that nothing moves between host and
+    GPU; a program whose data stays on the GPU still is."""
+    app = App(iterations=30, calls=[call], steps=[Op("host", dur_ns=3_000_000), Op("kernel", dur_ns=6_000_000)])
+    (adv,) = api.advise(write_trace(tmp_path / "in_place.sqlite", app))
+    assert adv.app.strategy == strategy and adv.workload is None and not adv.advice
+    assert "read in place" in adv.verdict and "umprof recommend" in adv.verdict
+    assert "nothing moves" not in adv.verdict and "no host-memory strategy changes its time" not in adv.verdict
+    (resident,) = api.advise(write_trace(tmp_path / "resident.sqlite", replace(app, calls=[])))
+    assert resident.app.strategy == "resident" and "nothing moves between host and GPU" in resident.verdict
