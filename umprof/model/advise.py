@@ -11,7 +11,10 @@ other; a strategy's predicted time is what the trace measured less the differenc
 predictions, so that what the model does not see (context creation, the application's own host
 work) cancels out; the application's own allocation and free (its calls that allocate, pin,
 register and free memory, as the trace timed them, and the release of its malloc'd pages, which the
-trace does not see) stand for the prediction's of its current way, and its host code's accesses to pageable memory are priced as pinned memory's (``_host_now``).
+trace does not see) stand for the prediction's of its current way, and its host code's accesses to
+pageable memory are priced as pinned memory's (``_host_now``). A program whose kernels read host
+memory in place (IN_PLACE) makes no copies: its trace holds no bytes to price another way by, and
+it is told so.
 
 The advice is the fastest strategy, or, where strategies are within the prediction's own error
 of it (PREDICTION_ERROR), the one of them that changes least (ties.CHANGE_COST), said as a tie. An
