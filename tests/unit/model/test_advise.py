@@ -403,11 +403,12 @@ def test_copies_to_and_from_a_cuda_array_are_read_as_copies_between_host_and_gpu
     assert array.loop_advice.saving_s == pytest.approx(device.loop_advice.saving_s)
 
 
-def test_a_texture_loop_traced_on_an_h100_is_read_from_its_copies_to_and_from_arrays():
-    """benchmarks/apps/texture_loop.cu traced on an H100 (2026-11-27): its frames copied into a CUDA array from
-    malloc'd memory and its results back out of one (Nsight Systems' Host-to-Array and Array-to-Host, with an
-    Array's device-side copy between) are its loop's 16 MiB in and out, from pageable memory."""
-    (adv,) = api.advise(ROOT / "tests" / "fixtures" / "traces" / "h100-texture_loop.sqlite")
+@pytest.mark.parametrize("gpu", ["h100", "h200"])
+def test_a_texture_loop_traced_on_each_gpu_is_read_from_its_copies_to_and_from_arrays(gpu):
+    """benchmarks/apps/texture_loop.cu traced on an H100 and an H200 (2026-11-27): its frames copied into a CUDA
+    array from malloc'd memory and its results back out of one (Nsight Systems' Host-to-Array and Array-to-Host,
+    with a device-to-array copy between) are its loop's 16 MiB in and out, from pageable memory."""
+    (adv,) = api.advise(ROOT / "tests" / "fixtures" / "traces" / f"{gpu}-texture_loop.sqlite")
     assert set(adv.app.copies["kind"]) == {"h2a", "d2a", "a2h"}
     assert adv.app.strategy == "pageable" and adv.app.loop.iterations == 20
     assert adv.app.totals["h2d_bytes"] == adv.app.totals["d2h_bytes"] == 20 * 16 * MiB
