@@ -174,7 +174,7 @@ def _loop_s(app: Application) -> float:
 
 def workload_of(app: Application) -> tuple[Workload | None, str]:
     """The application's loop as umprof's workload, and how it was read (see the module's docstring);
-    None where it moves no data umprof can model (no copies and no managed memory)."""
+    None where it moves no data umprof can model (no copies and no managed memory), with why."""
     loop, um = app.loop, app.um
     if loop is not None:
         per, big, its = loop.per_iteration, loop.largest, loop.iterations
@@ -194,9 +194,10 @@ def workload_of(app: Application) -> tuple[Workload | None, str]:
     if b_in + b_out <= 0:
         if app.strategy in IN_PLACE:
             return None, (f"{app.strategy_why}: the trace holds no copy or migration whose bytes say how much of it "
-                          "the kernels read, or how often, so it cannot price another way; describe the loop to "
-                          "`umprof recommend` (--bytes, --reuse, --iterations) to compare them")
-        return None, "no copies and no unified-memory migrations: nothing moves between host and GPU"
+                          "the kernels read, or how often, so umprof cannot price another way from it; describe the "
+                          "loop to `umprof recommend` (--bytes, --reuse, --iterations) to compare them")
+        return None, ("no copies and no unified-memory migrations: nothing moves between host and GPU; no host-memory "
+                      "strategy changes its time")
     total = max(PAGE_BYTES, math.ceil((b_in + b_out) / PAGE_BYTES) * PAGE_BYTES)
     # a run with no loop writes its data once, before it copies it: the workload's first write (setup) is that
     # write, and its one iteration writes nothing new (umprof's loop writes a new batch in every iteration)
@@ -247,8 +248,7 @@ def advise(app: Application, cal: Calibration, source: str = "") -> AppAdvice:
     w, how = workload_of(app)
     out.mapping = how
     if w is None:
-        out.verdict = f"{app.name}: {how}" + ("." if app.strategy in IN_PLACE else
-                                               "; no host-memory strategy changes its time.")
+        out.verdict = f"{app.name}: {how}."
         out.limits += _graphs_traced_whole(app)
         return out
     w = replace(w, fits=w.bytes <= (cal.device.get("memory_total_bytes") or app.memory_bytes or w.bytes))
