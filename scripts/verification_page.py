@@ -202,42 +202,46 @@ def _pooled_advice(docs: list[dict]) -> list[str]:
     modes added later were timed on fewer of them: ratios within a lease keep both out of the
     comparison. Beside it, paired: every mode against the advised one in the same lease, the median of
     those ratios (the own mode's noise does not enter it). An application whose advice differs between
-    leases is named so."""
-    from benchmarks.apps.judge import FASTEST_WITHIN, SAVING_WITHIN
-
+    leases is a row an advice, each judged against every lease."""
     rows = []
     for app in dict.fromkeys(a for d in docs for a in d["apps"]):  # every application, in the order first timed
         judged = [next(r for r in d["judged"] if r["app"] == app) for d in docs if app in d["apps"]]
         leases = [d["apps"][app]["modes"] for d in docs if app in d["apps"]]
-        r = judged[-1]
-        own, adv = r["own"], r["advised"] + (" (tie)" if r.get("tie") else "")
         if len(leases[-1]) < 2:
             continue  # timed as written only: nothing to judge the advice by
-        advised = {x["advised"] for x in judged}
-        if len(advised) > 1:
-            rows.append(f"| {app} | {own} | differs by lease: {', '.join(sorted(advised))} | - | - | - | - | - | - | - | - |")
-            continue
-        ratios = _ratios(leases, own)
-        ratio = _medians(ratios)
-        fastest = min(ratio, key=ratio.get)
-        if r["advised"] not in ratio:
-            rows.append(f"| {app} | {own} | {adv} | {fastest} | - | not judged: a mode it was not timed in | - | "
-                        f"{r['predicted_saving_s']:.3f} s | - | - | - |")
-            continue
-        scale = statistics.median([t for modes in leases for t in modes[own]["wall_s"]])
-        saving = scale * (1 - ratio[r["advised"]])
-        spread = statistics.median([statistics.pstdev(v["wall_s"]) for modes in leases for v in modes.values()
-                                    if len(v.get("wall_s", [])) > 1])
-        ok = ratio[r["advised"]] <= (1 + FASTEST_WITHIN) * ratio[fastest]
-        within = abs(r["predicted_saving_s"] - saving) <= max(SAVING_WITHIN * abs(saving), spread)
-        against = _medians(_ratios(leases, r["advised"]))
-        best = min(against, key=against.get)
-        behind = 1 / against[best] - 1
-        rows.append(f"| {app} | {own} | {adv} | {fastest} | {ratio[r['advised']] / ratio[fastest] - 1:+.1%} | "
-                    f"{'yes' if ok else 'no'} | {best}: {behind:+.1%}, {'yes' if behind <= FASTEST_WITHIN else 'no'} | "
-                    f"{r['predicted_saving_s']:.3f} s | {saving:.3f} s | {'yes' if within else 'no'} "
-                    f"| {len(ratios[r['advised']])}, {spread:.3f} s |")
+        advised = list(dict.fromkeys(x["advised"] for x in reversed(judged)))  # the latest lease's first
+        for a in advised:
+            r = next(x for x in reversed(judged) if x["advised"] == a)
+            given = sum(x["advised"] == a for x in judged)
+            name = app if len(advised) == 1 else f"{app} (advice of {given} of {len(judged)} leases)"
+            rows.append(_pooled_row(name, leases, r))
     return rows
+
+
+def _pooled_row(name: str, leases: list[dict], r: dict) -> str:
+    """One advice (``r``, a lease's judgement) against the application's leases pooled (:func:`_pooled_advice`)."""
+    from benchmarks.apps.judge import FASTEST_WITHIN, SAVING_WITHIN
+
+    own, adv = r["own"], r["advised"] + (" (tie)" if r.get("tie") else "")
+    ratios = _ratios(leases, own)
+    ratio = _medians(ratios)
+    fastest = min(ratio, key=ratio.get)
+    if r["advised"] not in ratio:
+        return (f"| {name} | {own} | {adv} | {fastest} | - | not judged: a mode it was not timed in | - | "
+                f"{r['predicted_saving_s']:.3f} s | - | - | - |")
+    scale = statistics.median([t for modes in leases for t in modes[own]["wall_s"]])
+    saving = scale * (1 - ratio[r["advised"]])
+    spread = statistics.median([statistics.pstdev(v["wall_s"]) for modes in leases for v in modes.values()
+                                if len(v.get("wall_s", [])) > 1])
+    ok = ratio[r["advised"]] <= (1 + FASTEST_WITHIN) * ratio[fastest]
+    within = abs(r["predicted_saving_s"] - saving) <= max(SAVING_WITHIN * abs(saving), spread)
+    against = _medians(_ratios(leases, r["advised"]))
+    best = min(against, key=against.get)
+    behind = 1 / against[best] - 1
+    return (f"| {name} | {own} | {adv} | {fastest} | {ratio[r['advised']] / ratio[fastest] - 1:+.1%} | "
+            f"{'yes' if ok else 'no'} | {best}: {behind:+.1%}, {'yes' if behind <= FASTEST_WITHIN else 'no'} | "
+            f"{r['predicted_saving_s']:.3f} s | {saving:.3f} s | {'yes' if within else 'no'} "
+            f"| {len(ratios[r['advised']])}, {spread:.3f} s |")
 
 
 def _ratios(leases: list[dict], ref: str) -> dict[str, list[float]]:
