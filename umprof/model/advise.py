@@ -46,6 +46,10 @@ from umprof.model.workload import Workload
 
 PREDICTION_ERROR = 0.10  # verification: median errors 5-15% per set on both GPUs; closer than this is a tie
 NOISE = 0.05  # a saving under this share of the loop's measured time is not worth a change
+# the share of its priced host accesses below which a loop's host time outside CUDA calls says the host cannot be
+# making them: the host's own speed moved 1.5x between processes on the lent machines (the advise guide), and
+# the applications timed in every mode spent 0.8-2.4x their priced accesses outside CUDA calls
+HOST_TIME_SHARE = 0.5
 SMALL_COPY = 256 * 1024  # copies this small, many to an iteration, pay their latency more than their bytes
 MANY_COPIES = 16
 CHANGES = {
@@ -407,6 +411,7 @@ def _limits(app: Application, saving: float, host_now: float, advised: Predictio
         out.append(f"copies and migrations take {format_time(moving)} of its {format_time(app.wall_s)} ({share:.0%}): "
                    f"no host-memory strategy can save much more than that")
     threads = app.copies.loc[app.copies["direction"].isin(COPY_DIRECTIONS), "tid"].nunique()
+    out += _host_untouched(app, host_now, threads)
     if threads > 1 and saving > 0:
         # idioms.cu's two threads, each copying half: 0.30 s predicted, 0.19-0.21 s measured on both GPUs
         out.append(f"its copies are made by {threads} host threads at once, which hide some of one another's copies "
@@ -415,6 +420,26 @@ def _limits(app: Application, saving: float, host_now: float, advised: Predictio
     if app.loop is None:
         out.append("no loop was found in its CUDA calls: the run is read as one iteration")
     return out
+
+
+def _host_untouched(app: Application, host_now: float, threads: int) -> list[str]:
+    """Where the loop's one host thread spends far less time outside its CUDA calls than writing and reading
+    the bytes it moves would take (``host_now``, the run's priced host accesses), as the workload read from
+    the trace assumes it does: a line saying so (data copied again unchanged, an asynchronous loop whose host
+    touches its results after it), else none. Several threads' calls overlap one another's host work, so
+    their time outside calls says nothing of it."""
+    loop = app.loop
+    if loop is None or threads > 1 or host_now <= 0 or "calls_s" not in loop.per_iteration:
+        return []
+    own = max(0.0, loop.per_iteration["wall_s"] - loop.per_iteration["calls_s"])
+    priced = host_now / loop.iterations
+    if own >= HOST_TIME_SHARE * priced:
+        return []
+    return [f"its loop's host thread spends {format_time(own)} an iteration outside CUDA calls, where writing and "
+            f"reading the bytes it moves, as the prediction assumes it does, would take {format_time(priced)} at the "
+            "calibration's rates: it does not touch them all every iteration (data copied again unchanged, or "
+            "results read after the loop), so the savings may differ; data copied again unchanged is better "
+            "copied once"]
 
 
 def _graphs_traced_whole(app: Application) -> list[str]:

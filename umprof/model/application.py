@@ -61,7 +61,8 @@ class Loop:
     anchor: str  # the call each iteration is cut at
     first_s: float  # the first iteration's wall time, with what came before it
     steady_s: float  # the median iteration's wall time
-    per_iteration: dict  # h2d_bytes, d2h_bytes, um_h2d_bytes, um_d2h_bytes, kernel_s, h2d_s, d2h_s, copies, busy_s
+    # h2d_bytes, d2h_bytes, um_h2d_bytes, um_d2h_bytes, kernel_s, h2d_s, d2h_s, copies, busy_s, calls_s
+    per_iteration: dict
     first: dict  # the same, for the first iteration
     largest: dict  # the largest of each over the iterations (a first iteration that copies everything)
     span: tuple[int, int]  # ns: the loop's start and end on the trace's clock
@@ -376,7 +377,8 @@ def find_loop(calls: pd.DataFrame, copies: pd.DataFrame, kernels: pd.DataFrame) 
 
 def _per_iteration(edges: np.ndarray, calls: pd.DataFrame, copies: pd.DataFrame, kernels: pd.DataFrame) -> pd.DataFrame:
     """Per iteration (between consecutive edges, by when the host called): bytes each way, copy
-    and kernel time, unified-memory migrations, GPU busy time and wall time."""
+    and kernel time, unified-memory migrations, GPU busy time, the time inside CUDA calls (calls_s: the
+    rest of the iteration is the host's own) and wall time."""
     n = len(edges) - 1
     issued = calls.dropna(subset=["correlation"]).drop_duplicates("correlation").set_index("correlation")["start"]
 
@@ -386,7 +388,7 @@ def _per_iteration(edges: np.ndarray, calls: pd.DataFrame, copies: pd.DataFrame,
 
     rows = pd.DataFrame({"wall_s": np.diff(edges) / 1e9})
     for name in ("h2d_bytes", "d2h_bytes", "um_h2d_bytes", "um_d2h_bytes", "h2d_s", "d2h_s", "kernel_s", "busy_s",
-                 "h2d_copies", "d2h_copies", "h2d_largest", "d2h_largest", "kernels"):
+                 "calls_s", "h2d_copies", "d2h_copies", "h2d_largest", "d2h_largest", "kernels"):
         rows[name] = 0.0
     if len(copies):
         b = bin_of(copies)
@@ -408,6 +410,9 @@ def _per_iteration(edges: np.ndarray, calls: pd.DataFrame, copies: pd.DataFrame,
         u = _union(ops["start"].to_numpy(np.int64), ops["end"].to_numpy(np.int64))
         covered = _covered(u, edges.astype(np.int64))
         rows["busy_s"] = np.diff(covered) / 1e9
+    if len(calls):
+        u = _union(calls["start"].to_numpy(np.int64), calls["end"].to_numpy(np.int64))
+        rows["calls_s"] = np.diff(_covered(u, edges.astype(np.int64))) / 1e9
     return rows
 
 

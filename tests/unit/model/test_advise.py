@@ -264,6 +264,26 @@ def test_copies_made_by_several_host_threads_say_the_saving_may_be_smaller():
     assert not any("host threads" in x for x in one.limits)
 
 
+def test_a_loop_whose_host_has_no_time_to_touch_what_it_moves_is_told_so(tmp_path):
+    # simpleStreams (H100): 64 MiB back an iteration, its host enqueueing alone (2.5 us outside CUDA calls),
+    # where reading 64 MiB takes about 13 ms at the calibration's rates
+    (adv,) = api.advise(fixture("simpleStreams"))
+    assert adv.app.loop.per_iteration["calls_s"] > 0
+    (note,) = [x for x in adv.limits if "outside CUDA calls" in x]
+    assert "copied once" in note
+    # a loop of unchanged data copied again and again: its host does nothing between its copies
+    app = pageable_loop(mib=64)
+    app = replace(app, steps=[replace(op, dur_ns=1000) if op.what == "host" else op for op in app.steps])
+    (adv,) = api.advise(write_trace(tmp_path / "unchanged.sqlite", app))
+    assert any("outside CUDA calls" in x for x in adv.limits)
+    # a loop whose host computes its frames, and several threads' copies, are not told it
+    (adv,) = api.advise(write_trace(tmp_path / "computed.sqlite", pageable_loop(mib=64)))
+    assert not any("outside CUDA calls" in x for x in adv.limits)
+    for name, gpu in (("stream_loop", "h100"), ("threads", "h200")):
+        (adv,) = api.advise(fixture(name, gpu=gpu))
+        assert not any("outside CUDA calls" in x for x in adv.limits), name
+
+
 def test_strategies_within_the_prediction_s_error_are_a_tie_and_the_least_change_wins(tmp_path):
     trace = write_trace(tmp_path / "t.sqlite", pageable_loop(iterations=40, mib=64))
     (adv,) = api.advise(trace, gpu="H200")
