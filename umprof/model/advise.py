@@ -50,6 +50,8 @@ NOISE = 0.05  # a saving under this share of the loop's measured time is not wor
 # making them: the host's own speed moved 1.5x between processes on the lent machines (the advise guide), and
 # the applications timed in every mode spent 0.8-2.4x their priced accesses outside CUDA calls
 HOST_TIME_SHARE = 0.5
+# the ways whose kernels read host memory in place, which a trace shows as kernels alone (no copies to measure)
+IN_PLACE = ("zero-copy", "mapped")
 SMALL_COPY = 256 * 1024  # copies this small, many to an iteration, pay their latency more than their bytes
 MANY_COPIES = 16
 CHANGES = {
@@ -163,10 +165,6 @@ def _plain(v):
     if isinstance(v, float) and math.isnan(v):
         return None
     return getattr(v, "item", lambda: v)()
-
-
-# the ways whose kernels read host memory in place, which a trace shows as kernels alone (no copies to measure)
-IN_PLACE = ("zero-copy", "mapped")
 
 
 def _loop_s(app: Application) -> float:
