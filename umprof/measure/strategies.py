@@ -84,6 +84,9 @@ class Strategy:
     over_link = False  # kernels read the data across PCIe (zero-copy, mapped, system)
     managed = False
     malloc_backed = False  # its host side is the application's pageable buffer (backed as HOST_PAGES says)
+    # its host pages fault in where first touched, by the host or by a copy landing in them (malloc'd memory
+    # nothing page-locks): an output buffer the host never wrote faults in as the first copy back arrives
+    pages_fault_on_copy = False
     pages_migrate = False  # the driver migrates its pages (managed, HMM system memory): CUPTI's UM counters see it
     advice = None  # managed memory's cuMemAdvise ("read-mostly", "prefer-gpu", ...), else None
     copies = False  # explicit cudaMemcpy between a host buffer and a cudaMalloc'd one
@@ -181,6 +184,7 @@ class _Explicit(Strategy):
 class Pageable(_Explicit):
     name = "pageable"
     malloc_backed = True
+    pages_fault_on_copy = True
     about = "malloc'd host memory; the driver stages each copy through its own pinned buffer"
 
 
@@ -226,6 +230,7 @@ class PageableStaged(_Explicit):
     name = "pageable-staged"
     about = "malloc'd host memory copied through a ring of pinned slots by host threads near the GPU"
     malloc_backed = True
+    pages_fault_on_copy = True
     copies_in_parts = False  # its ring moves the buffer
 
     def prepare(self):

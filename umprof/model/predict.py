@@ -93,7 +93,7 @@ class Calibration(PlanComposition):
         # what the calibration's first iterations cost beyond the same composition (first touch,
         # mappings), in proportion to the pages the kernel touches
         extra = self._first_extra(strategy, w.bytes) * w.touched
-        setup = {"alloc": c("alloc"), "host_init": c("host_init"),
+        setup = {"alloc": c("alloc"), "host_init": self._first_write(strategy, w),
                  "first_extra": sum(first.values()) - sum(steady.values()) + extra, "free": c("free")}
         if sum(setup.values()) < 0:  # whole = setup + iterations × steady still holds; say why it is negative
             notes.append(f"{strategy}'s setup is below zero: its first iteration is predicted "
@@ -106,6 +106,17 @@ class Calibration(PlanComposition):
             notes.append(f"{strategy} assumes {st.describe_chunking(w.bytes)} per iteration, the kernel's work on a chunk "
                          "needing that chunk alone")
         return Prediction(strategy, setup, steady, w.iterations, notes)
+
+    def _first_write(self, strategy, w: Workload) -> float:
+        """The host's first write: the calibration's, of the whole buffer (its loop writes it all), or, for an
+        application's input and output apart, of the input alone. The output's pages are then first touched
+        by the GPU (managed memory), were placed at allocation (pinned, registered), or, malloc'd and not
+        page-locked, fault in as the first copy back lands in them: priced as a first write by copy."""
+        first = w.first_write_bytes
+        seconds = self.curve(strategy, "host_init", w.host_pages, w.first_write)(first)
+        if first < w.bytes and strategies.get(strategy).pages_fault_on_copy:
+            seconds += self.curve(strategy, "host_init", w.host_pages, "copy")(w.bytes - first)
+        return seconds
 
     def _first_extra(self, strategy, nbytes) -> float:
         """The calibration's measured first iteration less its composed one (first touch, mappings)."""

@@ -109,6 +109,12 @@ class Workload:
         return self.host_reads * self.bytes
 
     @property
+    def first_write_bytes(self) -> float:
+        """The bytes the host writes before the loop: the whole buffer (umprof's loop), or, split, the input
+        alone (all but the output it reads; all of the input, where each iteration rewrites a part)."""
+        return (1.0 - self.host_reads) * self.bytes if self.split else float(self.bytes)
+
+    @property
     def host_span(self) -> float:
         """The bytes the host touches each iteration: its writes and reads are both prefixes of the buffer,
         or, split, apart (an application's input and output)."""

@@ -1276,6 +1276,32 @@ def test_input_and_output_apart_cost_managed_memory_its_write_faults_and_copies_
         assert p_apart.steady["h2d"] == p.steady["h2d"] and p_apart.steady["d2h"] == p.steady["d2h"], s
 
 
+@pytest.mark.parametrize("gpu", ["H100", "H200"])
+def test_with_input_and_output_apart_the_host_first_writes_the_input_alone(gpu):
+    """Split, the host writes the input before the loop, not the output: memory whose pages exist at allocation
+    (pinned, registered) or that the GPU first writes (managed) pays the input's first write alone; malloc'd
+    pages nothing page-locks fault in as the first copy back lands in them, priced as a first write by copy
+    (few_big, 512 MiB each way, 4 steps: its managed and registered first writes had been priced for 1 GiB,
+    H100 and H200, 2026-11-27)."""
+    from dataclasses import replace
+
+    from umprof import api
+
+    cal = api.calibration_for(gpu=gpu)[0]
+    w = Workload(bytes=1024 * MiB, host_writes=0.5, host_reads=0.5, gpu_writes=0.5, iterations=4,
+                 host_pages="malloc", first_write="stores")
+    apart = replace(w, split=True)
+    assert apart.first_write_bytes == 512 * MiB and w.first_write_bytes == 1024 * MiB
+    assert replace(apart, host_reads=0.2, host_writes=0.1).first_write_bytes == pytest.approx(0.8 * 1024 * MiB)
+    for s in ("pinned", "pageable-registered", "managed", "managed-advise-accessed-by-gpu"):
+        in_place, split = cal.predict(s, w).setup["host_init"], cal.predict(s, apart).setup["host_init"]
+        assert split == pytest.approx(cal.curve(s, "host_init", "malloc", "stores")(512 * MiB)), s
+        assert split < 0.75 * in_place, s
+    for s in ("pageable", "pageable-staged"):
+        stores, copied = (cal.curve(s, "host_init", "malloc", how)(512 * MiB) for how in ("stores", "copy"))
+        assert cal.predict(s, apart).setup["host_init"] == pytest.approx(stores + copied), s
+
+
 def test_a_workload_with_input_and_output_apart_is_verified_by_timing_the_application():
     from umprof.core.errors import UsageError
 
