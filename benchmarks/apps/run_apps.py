@@ -66,6 +66,17 @@ VARIANTS = {
     "chunked_pinned": ("stream_loop", ["--mem", "pinned", "--in", "32", "--out", "32", "--copies", "16",
                                        "--iters", "60"], ["pinned"] + [m for m in ALL if m != "pinned"]),
     "heavy_host": ("stream_loop", ["--in", "32", "--out", "32", "--host-work", "16", "--iters", "30"], ALL),
+    # fixed before their first measurement, like the six above: a few passes over a large buffer (between a
+    # one-shot job and a loop: does pinning 1 GiB pay back in four steps?) and managed memory of which the host
+    # rewrites a twentieth each step (sparse host updates of a buffer the GPU reads whole)
+    "few_big": ("stream_loop", ["--in", "512", "--out", "512", "--iters", "4"], ALL),
+    "managed_partial": ("stream_loop", ["--mem", "managed", "--in", "256", "--out", "16", "--new", "0.05",
+                                        "--iters", "30"],
+                        ["managed"] + [m for m in ALL if m not in ("managed", "pinned-pipelined")]),
+    # fixed before its first measurement, after few_big moved how the host's first write is priced: a small
+    # input and a large output for a few steps (the output's pages first touched by the copies back, or not)
+    "big_output": ("readback_loop", ["--in", "16", "--out", "512", "--iters", "3"],
+                   [m for m in ALL if m != "pinned-pipelined"]),
 }
 APPS.update({name: modes for name, (_, _, modes) in VARIANTS.items()})
 SAMPLES = ["vectorAdd", "simpleStreams", "asyncAPI"]
