@@ -387,6 +387,7 @@ def _per_iteration(edges: np.ndarray, calls: pd.DataFrame, copies: pd.DataFrame,
         return np.clip(np.searchsorted(edges, t, side="right") - 1, 0, n - 1)
 
     rows = pd.DataFrame({"wall_s": np.diff(edges) / 1e9})
+    # every column, in the order `advise --json` shows them
     for name in ("h2d_bytes", "d2h_bytes", "um_h2d_bytes", "um_d2h_bytes", "h2d_s", "d2h_s", "kernel_s", "busy_s",
                  "calls_s", "h2d_copies", "d2h_copies", "h2d_largest", "d2h_largest", "kernels"):
         rows[name] = 0.0
@@ -405,15 +406,15 @@ def _per_iteration(edges: np.ndarray, calls: pd.DataFrame, copies: pd.DataFrame,
         b = bin_of(kernels)
         rows["kernel_s"] += np.bincount(b, weights=kernels["dur_s"].to_numpy(float), minlength=n)
         rows["kernels"] += np.bincount(b, minlength=n)
-    ops = pd.concat([copies[["start", "end"]], kernels[["start", "end"]]], ignore_index=True)
-    if len(ops):
-        u = _union(ops["start"].to_numpy(np.int64), ops["end"].to_numpy(np.int64))
-        covered = _covered(u, edges.astype(np.int64))
-        rows["busy_s"] = np.diff(covered) / 1e9
-    if len(calls):
-        u = _union(calls["start"].to_numpy(np.int64), calls["end"].to_numpy(np.int64))
-        rows["calls_s"] = np.diff(_covered(u, edges.astype(np.int64))) / 1e9
+    rows["busy_s"] = _covered_s(pd.concat([copies[["start", "end"]], kernels[["start", "end"]]]), edges)
+    rows["calls_s"] = _covered_s(calls, edges)
     return rows
+
+
+def _covered_s(intervals: pd.DataFrame, edges: np.ndarray) -> np.ndarray:
+    """Seconds between consecutive ``edges`` (ns) that the intervals (``start``, ``end``) cover, overlaps once."""
+    union = _union(intervals["start"].to_numpy(np.int64), intervals["end"].to_numpy(np.int64))
+    return np.diff(_covered(union, edges.astype(np.int64))) / 1e9
 
 
 # -- the strategy it uses now ---------------------------------------------------------------

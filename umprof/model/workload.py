@@ -21,9 +21,10 @@ application read from its trace), which page-locked memory takes longer to absor
 fault in as they are written. ``split`` says where the host reads: by default (false) the part of the buffer
 it wrote (one buffer updated in place: umprof's loop), and with ``split = true`` another part, after the part it
 writes (an application's separate input and output buffers: the host writes the input, the GPU writes the
-output, the host reads that). It changes what managed memory moves: the host's writes land on pages the
-kernels last had on the GPU; and the host's first write, which covers the input alone (``first_write_bytes``). Like ``kernel_s`` it describes an application read from its trace; umprof's loop
-(``recommend --verify``) runs the in-place layout only.
+output, the host reads that). It changes what managed memory moves (the host's writes land on pages the
+kernels last had on the GPU) and the host's first write, which covers the input alone (``first_write_bytes``).
+Like ``kernel_s`` it describes an application read from its trace; umprof's loop (``recommend --verify``) runs
+the in-place layout only.
 
 It is written as CLI options (``umprof recommend --bytes 256MiB --reuse 16 --host-writes 0.1``)
 or a TOML file (``scenarios/workloads/example.toml`` documents every key), and it maps
