@@ -14,10 +14,12 @@ register and free memory, as the trace timed them, and the release of its malloc
 trace does not see) stand for the prediction's of its current way, and its host code's accesses to
 pageable memory are priced as pinned memory's (``_host_now``). A program whose kernels read host
 memory in place (IN_PLACE) makes no copies: its trace holds no bytes to price another way by, and
-it is told so.
+it is told so, with what bounds any other way's saving (its kernels' time and its allocation calls'),
+and told to keep what it has where that is within the run's noise.
 
 The advice is the fastest strategy, or, where strategies are within the prediction's own error
-of it (PREDICTION_ERROR), the one of them that changes least (ties.CHANGE_COST), said as a tie. An
+of it (PREDICTION_ERROR), the one of them that changes least from what it has (ties.change_cost: a
+program on managed memory changes least by another managed way), said as a tie. An
 application written in Python (its process is a Python interpreter: pycuda, cuda-bindings) is told
 its changes in those libraries' calls (PYTHON_CHANGES), and among its ties page-locking its arrays
 in place counts as more change than allocating them pinned (ties.PYTHON_CHANGE_COST). Where
@@ -46,6 +48,10 @@ from umprof.model.workload import Workload
 
 PREDICTION_ERROR = 0.10  # verification: median errors 5-15% per set on both GPUs; closer than this is a tie
 NOISE = 0.05  # a saving under this share of the loop's measured time is not worth a change
+# A program that allocates and frees many buffers (NVIDIA's UnifiedMemoryStreams: 275 calls, 120 buffers of managed
+# memory, 27.5 ms on an H100 where one buffer was priced 2.1 ms) makes as many calls under any other way: beyond
+# this many calls, what they take beyond the model's one buffer is priced the same under every way.
+MANY_ALLOCATION_CALLS = 16
 # the share of its priced host accesses below which a loop's host time outside CUDA calls says the host cannot be
 # making them: the host's own speed moved 1.5x between processes on the lent machines (the advise guide), and
 # the applications timed in every mode spent 0.8-2.4x their priced accesses outside CUDA calls
@@ -81,6 +87,27 @@ CHANGES = {
                         "kernels on each chunk's stream), the host writing the next chunk meanwhile",
     "system": "pass malloc'd memory to the kernels directly (HMM)",
 }
+# An application written with managed memory has neither malloc'd buffers nor copies: a way with copies replaces its
+# cudaMallocManaged buffers with host and device buffers and the copies between them, and another managed way keeps
+# them (what it has no copies to drop)
+FROM_MANAGED = {
+    "pageable": "replace the cudaMallocManaged buffers with malloc'd host buffers and cudaMalloc'd device buffers, "
+                "cudaMemcpy in before the kernels and back after them",
+    "pinned": "replace the cudaMallocManaged buffers with host buffers from cudaMallocHost and device buffers from "
+              "cudaMalloc, cudaMemcpyAsync in before the kernels and back after them",
+    "write-combined": "replace the cudaMallocManaged buffers with host buffers from cudaHostAlloc(..., "
+                      "cudaHostAllocWriteCombined) for what the host only writes (cudaMallocHost for what it reads) "
+                      "and device buffers from cudaMalloc, cudaMemcpyAsync in before the kernels and back after them",
+    "zero-copy": "replace the cudaMallocManaged buffers with cudaHostAlloc(..., cudaHostAllocMapped) and give the "
+                 "kernels cudaHostGetDevicePointer's pointers",
+    "mapped": "replace the cudaMallocManaged buffers with malloc'd ones, cudaHostRegister(buffer, size, "
+              "cudaHostRegisterMapped) once, and give the kernels their device pointers",
+    "managed": "keep the cudaMallocManaged buffers and take out their prefetches and advice",
+    "pageable-registered": "replace the cudaMallocManaged buffers with malloc'd host buffers, cudaHostRegister'd once "
+                           "(cudaHostUnregister before free), and device buffers from cudaMalloc, cudaMemcpyAsync in "
+                           "before the kernels and back after them",
+}
+MANAGED_KEEPS = "keep the cudaMallocManaged buffers; "
 # An application in Python allocates and copies through pycuda (or cuda-bindings): its changes in those calls.
 PYTHON_CHANGES = {
     "pinned": "allocate the host arrays with pycuda.driver.pagelocked_empty; keep the copies",
@@ -251,6 +278,8 @@ def advise(app: Application, cal: Calibration, source: str = "") -> AppAdvice:
     out.mapping = how
     if w is None:
         out.verdict = f"{app.name}: {how}."
+        if app.strategy in IN_PLACE:
+            _bound_in_place(app, out)
         out.limits += _graphs_traced_whole(app)
         return out
     w = replace(w, fits=w.bytes <= (cal.device.get("memory_total_bytes") or app.memory_bytes or w.bytes))
@@ -270,8 +299,10 @@ def advise(app: Application, cal: Calibration, source: str = "") -> AppAdvice:
     host_now = _host_now(base, ranked)
     measured_base = (base.whole_s - base.setup.get("alloc", 0.0) - base.setup.get("free", 0.0) + app.allocation_s
                      + _unseen_release_s(cal, base.strategy, w) - _host_s(base) + host_now)
-    # every comparison is of the same figures: the current way's own, with its measured allocation
-    whole = {p.strategy: measured_base if p is base else p.whole_s for p in ranked}
+    # every comparison is of the same figures: the current way's own, with its measured allocation, and the others
+    # with what its many allocation calls take beyond one buffer's (_allocations_beyond_one_s)
+    beyond = _allocations_beyond_one_s(app, base)
+    whole = {p.strategy: measured_base if p is base else p.whole_s + beyond for p in ranked}
     ranked = sorted(ranked, key=lambda p: whole[p.strategy])
     for p in ranked:
         saving = measured_base - whole[p.strategy]
@@ -281,7 +312,8 @@ def advise(app: Application, cal: Calibration, source: str = "") -> AppAdvice:
     tied = [p for p in ranked if p.strategy in tied_names]
     # among the tied: the current way where it is one of them, else the one that changes least code
     python = is_python(app)
-    pick = min(tied, key=lambda p: (p.strategy != current, ties.change_cost(p.strategy, python), whole[p.strategy]))
+    pick = min(tied, key=lambda p: (p.strategy != current, ties.change_cost(p.strategy, python, current),
+                                     whole[p.strategy]))
     saving = measured_base - whole[pick.strategy]
     note = _tie_note(tied, pick, whole)
     within_noise = current is not None and pick.strategy != current and saving < NOISE * now_s
@@ -295,10 +327,40 @@ def advise(app: Application, cal: Calibration, source: str = "") -> AppAdvice:
                              tie=len(tied) > 1, note=note))
     out.advice += _flow_advice(app, cal, python)
     out.limits += _limits(app, saving, host_now, pick)
+    if beyond > 0:
+        out.limits.append(f"its {app.allocation_calls} calls that allocate and free memory take "
+                          f"{format_time(app.allocation_s)}, {format_time(beyond)} more than one buffer's under the "
+                          "model: priced the same under every way (it would allocate as many buffers under any)")
     if any(PARTS_UNMEASURED in p.notes for p in ranked):
         out.limits.append(PARTS_UNMEASURED)
     out.verdict = _verdict(app, out, tied, now_s, base, within_noise)
     return out
+
+
+def _allocations_beyond_one_s(app: Application, base: Prediction) -> float:
+    """What the application's allocation calls take beyond the model's allocation and free of one buffer under its
+    current way (``base``), where it makes many of them (MANY_ALLOCATION_CALLS); else 0."""
+    if app.allocation_calls <= MANY_ALLOCATION_CALLS:
+        return 0.0
+    return max(0.0, app.allocation_s - base.setup.get("alloc", 0.0) - base.setup.get("free", 0.0))
+
+
+def _bound_in_place(app: Application, out: AppAdvice) -> None:
+    """A program whose kernels read host memory in place cannot be priced another way, but what any other way
+    could save is bounded: its kernels' time (each other way reads the data on the GPU, after copies or
+    migrations that take time of their own) and its calls that allocate and pin memory. Where that is within
+    the run's noise (NOISE), it is told to keep what it has; else what bounds a saving is said."""
+    kernel_s, alloc_s, now_s = float(app.totals["kernel_s"]), float(app.allocation_s), float(_loop_s(app))
+    if now_s <= 0:
+        return
+    bound = (f"its kernels, reading host memory in place, take {format_time(kernel_s)} and its calls that allocate "
+             f"and pin memory {format_time(alloc_s)} of its {format_time(now_s)} ({(kernel_s + alloc_s) / now_s:.1%})")
+    if kernel_s + alloc_s < NOISE * now_s:
+        out.advice.append(Advice("loop", app.strategy, "keep it as it is", now_s, now_s, 0.0,
+                                 note=f"{bound}: within its noise"))
+        out.verdict += f" But {bound}: no host-memory strategy can save more than that, within its noise; keep it."
+    else:
+        out.limits.append(f"{bound}: no host-memory strategy can save much more than that")
 
 
 def _unseen_release_s(cal: Calibration, strategy: str, w: Workload) -> float:
@@ -318,6 +380,14 @@ def _change(strategy: str, w: Workload, current: str | None, python: bool) -> st
     if strategy == current:
         return "keep it as it is"
     text = (python and PYTHON_CHANGES.get(strategy)) or CHANGES.get(strategy, strategy)
+    if not python and ties.is_managed(current):
+        if ties.is_managed(strategy) and strategy != "managed":
+            text = MANAGED_KEEPS + text.removeprefix("cudaMallocManaged buffers, ").removeprefix(
+                "cudaMallocManaged and ").removesuffix("; drop the copies")
+        else:
+            text = FROM_MANAGED.get(strategy) or ("replace the cudaMallocManaged buffers with host buffers and "
+                                                  "device buffers (cudaMalloc); then " + text.replace(
+                                                      "keep the malloc'd buffers and copy", "copy"))
     if strategy == "pinned-pipelined":
         text = text.format(chunks=strategies.get(strategy).describe_chunking(w.bytes))
     return text

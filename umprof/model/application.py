@@ -87,6 +87,7 @@ class Application:
     strategy: str  # what umprof calls its current way of moving data
     strategy_why: str
     allocation_s: float = 0.0  # its calls that allocate, pin, register and free memory
+    allocation_calls: int = 0  # how many of them it made
     notes: list = field(default_factory=list)
     graph_launches: int = 0  # CUDA graph launches traced whole: their copies and kernels are not in the trace
 
@@ -135,6 +136,7 @@ def _application(t, pid: int, device: int) -> Application:
     app = Application(pid=pid, name=name, device=device, gpu=gpu, memory_bytes=memory, wall_s=wall, copies=copies,
                       kernels=kernels, flows=flows(copies, kernels), loop=None, um=um, calls=counts,
                       strategy="", strategy_why="", allocation_s=allocation_s(calls),
+                      allocation_calls=int(calls["name"].isin(ALLOCATION_CALLS).sum()),
                       graph_launches=int(((t.graphs["pid"] == pid) & (t.graphs["device"] == device)).sum()))
     app.loop = find_loop(calls, copies, kernels)
     app.strategy, app.strategy_why = current_strategy(app)

@@ -27,12 +27,29 @@ UNKNOWN_COST = 5
 PYTHON_CHANGE_COST = {"pageable-registered": 1.25}
 
 
-def change_cost(strategy: str, python: bool = False) -> float:
+# CHANGE_COST counts from a program of malloc'd buffers and copies. A program written with managed memory has
+# neither: another managed way is one call per buffer (a prefetch or an advice, or taking it out), while any
+# way with copies needs device buffers and the copies written, on top of that way's own change.
+MANAGED_TO_MANAGED = 1
+MANAGED_TO_COPIES = 2
+
+
+def is_managed(strategy: str | None) -> bool:
+    """Whether ``strategy`` is managed memory (cudaMallocManaged), with or without prefetch and advice."""
+    return bool(strategy) and strategy.startswith("managed")
+
+
+def change_cost(strategy: str, python: bool = False, current: str | None = None) -> float:
     """How much code the change to ``strategy`` touches (CHANGE_COST), in an application written in Python
-    (``python``) PYTHON_CHANGE_COST where it differs."""
-    if python and strategy in PYTHON_CHANGE_COST:
-        return PYTHON_CHANGE_COST[strategy]
-    return CHANGE_COST.get(strategy, UNKNOWN_COST)
+    (``python``) PYTHON_CHANGE_COST where it differs; from ``current`` where the application is known to use
+    managed memory now (MANAGED_TO_MANAGED, MANAGED_TO_COPIES)."""
+    if strategy == current:
+        return 0.0
+    own = PYTHON_CHANGE_COST[strategy] if python and strategy in PYTHON_CHANGE_COST else \
+        CHANGE_COST.get(strategy, UNKNOWN_COST)
+    if is_managed(current):
+        return MANAGED_TO_MANAGED if is_managed(strategy) else own + MANAGED_TO_COPIES
+    return own
 
 
 def pinned_bytes(strategy: str, nbytes: int) -> int:

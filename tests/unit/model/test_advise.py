@@ -16,6 +16,7 @@ from umprof import api
 from umprof.cli import cli
 from umprof.core.errors import UsageError
 from umprof.model import advise, ties
+from umprof.model.workload import Workload
 
 MiB = 2**20
 
@@ -449,3 +450,82 @@ def test_kernels_reading_host_memory_in_place_are_told_what_the_trace_cannot_pri
     assert "nothing moves" not in adv.verdict and "no host-memory strategy changes its time" not in adv.verdict
     (resident,) = api.advise(write_trace(tmp_path / "resident.sqlite", replace(app, calls=[])))
     assert resident.app.strategy == "resident" and "nothing moves between host and GPU" in resident.verdict
+
+
+def test_kernels_reading_host_memory_in_place_for_a_moment_of_a_long_run_are_told_to_keep_it(tmp_path):
+    """simpleZeroCopy's shape (NVIDIA's cuda-samples): one short kernel reading mapped memory in a run of 300 ms.
+    The trace cannot price another way, but no way can save more than its kernels and its allocation calls take:
+    within the run's noise, it is told to keep what it has; where they take much of the run, that bound is said."""
+    app = App(iterations=1, calls=["cudaHostAlloc"], steps=[Op("host", dur_ns=300_000_000), Op("kernel", dur_ns=200_000)])
+    (adv,) = api.advise(write_trace(tmp_path / "short.sqlite", app))
+    (keep,) = adv.advice
+    assert (keep.strategy, keep.change, keep.saving_s) == ("zero-copy", "keep it as it is", 0.0)
+    assert "keep it" in adv.verdict and "umprof recommend" in adv.verdict
+    json.dumps(adv.to_dict(), default=str)
+    (busy,) = api.advise(write_trace(tmp_path / "busy.sqlite", replace(app, steps=[Op("host", dur_ns=3_000_000),
+                                                                                    Op("kernel", dur_ns=6_000_000)])))
+    assert not busy.advice and any("its kernels, reading host memory in place, take 6 ms" in x for x in busy.limits)
+
+
+def test_a_managed_program_s_least_change_is_another_managed_way():
+    """CHANGE_COST counts from a program of malloc'd buffers and copies. A program written with managed memory has
+    neither: among tied ways, a prefetch or an advice (a call a buffer) changes less than device buffers and copies
+    written (UnifiedMemoryStreams, NVIDIA's cuda-samples, had been told to page-lock malloc'd buffers it never had)."""
+    assert ties.change_cost("managed-prefetch", current="managed") < ties.change_cost("pageable-registered",
+                                                                                      current="managed")
+    assert ties.change_cost("pageable-registered", current="pageable") < ties.change_cost("managed-prefetch",
+                                                                                          current="pageable")
+    assert ties.change_cost("managed", current="managed") == 0
+    assert ties.change_cost("pinned") == ties.CHANGE_COST["pinned"]
+
+
+def test_a_managed_program_is_told_its_change_from_managed_memory(tmp_path):
+    w = Workload(bytes=64 * MiB)
+    prefetch = advise._change("managed-prefetch", w, "managed", False)
+    assert prefetch.startswith("keep the cudaMallocManaged buffers") and "cudaMemPrefetchAsync" in prefetch
+    assert "drop the copies" not in prefetch
+    registered = advise._change("pageable-registered", w, "managed", False)
+    assert registered.startswith("replace the cudaMallocManaged buffers") and "cudaHostRegister" in registered
+    assert "from cudaMalloc" in registered and "existing malloc'd" not in registered
+    for way in ("pinned-pipelined", "pageable-staged", "pinned", "zero-copy", "mapped", "write-combined"):
+        assert advise._change(way, w, "managed-prefetch", False).startswith("replace the cudaMallocManaged"), way
+    assert advise._change("managed-prefetch", w, "pageable", False) == advise.CHANGES["managed-prefetch"]
+    (adv,) = api.advise(fixture("managed_loop", tmp_path))
+    assert adv.loop_advice.change.startswith("replace the cudaMallocManaged buffers")
+
+
+def test_a_program_allocating_many_buffers_is_priced_so_under_every_way(tmp_path):
+    """UnifiedMemoryStreams (NVIDIA's cuda-samples) allocates and frees 120 buffers of managed memory: 275 calls,
+    27.5 ms on an H100, where the model prices one buffer's at 2.1 ms. Counted against its current way alone, that
+    had been a saving of every other way (41 ms predicted for prefetching; 10 ms measured). Beyond
+    MANY_ALLOCATION_CALLS, what they take beyond one buffer's is priced under every way: the savings do not move
+    with how many buffers it allocates."""
+    def advised(n):
+        app = replace(pageable_loop(iterations=40, mib=64), calls=["cudaMalloc"] * n, end_calls=["cudaFree"] * n)
+        (adv,) = api.advise(write_trace(tmp_path / f"allocations-{n}.sqlite", app), gpu="H200")
+        assert adv.app.allocation_calls == 2 * n
+        return adv
+
+    some, many, more = advised(100), advised(200), advised(400)
+    assert many.app.allocation_s == pytest.approx(2 * some.app.allocation_s)
+    for r, s in zip(many.ranking, more.ranking):
+        assert r["strategy"] == s["strategy"] and r["saving_s"] == pytest.approx(s["saving_s"], abs=1e-9)
+    assert any("400 calls that allocate and free memory" in x for x in many.limits)
+    assert advise._allocations_beyond_one_s(replace(some.app, allocation_calls=advise.MANY_ALLOCATION_CALLS), None) == 0
+
+
+def test_nvidia_s_unified_memory_streams_and_zero_copy_samples_are_told_to_keep_what_they_have(tmp_path):
+    """Two of NVIDIA's cuda-samples umprof did not write (their code condensed, traced as written; 2026-11-27):
+    UnifiedMemoryStreams on an H100 (40 tasks on managed memory from 4 OpenMP threads, cuBLAS on the larger) and
+    simpleZeroCopy on an H200 (one kernel on mapped memory). Timed by wall clock in 8 rounds, neither had a way
+    measured more than 5% faster: prefetching UnifiedMemoryStreams' tasks ran 2.0% faster (H100) and 7.0% slower
+    (H200), simpleZeroCopy with malloc'd buffers registered in place 0.5% slower (H200)
+    (results/advise/cuda-samples-unseen.json)."""
+    (ums,) = api.advise(fixture("UnifiedMemoryStreams", tmp_path))
+    assert ums.app.strategy == "managed" and ums.app.allocation_calls == 275
+    keep = ums.loop_advice
+    assert (keep.strategy, keep.change, keep.saving_s) == ("managed", "keep it as it is", 0.0)
+    assert any("275 calls that allocate and free memory" in x for x in ums.limits)
+    (zero,) = api.advise(fixture("simpleZeroCopy", gpu="h200"))
+    assert zero.app.strategy == "zero-copy" and zero.workload is None
+    assert (zero.loop_advice.strategy, zero.loop_advice.change) == ("zero-copy", "keep it as it is")
