@@ -529,3 +529,9 @@ def test_nvidia_s_unified_memory_streams_and_zero_copy_samples_are_told_to_keep_
     (zero,) = api.advise(fixture("simpleZeroCopy", gpu="h200"))
     assert zero.app.strategy == "zero-copy" and zero.workload is None
     assert (zero.loop_advice.strategy, zero.loop_advice.change) == ("zero-copy", "keep it as it is")
+    # and said so to a script reading --json: the advice a program that cannot be priced is told to keep
+    r = CliRunner().invoke(cli, ["advise", str(fixture("simpleZeroCopy", gpu="h200")), "--json"])
+    assert r.exit_code == 0, r.output
+    (a,) = json.loads(r.stdout)["advice"]
+    assert (a["flow"], a["strategy"], a["change"], a["saving_s"]) == ("loop", "zero-copy", "keep it as it is", 0.0)
+    assert a["now_s"] == a["predicted_s"] > 0
