@@ -60,6 +60,18 @@ HOST_TIME_SHARE = 0.5
 IN_PLACE = ("zero-copy", "mapped")
 SMALL_COPY = 256 * 1024  # copies this small, many to an iteration, pay their latency more than their bytes
 MANY_COPIES = 16
+# the calls that make managed memory prefetched or advised, said once for both ways in (CHANGES, FROM_MANAGED)
+MANAGED_CALLS = {
+    "managed-prefetch": "cudaMemPrefetchAsync to the GPU before the kernels and back to the host before the host "
+                        "reads or rewrites them",
+    "managed-advise-read-mostly": "cudaMemAdvise(..., cudaMemAdviseSetReadMostly, gpu): the GPU only reads it",
+    "managed-advise-prefer-gpu": "cudaMemAdvise(..., cudaMemAdviseSetPreferredLocation, gpu)",
+    "managed-advise-prefer-host": "cudaMemAdvise(..., cudaMemAdviseSetPreferredLocation, cudaCpuDeviceId)",
+    "managed-advise-accessed-by-gpu": "cudaMemAdvise(..., cudaMemAdviseSetAccessedBy, gpu)",
+}
+STAGING_RING = ("copy through a ring of small pinned buffers (cudaMallocHost, 4 MiB each, two per thread): host "
+                "threads near the GPU each fill one of theirs and start its cudaMemcpyAsync on the thread's own "
+                "stream while the other is copied (an event per buffer)")
 CHANGES = {
     "pageable": "keep malloc'd host buffers and cudaMemcpy",
     "pinned": "allocate the host buffers with cudaMallocHost (or cudaHostRegister the existing ones); keep the copies",
@@ -70,44 +82,40 @@ CHANGES = {
     "mapped": "cudaHostRegister(buffer, size, cudaHostRegisterMapped) the existing host buffers and give the kernels "
               "their device pointers; drop the copies",
     "managed": "one cudaMallocManaged buffer for host and GPU; drop the copies",
-    "managed-prefetch": "cudaMallocManaged buffers, cudaMemPrefetchAsync to the GPU before the kernels and back to the "
-                        "host before the host reads or rewrites them; drop the copies",
-    "managed-advise-read-mostly": "cudaMallocManaged and cudaMemAdvise(..., cudaMemAdviseSetReadMostly, gpu): the GPU "
-                                  "only reads it",
-    "managed-advise-prefer-gpu": "cudaMallocManaged and cudaMemAdvise(..., cudaMemAdviseSetPreferredLocation, gpu)",
-    "managed-advise-prefer-host": "cudaMallocManaged and cudaMemAdvise(..., cudaMemAdviseSetPreferredLocation, "
-                                  "cudaCpuDeviceId)",
-    "managed-advise-accessed-by-gpu": "cudaMallocManaged and cudaMemAdvise(..., cudaMemAdviseSetAccessedBy, gpu)",
+    "managed-prefetch": f"cudaMallocManaged buffers, {MANAGED_CALLS['managed-prefetch']}; drop the copies",
+    **{way: f"cudaMallocManaged and {call}" for way, call in MANAGED_CALLS.items() if way != "managed-prefetch"},
     "pageable-registered": "cudaHostRegister the existing malloc'd buffers once (after malloc, before the loop; "
                            "cudaHostUnregister before free) and make the copies cudaMemcpyAsync",
-    "pageable-staged": "keep the malloc'd buffers and copy through a ring of small pinned buffers (cudaMallocHost, "
-                       "4 MiB each, two per thread): host threads near the GPU each fill one of theirs and start its "
-                       "cudaMemcpyAsync on the thread's own stream while the other is copied (an event per buffer)",
+    "pageable-staged": "keep the malloc'd buffers and " + STAGING_RING,
     "pinned-pipelined": "pinned host buffers, each iteration's copies and kernels in {chunks} (cudaMemcpyAsync and "
                         "kernels on each chunk's stream), the host writing the next chunk meanwhile",
     "system": "pass malloc'd memory to the kernels directly (HMM)",
 }
 # An application written with managed memory has neither malloc'd buffers nor copies: a way with copies replaces its
 # cudaMallocManaged buffers with host and device buffers and the copies between them, and another managed way keeps
-# them (what it has no copies to drop)
+# them (it has no copies to drop)
+MANAGED_REPLACED = "replace the cudaMallocManaged buffers with "
 FROM_MANAGED = {
-    "pageable": "replace the cudaMallocManaged buffers with malloc'd host buffers and cudaMalloc'd device buffers, "
-                "cudaMemcpy in before the kernels and back after them",
-    "pinned": "replace the cudaMallocManaged buffers with host buffers from cudaMallocHost and device buffers from "
-              "cudaMalloc, cudaMemcpyAsync in before the kernels and back after them",
-    "write-combined": "replace the cudaMallocManaged buffers with host buffers from cudaHostAlloc(..., "
-                      "cudaHostAllocWriteCombined) for what the host only writes (cudaMallocHost for what it reads) "
-                      "and device buffers from cudaMalloc, cudaMemcpyAsync in before the kernels and back after them",
-    "zero-copy": "replace the cudaMallocManaged buffers with cudaHostAlloc(..., cudaHostAllocMapped) and give the "
-                 "kernels cudaHostGetDevicePointer's pointers",
-    "mapped": "replace the cudaMallocManaged buffers with malloc'd ones, cudaHostRegister(buffer, size, "
-              "cudaHostRegisterMapped) once, and give the kernels their device pointers",
+    "pageable": MANAGED_REPLACED + "malloc'd host buffers and cudaMalloc'd device buffers, cudaMemcpy in before the "
+                                   "kernels and back after them",
+    "pinned": MANAGED_REPLACED + "host buffers from cudaMallocHost and device buffers from cudaMalloc, "
+                                 "cudaMemcpyAsync in before the kernels and back after them",
+    "write-combined": MANAGED_REPLACED + "host buffers from cudaHostAlloc(..., cudaHostAllocWriteCombined) for what "
+                                         "the host only writes (cudaMallocHost for what it reads) and device buffers "
+                                         "from cudaMalloc, cudaMemcpyAsync in before the kernels and back after them",
+    "zero-copy": MANAGED_REPLACED + "cudaHostAlloc(..., cudaHostAllocMapped) and give the kernels "
+                                    "cudaHostGetDevicePointer's pointers",
+    "mapped": MANAGED_REPLACED + "malloc'd ones, cudaHostRegister(buffer, size, cudaHostRegisterMapped) once, and "
+                                 "give the kernels their device pointers",
     "managed": "keep the cudaMallocManaged buffers and take out their prefetches and advice",
-    "pageable-registered": "replace the cudaMallocManaged buffers with malloc'd host buffers, cudaHostRegister'd once "
-                           "(cudaHostUnregister before free), and device buffers from cudaMalloc, cudaMemcpyAsync in "
-                           "before the kernels and back after them",
+    **{way: f"keep the cudaMallocManaged buffers; {call}" for way, call in MANAGED_CALLS.items()},
+    "pageable-registered": MANAGED_REPLACED + "malloc'd host buffers, cudaHostRegister'd once (cudaHostUnregister "
+                                              "before free), and device buffers from cudaMalloc, cudaMemcpyAsync in "
+                                              "before the kernels and back after them",
+    **{way: MANAGED_REPLACED + "host buffers and device buffers (cudaMalloc); then " + then for way, then in (
+        ("pageable-staged", STAGING_RING), ("pinned-pipelined", CHANGES["pinned-pipelined"]),
+        ("system", CHANGES["system"]))},
 }
-MANAGED_KEEPS = "keep the cudaMallocManaged buffers; "
 # An application in Python allocates and copies through pycuda (or cuda-bindings): its changes in those calls.
 PYTHON_CHANGES = {
     "pinned": "allocate the host arrays with pycuda.driver.pagelocked_empty; keep the copies",
@@ -381,13 +389,7 @@ def _change(strategy: str, w: Workload, current: str | None, python: bool) -> st
         return "keep it as it is"
     text = (python and PYTHON_CHANGES.get(strategy)) or CHANGES.get(strategy, strategy)
     if not python and ties.is_managed(current):
-        if ties.is_managed(strategy) and strategy != "managed":
-            text = MANAGED_KEEPS + text.removeprefix("cudaMallocManaged buffers, ").removeprefix(
-                "cudaMallocManaged and ").removesuffix("; drop the copies")
-        else:
-            text = FROM_MANAGED.get(strategy) or ("replace the cudaMallocManaged buffers with host buffers and "
-                                                  "device buffers (cudaMalloc); then " + text.replace(
-                                                      "keep the malloc'd buffers and copy", "copy"))
+        text = FROM_MANAGED.get(strategy, text)
     if strategy == "pinned-pipelined":
         text = text.format(chunks=strategies.get(strategy).describe_chunking(w.bytes))
     return text

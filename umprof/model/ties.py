@@ -35,8 +35,9 @@ MANAGED_TO_COPIES = 2
 
 
 def is_managed(strategy: str | None) -> bool:
-    """Whether ``strategy`` is managed memory (cudaMallocManaged), with or without prefetch and advice."""
-    return bool(strategy) and strategy.startswith("managed")
+    """Whether ``strategy`` is managed memory (cudaMallocManaged), with or without prefetch and advice; an
+    application's way umprof has no strategy for ("resident", none) is not."""
+    return strategy in strategies.STRATEGIES and strategies.get(strategy).managed
 
 
 def change_cost(strategy: str, python: bool = False, current: str | None = None) -> float:
