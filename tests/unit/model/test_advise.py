@@ -535,3 +535,23 @@ def test_nvidia_s_unified_memory_streams_and_zero_copy_samples_are_told_to_keep_
     (a,) = json.loads(r.stdout)["advice"]
     assert (a["flow"], a["strategy"], a["change"], a["saving_s"]) == ("loop", "zero-copy", "keep it as it is", 0.0)
     assert a["now_s"] == a["predicted_s"] > 0
+
+
+def test_a_managed_program_whose_host_samples_its_data_is_not_told_to_leave_it_on_the_host(tmp_path):
+    """particles (benchmarks/apps/unseen, fixed before it was measured; H200, 2026-11-27): 256 MiB of managed
+    memory the GPU updates every step while the host reads every 4096th particle. Its trace moves 128 MiB to the
+    GPU a step and 34 MiB back. Read as the host rewriting 55% of the buffer, it was told to advise the GPU as
+    accessed-by, which leaves the pages on the host: 2.67 s by wall clock against 1.76 s as written, the slowest
+    of its seven ways, where copies from pinned memory took 0.66 s. The host can touch no more than comes back,
+    so it is read as touching 15%, and advised copies; and not told that migrations bound what any way saves."""
+    (adv,) = api.advise(fixture("particles", tmp_path, gpu="h200"))
+    per = adv.app.loop.per_iteration
+    assert adv.app.strategy == "managed" and per["um_h2d_bytes"] > 3 * per["um_d2h_bytes"] > 0
+    assert adv.workload.host_writes == pytest.approx(per["um_d2h_bytes"] / adv.workload.bytes, rel=1e-3)
+    advice = adv.loop_advice
+    assert not advice.strategy.startswith("managed") and advice.saving_s > 0
+    assert "replace the cudaMallocManaged buffers" in advice.change
+    accessed_by = next(r for r in adv.ranking if r["strategy"] == "managed-advise-accessed-by-gpu")
+    assert accessed_by["saving_s"] < advice.saving_s and "managed-advise-accessed-by-gpu" not in advice.note
+    assert any("page faults, pages coming back every iteration" in x for x in adv.limits)
+    assert not any("no host-memory strategy can save much more" in x for x in adv.limits)
