@@ -1,0 +1,59 @@
+"""The timings run.sh wrote (walls.txt) as judge.py reads them (an apps.json), each mode under umprof's strategy name.
+
+    python3 benchmarks/apps/unseen/to_apps_json.py WALLS.txt OUT.json --gpu "NVIDIA H200, 580.159.04" --date ISO
+
+run.sh's modes are umprof's strategy names but for ``registered`` (pageable-registered) and ``staged``
+(pageable-staged); ``pinned-sampled`` (particles copying back only the particles it logs) is a variant of pinned
+memory, kept under its own name. An application's own mode is the first run.sh lists for it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import re
+from pathlib import Path
+
+STRATEGY = {"registered": "pageable-registered", "staged": "pageable-staged"}
+
+
+def own_modes(run_sh: Path) -> dict[str, str]:
+    """application → its own mode (the first run.sh lists)."""
+    return {app: modes.split()[0] for app, modes in re.findall(r'\[(\w+)\]="([^"]+)"', run_sh.read_text())}
+
+
+def to_apps(walls: Path, gpu: str, date: str) -> dict:
+    own = own_modes(Path(__file__).with_name("run.sh"))
+    modes: dict = collections.defaultdict(lambda: collections.defaultdict(lambda: {"wall_s": [], "checksum": None}))
+    rounds = 0
+    for line in walls.read_text().splitlines():
+        app, mode, rnd, rc, wall, *rest = line.split()
+        m = modes[app][STRATEGY.get(mode, mode)]
+        rounds = max(rounds, int(rnd))
+        if rc != "0":
+            m["error"] = f"exit {rc}"
+            continue
+        m["wall_s"].append(float(wall))
+        m["checksum"] = rest[0] if rest else None
+    apps = {}
+    for app, by_mode in modes.items():
+        mine = STRATEGY.get(own[app], own[app])
+        sums = {m["checksum"] for m in by_mode.values() if m["wall_s"]}
+        apps[app] = {"own_mode": mine, "command": f"{app} --mem {own[app]}", "checksums_agree": len(sums) == 1,
+                     "modes": {mine: by_mode[mine], **{k: v for k, v in by_mode.items() if k != mine}}}
+    return {"gpu": gpu, "date": date, "rounds": rounds, "apps": apps}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("walls", type=Path)
+    ap.add_argument("out", type=Path)
+    ap.add_argument("--gpu", required=True)
+    ap.add_argument("--date", required=True)
+    a = ap.parse_args()
+    a.out.write_text(json.dumps(to_apps(a.walls, a.gpu, a.date), indent=1))
+
+
+if __name__ == "__main__":
+    main()
