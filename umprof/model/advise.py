@@ -15,7 +15,10 @@ trace does not see) stand for the prediction's of its current way, and its host 
 pageable memory are priced as pinned memory's (``_host_now``). A program whose kernels read host
 memory in place (IN_PLACE) makes no copies: its trace holds no bytes to price another way by, and
 it is told so, with what bounds any other way's saving (its kernels' time and its allocation calls'),
-and told to keep what it has where that is within the run's noise.
+and told to keep what it has where that is within the run's noise. A managed program's host is read as writing
+no more an iteration than comes back to it. A loop of copies whose host thread does not touch what it copies is
+also read as one pass over everything it copies, and the reading whose prediction of the run as it is comes nearer
+its measured time is the one priced (``_reads_as_one_pass``).
 
 The advice is the fastest strategy, or, where strategies are within the prediction's own error
 of it (PREDICTION_ERROR), the one of them that changes least from what it has (ties.change_cost: a
@@ -35,8 +38,8 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, field, replace
-from typing import NamedTuple
 from pathlib import PurePosixPath
+from typing import NamedTuple
 
 from umprof.core.units import format_rate, format_size, format_time
 from umprof.measure import strategies
@@ -214,7 +217,7 @@ def workload_of(app: Application, one_pass: bool = False) -> tuple[Workload | No
     """The application's loop as umprof's workload, and how it was read (see the module's docstring);
     None where it moves no data umprof can model (no copies and no managed memory), with why. ``one_pass``:
     the whole run as one pass over everything it copies, its data written before and read after (a loop
-    whose host does not touch what it moves: ``host_idle_in_loop``)."""
+    whose host does not touch what it moves: ``_reads_as_one_pass``)."""
     loop, um = (None if one_pass else app.loop), app.um
     if loop is not None:
         per, big, its = loop.per_iteration, loop.largest, loop.iterations
@@ -560,13 +563,14 @@ def _host_idle_s(app: Application, host_now: float, threads: int) -> tuple[float
 
 
 def _reads_as_one_pass(app: Application, host_now: float, threads: int) -> bool:
-    """Whether the loop is better read as one pass over everything it copies: a loop of copies whose host
-    thread spends far less time outside its CUDA calls than touching the bytes would take (HOST_TIME_SHARE),
-    so that it wrote them before the loop and reads them after it. chunked_async (benchmarks/apps/unseen:
+    """Whether the loop may be read as one pass over everything it copies (``advise`` keeps the reading whose
+    prediction of the run as it is comes nearer its measured time): a loop of copies whose host thread spends far
+    less time outside its CUDA calls than touching the bytes would take (HOST_TIME_SHARE), so that it wrote them
+    before the loop and reads them after it, or copies them again unchanged. chunked_async (benchmarks/apps/unseen:
     1 GiB written, then sent in 32 chunks over 4 streams) read as 32 iterations that each write their chunk
     was told to page-lock its buffers, measured 22% behind the fastest way on an H100 and an H200; read as
-    one pass, its measured order (prefetched managed memory, managed, registered and mapped, then pinned,
-    pageable and zero-copy last) is the predicted one."""
+    one pass, it is told to prefetch managed memory, measured the fastest on the H100 and 9.7% behind mapped
+    memory on the H200, with pinned, pageable and zero-copy memory among the slowest, as predicted."""
     idle = _host_idle_s(app, host_now, threads)
     explicit = app.totals["h2d_bytes"] + app.totals["d2h_bytes"] > 0
     return idle is not None and explicit and app.loop.iterations > 1 and idle[0] < HOST_TIME_SHARE * idle[1]
