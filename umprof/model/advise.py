@@ -342,7 +342,10 @@ def advise(app: Application, cal: Calibration, source: str = "") -> AppAdvice:
             _bound_in_place(app, out)
         out.limits += _graphs_traced_whole(app)
         return out
-    if _reads_as_one_pass(app, reading.host_now, threads):
+    # the loop's host time outside its CUDA calls against its priced accesses, as its iterations read them: what
+    # decides whether it may be one pass, and what the note on it says
+    idle = _host_idle_s(app, reading.host_now, threads)
+    if _reads_as_one_pass(app, idle):
         # the reading whose prediction of the run as it is comes nearer its measured time: one pass over data
         # written before the loop (chunked_async: 0.42 s as its 32 iterations, 1.06 s as one pass, 1.65 s measured
         # on an H100), or the iterations of a buffer copied again unchanged (NVIDIA's simpleStreams: 0.90 s as its
@@ -385,7 +388,7 @@ def advise(app: Application, cal: Calibration, source: str = "") -> AppAdvice:
                              now_s - saving, saving,
                              tie=len(tied) > 1, note=note))
     out.advice += _flow_advice(app, cal, python)
-    out.limits += _limits(app, saving, host_now, pick, reading.one_pass)
+    out.limits += _limits(app, saving, host_now, pick, threads, idle, reading.one_pass)
     if beyond > 0:
         out.limits.append(f"its {app.allocation_calls} calls that allocate and free memory take "
                           f"{format_time(app.allocation_s)}, {format_time(beyond)} more than one buffer's under the "
@@ -501,18 +504,20 @@ def _host_now(base: Prediction, ranked: list[Prediction]) -> float:
     return _host_s(pinned if base.strategy == "pageable" and pinned is not None else base)
 
 
-def _limits(app: Application, saving: float, host_now: float, advised: Prediction,
-            one_pass: bool = False) -> list[str]:
+def _limits(app: Application, saving: float, host_now: float, advised: Prediction, threads: int,
+            idle: tuple[float, float] | None, one_pass: bool) -> list[str]:
     """What bounds any strategy's saving: where the advice saves more than copies and migrations take,
     whatever their share of the run, where the rest comes from (the host's accesses, ``host_now`` over the
     run as it is and ``advised``'s, and the loop's other steps), since the trace measured only the copies;
-    else, where copies and migrations are a small share of the run, that share; copies from several host
-    threads; CUDA graph launches the trace holds whole; a run with no loop found."""
+    else, where copies and migrations are a small share of the run, that share; a loop whose host does not touch
+    what it copies (``idle``, and whether it was read as ``one_pass``); copies from several host threads
+    (``threads``); CUDA graph launches the trace holds whole; a run with no loop found."""
     t, um = app.totals, app.um
     moving = t["copy_s"] + um["migration_s"]
     if app.wall_s <= 0:
         return []
     share = moving / app.wall_s
+    taken = f"copies and migrations take {format_time(moving)} of its {format_time(app.wall_s)} ({share:.0%})"
     out = []
     if saving > 1.1 * moving:  # however large their share: the rest is a prediction the trace cannot check
         rest = saving - moving
@@ -527,20 +532,16 @@ def _limits(app: Application, saving: float, host_now: float, advised: Predictio
             where = f": {format_time(by_host)} in {host_words}, and {format_time(other)} in {other_words}"
         else:
             where = f" is in {host_words if by_host > 0 else other_words}"
-        out.append(f"copies and migrations take {format_time(moving)} of its {format_time(app.wall_s)} ({share:.0%}); "
-                   f"the rest of the predicted saving ({format_time(rest)}){where}")
+        out.append(f"{taken}; the rest of the predicted saving ({format_time(rest)}){where}")
     elif share < 0.25 and um["cpu_faults"] > 0 and app.loop is not None \
             and app.loop.per_iteration.get("um_d2h_bytes", 0) > 0:
         # particles (benchmarks/apps/unseen) on an H200: migrations 11% of its traced run, and copies in place of
         # its managed memory took 1.76 s down to 0.66 s untraced: the host's faults were most of what it lost
-        out.append(f"copies and migrations take {format_time(moving)} of its {format_time(app.wall_s)} ({share:.0%}), "
-                   f"and its host stalls on its {um['cpu_faults']} page faults, pages coming back every iteration, for "
-                   "a time the trace does not measure: a way without them can save more than that")
+        out.append(f"{taken}, and its host stalls on its {um['cpu_faults']} page faults, pages coming back every "
+                   "iteration, for a time the trace does not measure: a way without them can save more than that")
     elif share < 0.25:
-        out.append(f"copies and migrations take {format_time(moving)} of its {format_time(app.wall_s)} ({share:.0%}): "
-                   f"no host-memory strategy can save much more than that")
-    threads = app.copies.loc[app.copies["direction"].isin(COPY_DIRECTIONS), "tid"].nunique()
-    out += _host_untouched(app, host_now, threads, one_pass)
+        out.append(f"{taken}: no host-memory strategy can save much more than that")
+    out += _host_untouched(idle, one_pass)
     if threads > 1 and saving > 0:
         # idioms.cu's two threads, each copying half: 0.30 s predicted, 0.19-0.21 s measured on both GPUs
         out.append(f"its copies are made by {threads} host threads at once, which hide some of one another's copies "
@@ -562,7 +563,13 @@ def _host_idle_s(app: Application, host_now: float, threads: int) -> tuple[float
     return max(0.0, loop.per_iteration["wall_s"] - loop.per_iteration["calls_s"]), host_now / loop.iterations
 
 
-def _reads_as_one_pass(app: Application, host_now: float, threads: int) -> bool:
+def _untouched(idle: tuple[float, float] | None) -> bool:
+    """Whether the loop's host thread spends far less time outside its CUDA calls than touching the bytes it moves
+    would take (``idle``: ``_host_idle_s``; HOST_TIME_SHARE)."""
+    return idle is not None and idle[0] < HOST_TIME_SHARE * idle[1]
+
+
+def _reads_as_one_pass(app: Application, idle: tuple[float, float] | None) -> bool:
     """Whether the loop may be read as one pass over everything it copies (``advise`` keeps the reading whose
     prediction of the run as it is comes nearer its measured time): a loop of copies whose host thread spends far
     less time outside its CUDA calls than touching the bytes would take (HOST_TIME_SHARE), so that it wrote them
@@ -571,18 +578,16 @@ def _reads_as_one_pass(app: Application, host_now: float, threads: int) -> bool:
     was told to page-lock its buffers, measured 22% behind the fastest way on an H100 and an H200; read as
     one pass, it is told to prefetch managed memory, measured the fastest on the H100 and 9.7% behind mapped
     memory on the H200, with pinned, pageable and zero-copy memory among the slowest, as predicted."""
-    idle = _host_idle_s(app, host_now, threads)
     explicit = app.totals["h2d_bytes"] + app.totals["d2h_bytes"] > 0
-    return idle is not None and explicit and app.loop.iterations > 1 and idle[0] < HOST_TIME_SHARE * idle[1]
+    return _untouched(idle) and explicit and app.loop.iterations > 1
 
 
-def _host_untouched(app: Application, host_now: float, threads: int, one_pass: bool = False) -> list[str]:
+def _host_untouched(idle: tuple[float, float] | None, one_pass: bool) -> list[str]:
     """Where the loop's one host thread spends far less time outside its CUDA calls than writing and reading
-    the bytes it moves would take: a line saying so (data copied again unchanged, an asynchronous loop whose
-    host touches its results after it), and how it was priced (``one_pass``: as one pass over everything it
-    copies); else none."""
-    idle = _host_idle_s(app, host_now, threads)
-    if idle is None or (not one_pass and idle[0] >= HOST_TIME_SHARE * idle[1]):
+    the bytes it moves would take (``_untouched``): a line saying so (data copied again unchanged, an
+    asynchronous loop whose host touches its results after it), and how it was priced (``one_pass``: as one pass
+    over everything it copies); else none."""
+    if not _untouched(idle):
         return []
     own, priced = idle
     if one_pass:
