@@ -7,7 +7,7 @@
 # the even rounds in reverse order. Writes $OUT/unseen.tar.gz: traces/, advise-*.txt|json, walls.txt
 # ("app mode round exit seconds checksum").
 set -u
-HERE=$(cd "$(dirname "$0")" && pwd); W="${OUT:-unseen-out}/unseen"; mkdir -p "$W/bin" "$W/traces"
+OUT="${OUT:-unseen-out}"; HERE=$(cd "$(dirname "$0")" && pwd); W="$OUT/unseen"; mkdir -p "$W/bin" "$W/traces"
 declare -A MODES=(
   [jacobi]="pageable pinned registered managed managed-prefetch"
   [particles]="managed managed-prefetch managed-advise-accessed-by-gpu managed-advise-prefer-gpu pinned registered pinned-sampled"
@@ -38,4 +38,4 @@ for line in open(sys.argv[1]):
     a, m, r, rc, s, *_ = line.split(); t[(a, m)].append(float(s))
 for (a, m), v in t.items(): print(f"{a:14s} {m:32s} median {statistics.median(v):.3f} s  runs {len(v)}  spread {max(v)-min(v):.3f}")
 PY
-tar czf "$OUT/unseen.tar.gz" -C "$(dirname "$W")" unseen && rm -rf "$W"
+tar czf "$OUT/unseen.tar.gz" -C "$OUT" unseen && rm -rf "$W"
