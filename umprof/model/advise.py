@@ -18,7 +18,8 @@ it is told so, with what bounds any other way's saving (its kernels' time and it
 and told to keep what it has where that is within the run's noise. A managed program's host is read as writing
 no more an iteration than comes back to it. A loop of copies whose host thread does not touch what it copies is
 also read as one pass over everything it copies, and the reading whose prediction of the run as it is comes nearer
-its measured time is the one priced (``_reads_as_one_pass``).
+its measured time is the one priced (``_reads_as_one_pass``). A loop of copies before the loop (``Loop.lead``: a
+dataset loaded chunk by chunk) is read as a workload of its own, and its time under each way joins the loop's.
 
 The advice is the fastest strategy, or, where strategies are within the prediction's own error
 of it (PREDICTION_ERROR), the one of them that changes least from what it has (ties.change_cost: a
@@ -190,7 +191,10 @@ class AppAdvice:
             "loop": None if loop is None else {
                 "iterations": loop.iterations, "calls_per_iteration": loop.period, "cut_at": loop.anchor,
                 "first_s": loop.first_s, "steady_s": loop.steady_s, "measured_s": _loop_s(a),
-                "per_iteration": loop.per_iteration, "first": {k: _plain(v) for k, v in loop.first.items()}},
+                "per_iteration": loop.per_iteration, "first": {k: _plain(v) for k, v in loop.first.items()},
+                "before": None if loop.lead is None else {
+                    "iterations": loop.lead.iterations, "calls_per_iteration": loop.lead.period,
+                    "steady_s": loop.lead.steady_s, "per_iteration": loop.lead.per_iteration}},
             "unified_memory": a.um,
             "workload": None if self.workload is None else {"text": self.workload.describe(), "read_as": self.mapping,
                                                              **self.workload.__dict__},
@@ -356,6 +360,12 @@ def advise(app: Application, cal: Calibration, source: str = "") -> AppAdvice:
     w, ranked, current, base = reading.workload, reading.ranked, reading.current, reading.base
     host_now = reading.host_now
     out.mapping, out.workload, out.excluded = reading.how, w, reading.excluded
+    # a loop of copies before the loop (a load phase) is read on its own, and its time under each way joins the
+    # loop's (unless the loop was read as one pass over everything copied)
+    lead = _lead_change(app, cal) if not reading.one_pass else None
+    if lead is not None:
+        ranked = [p for p in ranked if p.strategy in lead[0]]
+        out.mapping += "; " + lead[1]
     if current is None:
         out.limits.append(f"its current way ({app.strategy}) is not one umprof predicts here: savings are against "
                           "the slowest strategy that applies, not against it")
@@ -364,7 +374,10 @@ def advise(app: Application, cal: Calibration, source: str = "") -> AppAdvice:
     # every comparison is of the same figures: the current way's own, with its measured allocation, and the others
     # with what its many allocation calls take beyond one buffer's (_allocations_beyond_one_s)
     beyond = _allocations_beyond_one_s(app, base)
-    whole = {p.strategy: measured_base if p is base else p.whole_s + beyond for p in ranked}
+    lead_s = lead[0] if lead else {}
+    measured_base += lead_s.get(base.strategy, 0.0)
+    whole = {p.strategy: measured_base if p is base else p.whole_s + beyond + lead_s.get(p.strategy, 0.0)
+             for p in ranked}
     ranked = sorted(ranked, key=lambda p: whole[p.strategy])
     for p in ranked:
         saving = measured_base - whole[p.strategy]
@@ -397,6 +410,23 @@ def advise(app: Application, cal: Calibration, source: str = "") -> AppAdvice:
         out.limits.append(PARTS_UNMEASURED)
     out.verdict = _verdict(app, out, tied, now_s, base, within_noise)
     return out
+
+
+def _lead_change(app: Application, cal: Calibration) -> tuple[dict, str] | None:
+    """The loop of copies before the application's loop (``Loop.lead``) read as a workload of its own: its time under
+    each way (strategy → seconds; its current way's with its host accesses priced as it makes them, as the loop's
+    is), and how it was read; None where there is none, or the calibration cannot price its current way."""
+    loop = app.loop
+    if loop is None or loop.lead is None:
+        return None
+    lead = replace(app, loop=loop.lead)
+    r = _reading(lead, cal, one_pass=False)
+    if r.workload is None or r.current is None:
+        return None
+    now = r.base.whole_s - _host_s(r.base) + r.host_now
+    how = (f"before the loop, a loop of {loop.lead.iterations} iterations read on its own as {r.workload.describe()} "
+           f"({r.how}), its time under each way added to the loop's")
+    return {p.strategy: now if p is r.base else p.whole_s for p in r.ranked}, how
 
 
 def _allocations_beyond_one_s(app: Application, base: Prediction) -> float:

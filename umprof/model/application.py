@@ -12,7 +12,8 @@ From :class:`~umprof.nsight.trace_db.TraceTables`, per process and GPU:
   of two phases) and holds every call that recurs; its iterations are cut at one call of each
   period, and
   each gets its copies, kernels, unified-memory migrations and wall time; the steady iteration is
-  their median, the first kept apart;
+  their median, the first kept apart; a loop of copies before it (a dataset loaded chunk by chunk,
+  then iterated over) is found among the calls ahead of its first iteration and kept as its ``lead``;
 * **unified memory**: migrations each way, GPU fault groups and faults, CPU faults, and whether
   prefetch or advice calls were made;
 * **the strategy**: the one of umprof's that the application's data movement matches (pageable
@@ -66,6 +67,9 @@ class Loop:
     first: dict  # the same, for the first iteration
     largest: dict  # the largest of each over the iterations (a first iteration that copies everything)
     span: tuple[int, int]  # ns: the loop's start and end on the trace's clock
+    # a loop of copies run before it (a load phase: a dataset copied in chunk by chunk, then iterated over), read on
+    # its own; ``first`` and ``largest`` are then of what follows it. None where there is none
+    lead: "Loop | None" = None
 
 
 @dataclass
@@ -333,8 +337,9 @@ def _without_bursts(tokens: pd.DataFrame) -> pd.DataFrame:
     return tokens[tokens["token"].map(spread)]
 
 
-def find_loop(calls: pd.DataFrame, copies: pd.DataFrame, kernels: pd.DataFrame) -> Loop | None:
-    """The application's loop (see the module's docstring), or None where its calls do not repeat."""
+def find_loop(calls: pd.DataFrame, copies: pd.DataFrame, kernels: pd.DataFrame, with_lead: bool = True) -> Loop | None:
+    """The application's loop (see the module's docstring), or None where its calls do not repeat; ``with_lead``:
+    with the loop of copies run before it, where there is one (``Loop.lead``)."""
     tokens = call_tokens(calls, copies)
     tokens = tokens[tokens["token"].map(tokens["token"].value_counts()) >= 3]  # setup calls made once or twice
     tokens = _without_bursts(tokens)
@@ -358,8 +363,8 @@ def find_loop(calls: pd.DataFrame, copies: pd.DataFrame, kernels: pd.DataFrame) 
     counts = np.bincount(span, minlength=len(names))
     anchor = int(min(set(window), key=lambda c: (counts[c], int(np.flatnonzero(window == c)[0]))))
     per_window = int((window == anchor).sum())  # a call made k times an iteration: every k-th cuts
-    starts = tokens["start"].to_numpy()[first:last]
-    cuts = starts[span == anchor][::per_window]
+    at = first + np.flatnonzero(span == anchor)[::per_window]  # the cuts, as positions among the tokens
+    cuts = tokens["start"].to_numpy()[at]
     if len(cuts) < 2:
         return None
     begin = int(calls["start"].min())
@@ -372,9 +377,41 @@ def find_loop(calls: pd.DataFrame, copies: pd.DataFrame, kernels: pd.DataFrame) 
         # calls repeated in its setup (streams, events created one by one), the GPU's work after the last
         return None
     med = steady.median(numeric_only=True).to_dict()
+    # a loop before it ends a period before its first cut: the calls of the first iteration ahead of its cut are its own
+    ahead = int(tokens["start"].to_numpy()[max(0, at[0] - p + 1)])
+    lead = _lead_loop(ahead, calls, copies, kernels) if with_lead else None
+    first = per.iloc[0]
+    if lead is not None:
+        # the first iteration less the loop before it, whose buffers its own reading prices
+        first = _per_iteration(np.concatenate([[ahead], edges[1:]]),
+                               *_issued_from(ahead, calls, copies, kernels)).iloc[0]
+    largest = pd.concat([per.iloc[1:], pd.DataFrame([first.to_dict()])]).max(numeric_only=True).to_dict()
     return Loop(iterations=len(per), period=p, anchor=str(names[anchor]), first_s=float(per["wall_s"].iloc[0]),
-                steady_s=float(med["wall_s"]), per_iteration=med, first=per.iloc[0].to_dict(),
-                largest=per.max(numeric_only=True).to_dict(), span=(int(edges[0]), int(edges[-1])))
+                steady_s=float(med["wall_s"]), per_iteration=med, first=first.to_dict(), largest=largest,
+                span=(int(edges[0]), int(edges[-1])), lead=lead)
+
+
+def _issue_times(df: pd.DataFrame, calls: pd.DataFrame) -> np.ndarray:
+    """When the host issued each copy or kernel (its call's start; its own start where no call is traced)."""
+    issued = calls.dropna(subset=["correlation"]).drop_duplicates("correlation").set_index("correlation")["start"]
+    return df["correlation"].map(issued).fillna(df["start"]).to_numpy(np.int64)
+
+
+def _issued_from(t0: int, calls, copies, kernels, before: bool = False) -> tuple:
+    """The calls, copies and kernels issued from ``t0`` on (or, ``before``, ahead of it)."""
+    keep = (lambda t: t < t0) if before else (lambda t: t >= t0)
+    return (calls[keep(calls["start"].to_numpy(np.int64))], copies[keep(_issue_times(copies, calls))],
+            kernels[keep(_issue_times(kernels, calls))])
+
+
+def _lead_loop(t0: int, calls: pd.DataFrame, copies: pd.DataFrame, kernels: pd.DataFrame) -> Loop | None:
+    """The loop of copies the host ran before ``t0`` (the main loop's first iteration), where one moved data in three
+    iterations or more (a dataset loaded chunk by chunk before the loop over it: its copies are the run's largest
+    part, and no iteration of the main loop holds them)."""
+    lead = find_loop(*_issued_from(t0, calls, copies, kernels, before=True), with_lead=False)
+    if lead is None or lead.iterations < 3 or lead.per_iteration["h2d_bytes"] + lead.per_iteration["d2h_bytes"] <= 0:
+        return None
+    return lead
 
 
 def _per_iteration(edges: np.ndarray, calls: pd.DataFrame, copies: pd.DataFrame, kernels: pd.DataFrame) -> pd.DataFrame:
@@ -382,11 +419,9 @@ def _per_iteration(edges: np.ndarray, calls: pd.DataFrame, copies: pd.DataFrame,
     and kernel time, unified-memory migrations, GPU busy time, the time inside CUDA calls (calls_s: the
     rest of the iteration is the host's own) and wall time."""
     n = len(edges) - 1
-    issued = calls.dropna(subset=["correlation"]).drop_duplicates("correlation").set_index("correlation")["start"]
 
     def bin_of(df):
-        t = df["correlation"].map(issued).fillna(df["start"]).to_numpy(np.int64)
-        return np.clip(np.searchsorted(edges, t, side="right") - 1, 0, n - 1)
+        return np.clip(np.searchsorted(edges, _issue_times(df, calls), side="right") - 1, 0, n - 1)
 
     rows = pd.DataFrame({"wall_s": np.diff(edges) / 1e9})
     # every column, in the order `advise --json` shows them

@@ -71,6 +71,12 @@ def print_advice(adv, console: Console) -> None:
                       f"{format_time(max(p['wall_s'] - p['busy_s'], 0.0))}"
                       + (f"; pages moved {format_size(p['um_h2d_bytes'])} to the GPU and {format_size(p['um_d2h_bytes'])} "
                          "back" if p["um_h2d_bytes"] or p["um_d2h_bytes"] else ""))
+        lead = app.loop.lead
+        if lead is not None:
+            q = lead.per_iteration
+            console.print(f"before it: a loop of {lead.iterations} iterations ({lead.period} CUDA calls each), "
+                          f"{format_time(lead.steady_s)} each: {format_size(q['h2d_bytes'])} in, "
+                          f"{format_size(q['d2h_bytes'])} out, kernels {format_time(q['kernel_s'])}")
     console.print(f"now: {app.strategy} ({app.strategy_why})")
     if adv.workload is not None:
         console.print(f"[dim]read as umprof's workload: {adv.workload.describe()} ({adv.mapping})[/]")

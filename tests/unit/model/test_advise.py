@@ -583,3 +583,27 @@ def test_a_loop_whose_host_does_not_touch_what_it_copies_reads_as_one_pass(tmp_p
     assert again.workload.iterations == again.app.loop.iterations == 63 and "one pass" not in again.mapping
     assert any("does not touch them all every iteration" in x for x in again.limits)
     assert again.loop_advice.change == "keep it as it is"
+
+
+def test_a_loop_of_copies_before_the_loop_is_read_on_its_own_and_priced_with_it(tmp_path):
+    """twophase (benchmarks/apps/unseen, fixed before it was measured; H200, 2026-11-27): a 768 MiB dataset loaded in
+    24 chunks of 32 MiB (parsed into one malloc'd buffer, copied in, normalized), then 300 iterations of 4 KiB each
+    way over it. Read as its 300 iterations alone, the load's copies (109 ms of pageable copies, 7.4 GB/s) were no
+    iteration's and it was told to keep pageable memory; every way that pins or maps its chunk buffer measured
+    faster in that lease (0.73-0.90 s against 0.97 s as written). The load is now read as a loop of its own and
+    priced with it."""
+    (adv,) = api.advise(fixture("twophase", tmp_path, gpu="h200"))
+    loop = adv.app.loop
+    assert loop.iterations == 300 and loop.lead is not None and loop.lead.iterations == 24
+    assert loop.lead.per_iteration["h2d_bytes"] == 32 * 2**20
+    # the main loop's buffer is its own (4 KiB each way), not the load's chunk
+    assert loop.largest["h2d_largest"] == 4096 and adv.workload.bytes < 2**20
+    assert "before the loop, a loop of 24 iterations" in adv.mapping
+    advice = adv.loop_advice
+    assert advice.strategy != "pageable" and 0.08 < advice.saving_s < 0.2
+    order = [r["strategy"] for r in adv.ranking]
+    assert order.index("pinned") < order.index("pageable") < order.index("managed")
+    # a loop whose first iteration's copies come ahead of its first cut (small_copies: 512 copies of 16 KiB, then
+    # the kernel the iterations are cut at) has no loop before it
+    (records,) = api.advise(fixture("small_copies", tmp_path))
+    assert records.app.loop.lead is None
