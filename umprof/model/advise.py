@@ -311,6 +311,10 @@ class _Reading(NamedTuple):
     host_now: float
     one_pass: bool
 
+    def as_made_s(self) -> float:
+        """The current way's predicted time with its host accesses priced as the application makes them."""
+        return self.base.whole_s - _host_s(self.base) + self.host_now
+
 
 def _reading(app: Application, cal: Calibration, one_pass: bool) -> _Reading:
     w, how = workload_of(app, one_pass)
@@ -362,19 +366,21 @@ def advise(app: Application, cal: Calibration, source: str = "") -> AppAdvice:
     out.mapping, out.workload, out.excluded = reading.how, w, reading.excluded
     # a loop of copies before the loop (a load phase) is read on its own, and its time under each way joins the
     # loop's (unless the loop was read as one pass over everything copied)
-    lead = _lead_change(app, cal) if not reading.one_pass else None
+    lead = _lead_reading(app, cal) if not reading.one_pass else None
+    lead_s = {} if lead is None else {p.strategy: lead.as_made_s() if p is lead.base else p.whole_s
+                                      for p in lead.ranked}
     if lead is not None:
-        ranked = [p for p in ranked if p.strategy in lead[0]]
-        out.mapping += "; " + lead[1]
+        ranked = [p for p in ranked if p.strategy in lead_s]
+        out.mapping += (f"; before the loop, a loop of {app.loop.lead.iterations} iterations read on its own as "
+                        f"{lead.workload.describe()} ({lead.how}), its time under each way added to the loop's")
     if current is None:
         out.limits.append(f"its current way ({app.strategy}) is not one umprof predicts here: savings are against "
                           "the slowest strategy that applies, not against it")
-    measured_base = (base.whole_s - base.setup.get("alloc", 0.0) - base.setup.get("free", 0.0) + app.allocation_s
-                     + _unseen_release_s(cal, base.strategy, w) - _host_s(base) + host_now)
+    measured_base = (reading.as_made_s() - base.setup.get("alloc", 0.0) - base.setup.get("free", 0.0)
+                     + app.allocation_s + _unseen_release_s(cal, base.strategy, w))
     # every comparison is of the same figures: the current way's own, with its measured allocation, and the others
     # with what its many allocation calls take beyond one buffer's (_allocations_beyond_one_s)
     beyond = _allocations_beyond_one_s(app, base)
-    lead_s = lead[0] if lead else {}
     measured_base += lead_s.get(base.strategy, 0.0)
     whole = {p.strategy: measured_base if p is base else p.whole_s + beyond + lead_s.get(p.strategy, 0.0)
              for p in ranked}
@@ -412,21 +418,13 @@ def advise(app: Application, cal: Calibration, source: str = "") -> AppAdvice:
     return out
 
 
-def _lead_change(app: Application, cal: Calibration) -> tuple[dict, str] | None:
-    """The loop of copies before the application's loop (``Loop.lead``) read as a workload of its own: its time under
-    each way (strategy → seconds; its current way's with its host accesses priced as it makes them, as the loop's
-    is), and how it was read; None where there is none, or the calibration cannot price its current way."""
-    loop = app.loop
-    if loop is None or loop.lead is None:
+def _lead_reading(app: Application, cal: Calibration) -> _Reading | None:
+    """The loop of copies before the application's loop (``Loop.lead``) read as a workload of its own; None where
+    there is none, or the calibration cannot price its current way."""
+    if app.loop is None or app.loop.lead is None:
         return None
-    lead = replace(app, loop=loop.lead)
-    r = _reading(lead, cal, one_pass=False)
-    if r.workload is None or r.current is None:
-        return None
-    now = r.base.whole_s - _host_s(r.base) + r.host_now
-    how = (f"before the loop, a loop of {loop.lead.iterations} iterations read on its own as {r.workload.describe()} "
-           f"({r.how}), its time under each way added to the loop's")
-    return {p.strategy: now if p is r.base else p.whole_s for p in r.ranked}, how
+    r = _reading(replace(app, loop=app.loop.lead), cal, one_pass=False)
+    return r if r.workload is not None and r.current is not None else None
 
 
 def _allocations_beyond_one_s(app: Application, base: Prediction) -> float:

@@ -123,6 +123,7 @@ def _application(t, pid: int, device: int) -> Application:
     for df in (copies, kernels):
         df["dur_s"] = (df["end"] - df["start"]) / 1e9
     copies = _with_calls(copies, calls)
+    kernels["call_start"] = _call_starts(kernels, calls)
     copies["direction"] = copies["kind"].replace(HOST_ARRAY)
     copies["host_kind"] = np.where(copies["direction"].isin(["h2d", "um_h2d"]), copies["src"],
                                    np.where(copies["direction"].isin(["d2h", "um_d2h"]), copies["dst"], "device"))
@@ -157,6 +158,13 @@ def _with_calls(copies: pd.DataFrame, calls: pd.DataFrame) -> pd.DataFrame:
     out["sync"] = ~out["call"].str.contains("Async|GraphLaunch") & (out["call"] != "")
     out["call_start"] = out["call_start"].fillna(out["start"])
     return out
+
+
+def _call_starts(ops: pd.DataFrame, calls: pd.DataFrame) -> pd.Series:
+    """When the host issued each kernel (its launch call's start; its own start where no call is traced), as
+    ``_with_calls`` gives each copy (``call_start``)."""
+    issued = calls.dropna(subset=["correlation"]).drop_duplicates("correlation").set_index("correlation")["start"]
+    return ops["correlation"].map(issued).fillna(ops["start"])
 
 
 def _enclosing_ranges(copies: pd.DataFrame, ranges: pd.DataFrame) -> list[str]:
@@ -377,7 +385,7 @@ def find_loop(calls: pd.DataFrame, copies: pd.DataFrame, kernels: pd.DataFrame, 
         # calls repeated in its setup (streams, events created one by one), the GPU's work after the last
         return None
     med = steady.median(numeric_only=True).to_dict()
-    # a loop before it ends a period before its first cut: the calls of the first iteration ahead of its cut are its own
+    # a loop before it ends a period before the first cut: the first iteration's calls ahead of its cut are its own
     ahead = int(tokens["start"].to_numpy()[max(0, at[0] - p + 1)])
     lead = _lead_loop(ahead, calls, copies, kernels) if with_lead else None
     first = per.iloc[0]
@@ -391,17 +399,11 @@ def find_loop(calls: pd.DataFrame, copies: pd.DataFrame, kernels: pd.DataFrame, 
                 span=(int(edges[0]), int(edges[-1])), lead=lead)
 
 
-def _issue_times(df: pd.DataFrame, calls: pd.DataFrame) -> np.ndarray:
-    """When the host issued each copy or kernel (its call's start; its own start where no call is traced)."""
-    issued = calls.dropna(subset=["correlation"]).drop_duplicates("correlation").set_index("correlation")["start"]
-    return df["correlation"].map(issued).fillna(df["start"]).to_numpy(np.int64)
-
-
 def _issued_from(t0: int, calls, copies, kernels, before: bool = False) -> tuple:
     """The calls, copies and kernels issued from ``t0`` on (or, ``before``, ahead of it)."""
-    keep = (lambda t: t < t0) if before else (lambda t: t >= t0)
-    return (calls[keep(calls["start"].to_numpy(np.int64))], copies[keep(_issue_times(copies, calls))],
-            kernels[keep(_issue_times(kernels, calls))])
+    keep = (lambda df, col: df[df[col].to_numpy(np.int64) < t0]) if before else \
+        (lambda df, col: df[df[col].to_numpy(np.int64) >= t0])
+    return keep(calls, "start"), keep(copies, "call_start"), keep(kernels, "call_start")
 
 
 def _lead_loop(t0: int, calls: pd.DataFrame, copies: pd.DataFrame, kernels: pd.DataFrame) -> Loop | None:
@@ -420,8 +422,8 @@ def _per_iteration(edges: np.ndarray, calls: pd.DataFrame, copies: pd.DataFrame,
     rest of the iteration is the host's own) and wall time."""
     n = len(edges) - 1
 
-    def bin_of(df):
-        return np.clip(np.searchsorted(edges, _issue_times(df, calls), side="right") - 1, 0, n - 1)
+    def bin_of(df):  # by when the host issued it (``call_start``)
+        return np.clip(np.searchsorted(edges, df["call_start"].to_numpy(np.int64), side="right") - 1, 0, n - 1)
 
     rows = pd.DataFrame({"wall_s": np.diff(edges) / 1e9})
     # every column, in the order `advise --json` shows them
