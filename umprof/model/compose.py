@@ -114,6 +114,11 @@ class PhaseComposition(CalibrationCurves):
         """One pass in the workload's pattern over its touched bytes of resident data, as if they
         were the whole buffer (sparse pages' own cost is the caller's)."""
         gw, touched_bytes = w.gpu_writes, w.touched * w.bytes
+        if w.kernel_bytes and kind(strategy) == "link":
+            # a kernel reading the buffer across the link moves what it reads, not the buffer: no more than the
+            # application's kernels, in their measured time, can have moved of device memory at its peak (a
+            # sparse lookup in a 1 GiB table reads megabytes of it a batch)
+            touched_bytes = min(touched_bytes, w.kernel_bytes / w.reuse)
         each = self.pass_time(strategy, gw, touched_bytes)
         # a pass is its launch (the host's, ~5-15 µs, whatever the pattern) and its memory work; the
         # pattern scales the work alone (on the H100, 32 random passes over 64 KiB took 11 µs each,

@@ -259,9 +259,10 @@ def verification_scenario(w: Workload, strategy_names: list[str], timing: dict |
     from umprof.measure.ops import get_op
     from umprof.measure.scenario import Scenario
 
-    if w.kernel_s:
+    if w.kernel_s or w.kernel_bytes:
+        key = "kernel_s" if w.kernel_s else "kernel_bytes"
         raise UsageError(f"workload {w.label}: --verify measures umprof's own loop, which runs its own kernel; a "
-                         "workload with 'kernel_s' (an application's, from its trace) is verified by timing the "
+                         f"workload with '{key}' (an application's, from its trace) is verified by timing the "
                          "application itself")
     if w.split:
         raise UsageError(f"workload {w.label}: --verify measures umprof's own loop, which reads back the part of its "

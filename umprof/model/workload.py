@@ -12,7 +12,8 @@ a read-only input, 1 = updated in place); what the host reads after each iterati
 host_writes = gpu_writes = host_reads = 1. Two keys describe an application read from its trace
 (``umprof advise``): ``copies``, its explicit copies each way per iteration (in equal parts), and
 ``kernel_s``, its kernels' own time per iteration on device-resident data, below which no
-strategy's kernel goes. ``host_pages`` says how its pageable memory is backed: ``numpy`` (a Python
+strategy's kernel goes; and ``kernel_bytes``, the most those kernels can have moved of the buffer in that time (at
+the device memory's theoretical rate), which is all a kernel reading the buffer across the link moves. ``host_pages`` says how its pageable memory is backed: ``numpy`` (a Python
 program's arrays, numpy's huge-page advice; the default) or ``malloc`` (a C or C++ program's buffers,
 which fault in and are page-locked 4 KiB at a time where the host gives huge pages only where advised).
 ``first_write`` says how the host writes the buffer first: ``copy`` (its data copied in, memcpy, as
@@ -62,6 +63,7 @@ class Workload:
     fits: bool | None = None
     copies: int = 1  # explicit copies each way per iteration, in equal parts (an application's records)
     kernel_s: float = 0.0  # the kernels' own time per iteration on device-resident data (from a trace): a floor
+    kernel_bytes: int = 0  # the most those kernels moved of the buffer per iteration (from a trace); 0: not known
     host_pages: str = "numpy"  # how its pageable memory is backed: a Python program's numpy arrays, or C's malloc
     first_write: str = "copy"  # how the host writes the buffer first: its data copied in, or stored word by word
     split: bool = False  # the host reads another part than it writes (separate input and output buffers)
@@ -97,6 +99,8 @@ class Workload:
             parts.append("input and output apart")
         if self.kernel_s > 0:
             parts.append(f"kernels {self.kernel_s * 1e3:.3g} ms")
+        if self.kernel_bytes > 0:
+            parts.append(f"kernels move at most {format_size(self.kernel_bytes)}")
         return ", ".join(parts)
 
     @property
@@ -213,6 +217,8 @@ def _check(w: Workload) -> None:
         bad("copies", "an integer from 1 to 1000000 (explicit copies each way per iteration)")
     if isinstance(w.kernel_s, bool) or not isinstance(w.kernel_s, (int, float)) or not 0 <= w.kernel_s < 3600:
         bad("kernel_s", "seconds of kernel time per iteration, 0 or more (0: the passes' own)")
+    if not isinstance(w.kernel_bytes, int) or isinstance(w.kernel_bytes, bool) or w.kernel_bytes < 0:
+        bad("kernel_bytes", "bytes the kernels move of the buffer per iteration at most, 0 or more (0: not known)")
     if w.host_pages not in HOST_PAGES:
         bad("host_pages", "one of " + ", ".join(HOST_PAGES) + " (how its pageable memory is backed: a Python "
             "program's numpy arrays, a C or C++ program's malloc)")
@@ -252,6 +258,13 @@ def _from_mapping(raw: dict) -> Workload:
     except (UsageError, ValueError, TypeError):
         given = raw["bytes"]
         raise WorkloadError("bytes", lambda n: f": expected a size ('256MiB', 1073741824), got {given!r}") from None
+    if isinstance(values.get("kernel_bytes"), str):
+        try:
+            values["kernel_bytes"] = parse_size(values["kernel_bytes"])
+        except (UsageError, ValueError):
+            given = raw["kernel_bytes"]
+            raise WorkloadError("kernel_bytes", lambda n: f": expected a size ('64MiB', 67108864), got {given!r}") \
+                from None
     for k in ("touched", *FRACTIONS):
         if isinstance(values.get(k), int) and not isinstance(values.get(k), bool):
             values[k] = float(values[k])

@@ -607,3 +607,23 @@ def test_a_loop_of_copies_before_the_loop_is_read_on_its_own_and_priced_with_it(
     # the kernel the iterations are cut at) has no loop before it
     (records,) = api.advise(fixture("small_copies", tmp_path))
     assert records.app.loop.lead is None
+
+
+def test_a_table_read_sparsely_is_read_across_the_link_as_far_as_its_kernels_could_move_it(tmp_path):
+    """embedding (benchmarks/apps/unseen, fixed before it was measured; H200, 2026-11-27): a 1 GiB table copied in
+    once, then 100 batches whose kernel reads 16 MiB of it at random rows (5.8 µs each). Priced as reading the whole
+    table each batch, the ways that leave it in host memory were predicted at 3.7-3.9 s where they measured 1.15-1.37 s
+    (accessed-by the fastest way in that lease). A kernel of 5.8 µs moved at most what the DRAM's peak moves in that
+    time, or what the L2 holds: read across the link, a batch moves that."""
+    (adv,) = api.advise(fixture("embedding", tmp_path, gpu="h200"))
+    w = adv.workload
+    assert w.bytes >= 2**30 and w.iterations == 100 and w.kernel_s < 20e-6
+    assert w.kernel_bytes == 60 * 2**20  # the H200's L2 (the DRAM's peak moves 28 MB in 5.8 µs)
+    assert "move at most 60MiB" in adv.mapping
+    predicted = {r["strategy"]: r["predicted_s"] for r in adv.ranking}
+    assert predicted["managed-advise-accessed-by-gpu"] < 1.3 * predicted["managed-prefetch"]
+    assert predicted["mapped"] < 1.3 * predicted["pageable-registered"]
+    # a kernel whose time covers its buffer at the DRAM's peak keeps reading all of it (stream_loop: 128 MiB)
+    (stream,) = api.advise(fixture("stream_loop", tmp_path))
+    assert stream.workload.kernel_bytes == 0
+

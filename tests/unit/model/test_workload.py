@@ -30,7 +30,8 @@ def test_example_and_verification_workloads_load():
     ({"bytes": "1000"}, "bytes"), ({"bytes": "lots"}, "bytes"), ({"bytes": "1MiB", "reuse": 0}, "reuse"),
     ({"bytes": "1MiB", "pingpong": "yes"}, "pingpong"), ({"bytes": "1MiB", "iterations": 2.5}, "iterations"),
     ({"bytes": "1MiB", "iterations": 100001}, "iterations"),
-    ({"bytes": "64KiB", "touched": 0.5}, "touched"),
+    ({"bytes": "64KiB", "touched": 0.5}, "touched"), ({"bytes": "1MiB", "kernel_bytes": -1}, "kernel_bytes"),
+    ({"bytes": "1MiB", "kernel_bytes": 2.5}, "kernel_bytes"), ({"bytes": "1MiB", "kernel_bytes": "lots"}, "kernel_bytes"),
 ])
 def test_bad_workload_values_name_the_key(raw, key):
     with pytest.raises(UsageError, match=f"wl.toml: key '{key}': expected"):
