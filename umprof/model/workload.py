@@ -9,11 +9,12 @@ random, warp-pages), and what fraction of what they touch they also write (``gpu
 a read-only input, 1 = updated in place); what the host reads after each iteration
 (``host_reads``: 0 = only the kernel's small result); and whether it fits in device memory
 (``fits``; by default from the device's memory). ``pingpong`` is the old name for
-host_writes = gpu_writes = host_reads = 1. Two keys describe an application read from its trace
-(``umprof advise``): ``copies``, its explicit copies each way per iteration (in equal parts), and
+host_writes = gpu_writes = host_reads = 1. Three keys describe an application read from its trace
+(``umprof advise``): ``copies``, its explicit copies each way per iteration (in equal parts);
 ``kernel_s``, its kernels' own time per iteration on device-resident data, below which no
-strategy's kernel goes; and ``kernel_bytes``, the most those kernels can have moved of the buffer in that time (at
-the device memory's theoretical rate), which is all a kernel reading the buffer across the link moves. ``host_pages`` says how its pageable memory is backed: ``numpy`` (a Python
+strategy's kernel goes; and ``kernel_bytes``, the most those kernels can have moved of the buffer in
+that time (at the device memory's theoretical rate), which is all a kernel reading the buffer across
+the link moves. ``host_pages`` says how its pageable memory is backed: ``numpy`` (a Python
 program's arrays, numpy's huge-page advice; the default) or ``malloc`` (a C or C++ program's buffers,
 which fault in and are page-locked 4 KiB at a time where the host gives huge pages only where advised).
 ``first_write`` says how the host writes the buffer first: ``copy`` (its data copied in, memcpy, as

@@ -627,3 +627,18 @@ def test_a_table_read_sparsely_is_read_across_the_link_as_far_as_its_kernels_cou
     (stream,) = api.advise(fixture("stream_loop", tmp_path))
     assert stream.workload.kernel_bytes == 0
 
+
+
+def test_a_batch_copied_whole_whose_kernel_reads_its_headers_is_read_in_place_first(tmp_path):
+    """headers (benchmarks/apps/unseen, fixed before it was measured; H200 `zf`, 2026-11-27): 40 batches of 256 MiB
+    written by the host and copied in whole, of which a kernel of 3.3 µs reads each 4 KiB packet's 64-byte header
+    (4 MiB). Priced as reading each batch whole, the ways that leave it in host memory were predicted behind a
+    pipelined copy; bounded by the kernels' time they rank first, as accessed-by (2.29 s) and mapped (2.39 s)
+    measured, ahead of the registered memory the tie gives (2.66 s) and pinned (3.18 s)."""
+    (adv,) = api.advise(fixture("headers", tmp_path, gpu="h200"))
+    assert adv.workload.bytes >= 256 * 2**20 and adv.workload.kernel_bytes == 60 * 2**20
+    order = [r["strategy"] for r in adv.ranking]
+    assert {order[0], order[1]} == {"managed-advise-accessed-by-gpu", "mapped"}
+    assert order.index("mapped") < order.index("pageable-registered") < order.index("pageable")
+    advice = adv.loop_advice
+    assert advice.tie and "mapped" in advice.note and advice.saving_s > 1.0

@@ -1,0 +1,124 @@
+"""How the tie rule fares against the fastest prediction on every judged lease: where strategies are predicted within
+the prediction's own error, `umprof advise` picks the one that changes least code; would the fastest predicted have
+measured faster?
+
+    mkdir -p /tmp/tr/h100 /tmp/tr/h200
+    tar xJf results/advise/nvidia-h100-traces.tar.xz -C /tmp/tr/h100
+    tar xJf results/advise/nvidia-h200-traces.tar.xz -C /tmp/tr/h200
+    python3 benchmarks/apps/tie_policy.py /tmp/tr --json results/advise/tie-policy.json
+    python3 benchmarks/apps/tie_policy.py /tmp/tr --error 0.06     # the tie narrower than the prediction's error
+
+Each judged file (results/advise/nvidia-*-judged-*.json) gives an application's modes measured by wall clock in one
+lease, and its lease's trace is advised at today's model. Compared where both picks were measured: how often each was
+the fastest or within 5% of it (judge.py's criterion), and how far behind the fastest it measured. Beside them, the
+prediction's error where a tie is decided: how far the predicted ratio between two measured ways misses their measured
+ratio, over every pair and over the pairs predicted within the tie's error of each other.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import statistics
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+FASTEST_WITHIN = 0.05
+
+
+def lease_apps(traces: Path) -> list[dict]:
+    """Every judged application of every lease whose trace is under ``traces`` (GPU/traces/LEASE/APP.sqlite), with
+    its modes' median walls, the advice and the ranking of today's model."""
+    from umprof import api
+
+    rows = []
+    for f in sorted((ROOT / "results" / "advise").glob("nvidia-h*-judged-*.json")):
+        gpu = "h100" if "-h100-" in f.name else "h200"
+        lease = f.stem.rsplit("-judged-", 1)[1]
+        for name, app in json.loads(f.read_text())["apps"].items():
+            walls = {m: statistics.median(v["wall_s"]) for m, v in app["modes"].items() if v.get("wall_s")}
+            trace = traces / gpu / "traces" / lease / f"{name}.sqlite"
+            if len(walls) < 2 or not trace.is_file():
+                continue
+            (adv,) = api.advise(trace)
+            loop = adv.loop_advice
+            rows.append({"gpu": gpu, "lease": lease, "app": name, "walls": walls,
+                         "advised": loop.strategy if loop else app["own_mode"], "tie": bool(loop and loop.tie),
+                         "fastest_predicted": adv.ranking[0]["strategy"] if adv.ranking else app["own_mode"],
+                         "predicted_s": {r["strategy"]: r["predicted_s"] for r in adv.ranking}})
+    return rows
+
+
+def pair_errors(rows: list[dict], within: float) -> dict:
+    """How far the predicted ratio between two measured ways misses their measured ratio (as a ratio less one):
+    the median and 90th percentile over every pair of every lease-application, and over the pairs predicted within
+    ``within`` of each other."""
+    every, close = [], []
+    for r in rows:
+        pred, walls = r.get("predicted_s", {}), r["walls"]
+        ways = [m for m in walls if pred.get(m, 0) > 0]
+        for i, a in enumerate(ways):
+            for b in ways[i + 1:]:
+                predicted = math.log(pred[a] / pred[b])
+                miss = abs(predicted - math.log(walls[a] / walls[b]))
+                every.append(miss)
+                if abs(predicted) <= math.log1p(within):
+                    close.append(miss)
+
+    def summary(misses):
+        misses = sorted(misses)
+        n = len(misses)
+        return {"pairs": n, "median": math.expm1(statistics.median(misses)) if n else None,
+                "p90": math.expm1(misses[int(0.9 * (n - 1))]) if n else None}
+    return {"every": summary(every), "within": within, "close": summary(close)}
+
+
+def compare(rows: list[dict]) -> dict:
+    """Each pick's record where both were measured: held (within FASTEST_WITHIN of the fastest), and how far behind."""
+    both = [r for r in rows if r["advised"] in r["walls"] and r["fastest_predicted"] in r["walls"]]
+    out = {"lease_apps": len(rows), "both_measured": len(both),
+           "differ": sum(r["advised"] != r["fastest_predicted"] for r in both)}
+    for pick in ("advised", "fastest_predicted"):
+        behind = sorted(r["walls"][r[pick]] / min(r["walls"].values()) - 1 for r in both)
+        n = len(behind)
+        out[pick] = {"held": sum(b <= FASTEST_WITHIN for b in behind), "mean_behind": sum(behind) / n if n else None,
+                     "median_behind": statistics.median(behind) if n else None,
+                     "p90_behind": behind[int(0.9 * (n - 1))] if n else None}
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("traces", type=Path, help="the two archives extracted under GPU/ (h100/traces/..., h200/traces/...)")
+    ap.add_argument("--json", type=Path, help="write the comparison and every lease-application's picks")
+    ap.add_argument("--error", type=float, help="the tie's width instead of the prediction's error (advise's "
+                    "PREDICTION_ERROR, 0.10)")
+    a = ap.parse_args()
+    from umprof.model import advise
+
+    if a.error is not None:
+        advise.PREDICTION_ERROR = a.error
+    rows = lease_apps(a.traces)
+    result = {"tie": advise.PREDICTION_ERROR, **compare(rows), "pair_errors": pair_errors(rows, advise.PREDICTION_ERROR)}
+    for gpu in ("h100", "h200"):
+        result[gpu] = compare([r for r in rows if r["gpu"] == gpu])
+    print(f"{result['lease_apps']} lease-applications judged; both picks measured in {result['both_measured']}, "
+          f"different in {result['differ']}")
+    for pick, label in (("advised", "as advised (a tie: the least code)"), ("fastest_predicted", "fastest predicted")):
+        p = result[pick]
+        print(f"  {label:36s} held {p['held']} of {result['both_measured']}, behind the fastest: mean "
+              f"{p['mean_behind']:.1%}, median {p['median_behind']:.1%}, 90th percentile {p['p90_behind']:.1%}")
+    pe = result["pair_errors"]
+    print(f"  the predicted ratio of two ways misses the measured one by a median {pe['every']['median']:.1%} "
+          f"({pe['every']['pairs']} pairs), {pe['close']['median']:.1%} where predicted within {pe['within']:.0%} "
+          f"({pe['close']['pairs']} pairs)")
+    if a.json:
+        a.json.write_text(json.dumps({**result, "rows": rows}, indent=1))
+
+
+if __name__ == "__main__":
+    main()

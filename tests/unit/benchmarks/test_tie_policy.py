@@ -1,0 +1,37 @@
+"""benchmarks/apps/tie_policy.py without a GPU: the two picks compared where both were measured."""
+
+import importlib.util
+
+import pytest
+
+from tests.unit.data import ROOT
+
+
+def _tie_policy():
+    spec = importlib.util.spec_from_file_location("tie_policy", ROOT / "benchmarks" / "apps" / "tie_policy.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_each_pick_is_held_and_behind_the_fastest_where_both_were_measured():
+    walls = {"pinned": 1.0, "mapped": 1.2, "pageable": 2.0}
+    rows = [
+        {"gpu": "h100", "advised": "pinned", "fastest_predicted": "mapped", "walls": walls},
+        {"gpu": "h100", "advised": "mapped", "fastest_predicted": "mapped", "walls": walls},
+        {"gpu": "h200", "advised": "pinned", "fastest_predicted": "pinned-pipelined", "walls": walls},  # not measured
+    ]
+    out = _tie_policy().compare(rows)
+    assert out["lease_apps"] == 3 and out["both_measured"] == 2 and out["differ"] == 1
+    assert out["advised"]["held"] == 1 and out["fastest_predicted"]["held"] == 0
+    assert out["advised"]["mean_behind"] == pytest.approx(0.1)
+    assert out["fastest_predicted"]["median_behind"] == pytest.approx(0.2)
+
+
+def test_the_predicted_ratio_of_two_ways_is_measured_against_their_measured_ratio():
+    rows = [{"walls": {"pinned": 1.0, "mapped": 1.1, "pageable": 2.0},
+             "predicted_s": {"pinned": 1.0, "mapped": 1.0, "pageable": 2.2, "pinned-pipelined": 0.9}}]
+    out = _tie_policy().pair_errors(rows, 0.10)
+    assert out["every"]["pairs"] == 3 and out["close"]["pairs"] == 1  # pinned and mapped, predicted level
+    assert out["close"]["median"] == pytest.approx(0.1)
+    assert out["every"]["median"] == pytest.approx(0.1)  # 1.1, 2.2 / 2.0 and 2.2 / 2.0 * 1.1 / 1.1: 10% each
