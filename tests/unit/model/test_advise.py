@@ -642,3 +642,6 @@ def test_a_batch_copied_whole_whose_kernel_reads_its_headers_is_read_in_place_fi
     assert order.index("mapped") < order.index("pageable-registered") < order.index("pageable")
     advice = adv.loop_advice
     assert advice.tie and "mapped" in advice.note and advice.saving_s > 1.0
+    # the least change, and what it gives up against the fastest predicted
+    assert advice.strategy == "pageable-registered"
+    assert "changes the least code (managed-advise-accessed-by-gpu, predicted fastest, saves" in advice.note
