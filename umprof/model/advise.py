@@ -321,11 +321,11 @@ def _reading(app: Application, cal: Calibration, one_pass: bool) -> _Reading:
     if w is None:
         return _Reading(None, how, [], [], None, None, 0.0, one_pass)
     w = replace(w, fits=w.bytes <= (cal.device.get("memory_total_bytes") or app.memory_bytes or w.bytes))
-    moved = _kernel_bytes(w, cal)
+    moved, basis = _kernel_bytes(w, cal)
     if moved:
         w = replace(w, kernel_bytes=moved)
         how += (f"; its kernels' {format_time(w.kernel_s)} an iteration move at most {format_size(moved)} of device "
-                "memory (its theoretical rate), all that a kernel reading the data in host memory would move")
+                f"memory ({basis}), all that a kernel reading the data in host memory would move")
     ranked, excluded = cal.rank(w)
     current = app.strategy if app.strategy in {p.strategy for p in ranked} else None
     base = next((p for p in ranked if p.strategy == current), None) or ranked[-1]
@@ -335,16 +335,19 @@ def _reading(app: Application, cal: Calibration, one_pass: bool) -> _Reading:
     return _Reading(w, how, ranked, excluded, current, base, _host_now(base, ranked), one_pass)
 
 
-def _kernel_bytes(w: Workload, cal: Calibration) -> int:
-    """The most the application's kernels moved of the buffer per iteration: their own time (on device-resident
-    data) at the device memory's theoretical rate, and no less than the GPU's L2 holds (data a copy left there
-    is read faster than the DRAM's rate), where that is less than the buffer; 0 where it is not (or the rate or
-    the kernels' time is not known)."""
+def _kernel_bytes(w: Workload, cal: Calibration) -> tuple[int, str]:
+    """The most the application's kernels moved of the buffer per iteration, and what set it: their own time (on
+    device-resident data) at the device memory's theoretical rate, and no less than the GPU's L2 holds (data a copy
+    left there is read faster than the DRAM's rate), where that is less than the buffer; 0 where it is not (or the
+    rate or the kernels' time is not known)."""
     rate = float(cal.device.get("dram_bytes_per_s") or 0.0)
     if not rate or not w.kernel_s:
-        return 0
-    moved = int(max(w.kernel_s * rate, float(cal.device.get("l2_bytes") or 0)))
-    return moved if moved < w.bytes else 0
+        return 0, ""
+    by_rate, l2 = w.kernel_s * rate, float(cal.device.get("l2_bytes") or 0)
+    moved = int(max(by_rate, l2))
+    basis = "the DRAM's theoretical rate" if by_rate >= l2 else \
+        f"the GPU's L2 size; the DRAM's theoretical rate moves {format_size(by_rate)} in that time"
+    return (moved, basis) if moved < w.bytes else (0, "")
 
 
 def _misses(reading: _Reading, now_s: float) -> float:

@@ -401,8 +401,10 @@ def find_loop(calls: pd.DataFrame, copies: pd.DataFrame, kernels: pd.DataFrame, 
 
 def _issued_from(t0: int, calls, copies, kernels, before: bool = False) -> tuple:
     """The calls, copies and kernels issued from ``t0`` on (or, ``before``, ahead of it)."""
-    keep = (lambda df, col: df[df[col].to_numpy(np.int64) < t0]) if before else \
-        (lambda df, col: df[df[col].to_numpy(np.int64) >= t0])
+    side = np.less if before else np.greater_equal
+
+    def keep(df, col):
+        return df[side(df[col].to_numpy(np.int64), t0)]
     return keep(calls, "start"), keep(copies, "call_start"), keep(kernels, "call_start")
 
 
