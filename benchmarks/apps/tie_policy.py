@@ -103,6 +103,9 @@ def main():
     if a.error is not None:
         advise.PREDICTION_ERROR = a.error
     rows = lease_apps(a.traces)
+    if not rows:
+        ap.error(f"{a.traces}: no judged lease's trace found; expected h100/traces/LEASE/APP.sqlite and "
+                 "h200/traces/LEASE/APP.sqlite there (the archives results/advise/nvidia-*-traces.tar.xz extracted)")
     result = {"tie": advise.PREDICTION_ERROR, **compare(rows), "pair_errors": pair_errors(rows, advise.PREDICTION_ERROR)}
     for gpu in ("h100", "h200"):
         result[gpu] = compare([r for r in rows if r["gpu"] == gpu])
@@ -110,12 +113,15 @@ def main():
           f"different in {result['differ']}")
     for pick, label in (("advised", "as advised (a tie: the least code)"), ("fastest_predicted", "fastest predicted")):
         p = result[pick]
+        if not result["both_measured"]:
+            break
         print(f"  {label:36s} held {p['held']} of {result['both_measured']}, behind the fastest: mean "
               f"{p['mean_behind']:.1%}, median {p['median_behind']:.1%}, 90th percentile {p['p90_behind']:.1%}")
     pe = result["pair_errors"]
-    print(f"  the predicted ratio of two ways misses the measured one by a median {pe['every']['median']:.1%} "
-          f"({pe['every']['pairs']} pairs), {pe['close']['median']:.1%} where predicted within {pe['within']:.0%} "
-          f"({pe['close']['pairs']} pairs)")
+    if pe["every"]["pairs"]:
+        print(f"  the predicted ratio of two ways misses the measured one by a median {pe['every']['median']:.1%} "
+              f"({pe['every']['pairs']} pairs), {pe['close']['median'] or 0:.1%} where predicted within "
+              f"{pe['within']:.0%} ({pe['close']['pairs']} pairs)")
     if a.json:
         a.json.write_text(json.dumps({**result, "rows": rows}, indent=1))
 
