@@ -17,8 +17,9 @@ declare -A MODES=(
   [twophase]="pageable pinned registered write-combined managed managed-prefetch mapped zero-copy"
   [blur]="pageable pinned registered write-combined mapped zero-copy managed managed-prefetch"
   [headers]="pageable pinned registered write-combined mapped zero-copy managed managed-prefetch managed-advise-accessed-by-gpu"
+  [workers]="pageable pinned registered write-combined mapped zero-copy managed managed-prefetch"
 )
-apps="${ONLY:-jacobi particles chunked_async matvec embedding twophase blur headers}"
+apps="${ONLY:-jacobi particles chunked_async matvec embedding twophase blur headers workers}"
 for a in $apps; do
   nvcc -O2 -arch=sm_90 -std=c++17 -o "$W/bin/$a" "$HERE/$a.cu" > "$W/build-$a.log" 2>&1 || { echo "build $a failed"; tail -3 "$W/build-$a.log"; }
   own=${MODES[$a]%% *}
