@@ -402,7 +402,11 @@ def advise(app: Application, cal: Calibration, source: str = "") -> AppAdvice:
     # with what its many allocation calls take beyond one buffer's (_allocations_beyond_one_s)
     beyond = _allocations_beyond_one_s(app, base)
     measured_base += lead_s.get(base.strategy, 0.0)
+    overlap = _threads_overlap(app, base, threads)
+    # several host threads run their iterations at once, where the model prices their work one after another: each
+    # way's difference from the current one in its iterations is scaled by the overlap the loop measured
     whole = {p.strategy: measured_base if p is base else p.whole_s + beyond + lead_s.get(p.strategy, 0.0)
+             - (1.0 - overlap) * p.iterations * (p.steady_s - base.steady_s)
              for p in ranked}
     ranked = sorted(ranked, key=lambda p: whole[p.strategy])
     for p in ranked:
@@ -428,6 +432,8 @@ def advise(app: Application, cal: Calibration, source: str = "") -> AppAdvice:
                              tie=len(tied) > 1, note=note))
     out.advice += _flow_advice(app, cal, python)
     out.limits += _limits(app, saving, host_now, pick, threads, idle, reading.one_pass)
+    if overlap < 1.0:
+        out.limits.append(_threads_note(app, base, threads, overlap))
     if beyond > 0:
         out.limits.append(f"its {app.allocation_calls} calls that allocate and free memory take "
                           f"{format_time(app.allocation_s)}, {format_time(beyond)} more than one buffer's under the "
@@ -595,14 +601,38 @@ def _limits(app: Application, saving: float, host_now: float, advised: Predictio
     elif share < 0.25:
         out.append(f"{taken}: no host-memory strategy can save much more than that")
     out += _host_untouched(idle, one_pass)
-    if threads > 1 and saving > 0:
-        # idioms.cu's two threads, each copying half: 0.30 s predicted, 0.19-0.21 s measured on both GPUs
+    if threads > 1 and saving > 0 and not _iterations_overlap(app, threads):
         out.append(f"its copies are made by {threads} host threads at once, which hide some of one another's copies "
                    "and host work; the prediction prices them one after another, so the saving may be smaller")
     out += _graphs_traced_whole(app)
     if app.loop is None:
         out.append("no loop was found in its CUDA calls: the run is read as one iteration")
     return out
+
+
+def _iterations_overlap(app: Application, threads: int) -> bool:
+    """Whether the loop's measured iterations can say how much its host threads overlap: several threads copy, and
+    the loop has steady iterations."""
+    return threads > 1 and app.loop is not None and app.loop.iterations > 1 and app.loop.steady_s > 0
+
+
+def _threads_overlap(app: Application, base: Prediction, threads: int) -> float:
+    """How much of the model's iteration the loop's host threads, running at once, take: its measured steady
+    iteration over the model's of the way it runs now, at most 1 and at least one thread's share (``1 / threads``);
+    1 for one thread. The model prices every thread's copies and host work one after another: idioms.cu's two
+    threads measured 15-22 ms an iteration where it said 30-32 ms, and the savings of pinning came out 0.13-0.21 s
+    where their difference said 0.29-0.31 s (H100 and H200); scaled, 0.15-0.22 s."""
+    if not _iterations_overlap(app, threads) or base.steady_s <= 0:
+        return 1.0
+    return min(1.0, max(1.0 / threads, app.loop.steady_s / base.steady_s))
+
+
+def _threads_note(app: Application, base: Prediction, threads: int, overlap: float) -> str:
+    """The limit said where the savings were scaled by the host threads' overlap."""
+    return (f"its copies are made by {threads} host threads at once: its loop measured "
+            f"{format_time(app.loop.steady_s)} an iteration, where the calibration, pricing their work one after "
+            f"another, says {format_time(base.steady_s)} as it runs now; every way's difference in the iterations is "
+            f"scaled by that overlap ({overlap:.2f})")
 
 
 def _host_idle_s(app: Application, host_now: float, threads: int) -> tuple[float, float] | None:
