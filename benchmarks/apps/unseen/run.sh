@@ -5,7 +5,8 @@
 # Builds each, traces its own mode (the first listed) with Nsight Systems, advises from the trace
 # (umprof advise, text and --json), then times every mode by wall clock (process start to exit) in rounds,
 # the even rounds in reverse order. Writes $OUT/unseen.tar.gz: traces/, advise-*.txt|json, walls.txt
-# ("app mode round exit seconds checksum").
+# ("app mode round exit seconds checksum"). two_gpus drives every GPU of the machine and runs only where ONLY names it
+# (ONLY=two_gpus, on a machine of several GPUs).
 set -u
 OUT="${OUT:-unseen-out}"; HERE=$(cd "$(dirname "$0")" && pwd); W="$OUT/unseen"; mkdir -p "$W/bin" "$W/traces"
 declare -A MODES=(
@@ -18,6 +19,7 @@ declare -A MODES=(
   [blur]="pageable pinned registered write-combined mapped zero-copy managed managed-prefetch"
   [headers]="pageable pinned registered write-combined mapped zero-copy managed managed-prefetch managed-advise-accessed-by-gpu"
   [workers]="pageable pinned registered write-combined mapped zero-copy managed managed-prefetch"
+  [two_gpus]="pageable pinned registered"
 )
 apps="${ONLY:-jacobi particles chunked_async matvec embedding twophase blur headers workers}"
 for a in $apps; do
