@@ -16,7 +16,8 @@ from umprof.cli import common
 @click.option("--gpu", "gpu_name", default=None, metavar="NAME",
               help="Predict with a shipped GPU model's calibration (H100, H200) whatever the trace ran on.")
 @click.option("--nsys", default=None, metavar="PATH", help="nsys, to export an .nsys-rep (once; kept beside it).")
-@click.option("--all", "all_processes", is_flag=True, help="Every process and GPU of the trace, not only the busiest.")
+@click.option("--all", "all_processes", is_flag=True,
+              help="Every process of the trace, not only the busiest (whose GPUs are all advised).")
 @click.option("--json", "as_json", is_flag=True, help="One JSON document (gpu, totals, flows, loop, advice, ...).")
 def advise(trace, sources, gpu_name, nsys, all_processes, as_json):
     """Read an application's trace and say what its transfers should use, and what that saves.

@@ -676,3 +676,40 @@ def test_a_batch_copied_whole_whose_kernel_reads_its_headers_is_read_in_place_fi
     # the least change, and what it gives up against the fastest predicted
     assert advice.strategy == "pageable-registered"
     assert "changes the least code (managed-advise-accessed-by-gpu, predicted fastest, saves" in advice.note
+
+
+def test_a_process_driving_two_gpus_is_advised_on_each(tmp_path):
+    """two_gpus (benchmarks/apps/unseen, fixed before it was measured; two H200s, 2026-11-27): one host thread, each
+    GPU its stream and 32 MiB each way of pageable memory, 30 steps. Both GPUs are advised by default, each on its own
+    copies; their copies never ran at once, so the program saves their sum: 0.43 s predicted, 0.47 s measured (six
+    rounds: pageable 3.478 s, registered 3.007 s, pinned 2.979 s)."""
+    trace = fixture("two_gpus", tmp_path, gpu="h200")
+    found = api.advise(trace)
+    assert sorted(a.app.device for a in found) == [0, 1] and len({a.app.pid for a in found}) == 1
+    assert {a.loop_advice.strategy for a in found} == {"pageable-registered"}
+    assert 0.47 * 0.8 < sum(a.loop_advice.saving_s for a in found) < 0.47 * 1.2
+    for a in found:
+        (note,) = [x for x in a.app.notes if "drives 2 GPUs" in x]
+        assert "(0, 1)" in note and "the sum of the GPUs'" in note
+    doc = json.loads(CliRunner().invoke(cli, ["advise", str(trace), "--json"]).output)
+    assert [x["device"] for x in doc["applications"]] == [a.app.device for a in found]
+
+
+def test_other_processes_are_named_and_left_to_all():
+    import pandas as pd
+    from types import SimpleNamespace
+
+    from umprof.api import _advised_applications
+
+    def app(pid, device, name="app"):
+        copies = pd.DataFrame({"direction": ["h2d"], "start": [0], "end": [10], "tid": [pid]})
+        return SimpleNamespace(pid=pid, device=device, name=name, notes=[], copies=copies)
+
+    apps = [app(1, 0), app(2, 0, "other"), app(1, 1)]
+    shown = _advised_applications(apps, all_processes=False)
+    assert [(a.pid, a.device) for a in shown] == [(1, 0), (1, 1)]
+    assert any("1 more process" in x and "other (pid 2) on GPU 0" in x and "--all" in x for x in shown[0].notes)
+    # the two GPUs' copies ran at the same time: their savings need not add
+    assert all("ran beside another GPU's copies" in x for a in shown for x in a.notes if "drives 2 GPUs" in x)
+    everything = _advised_applications([app(1, 0), app(2, 0, "other")], all_processes=True)
+    assert len(everything) == 2 and not any(a.notes for a in everything)
