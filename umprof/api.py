@@ -672,7 +672,7 @@ def _advised_applications(apps: list, all_processes: bool) -> list:
     from umprof.model.application import COPY_DIRECTIONS, overlap_share
 
     shown = apps if all_processes else [a for a in apps if a.pid == apps[0].pid]
-    left = [a for a in apps if a not in shown]
+    left = [] if all_processes else [a for a in apps if a.pid != apps[0].pid]
     if left:
         named = ", ".join(f"{a.name} (pid {a.pid}) on GPU {a.device}" for a in left[:4]) + (", ..." if len(left) > 4 else "")
         shown[0].notes.append(f"the trace holds {len(left)} more process{'es' if len(left) > 1 else ''} with CUDA work, "

@@ -402,9 +402,10 @@ def advise(app: Application, cal: Calibration, source: str = "") -> AppAdvice:
     # with what its many allocation calls take beyond one buffer's (_allocations_beyond_one_s)
     beyond = _allocations_beyond_one_s(app, base)
     measured_base += lead_s.get(base.strategy, 0.0)
-    overlap = _threads_overlap(app, base, threads)
     # several host threads run their iterations at once, where the model prices their work one after another: each
-    # way's difference from the current one in its iterations is scaled by the overlap the loop measured
+    # way's difference from the current one in its iterations is scaled by the overlap the loop measured (not where
+    # the run is read as one pass, whose one iteration is no iteration of the loop)
+    overlap = 1.0 if reading.one_pass else _threads_overlap(app, base, threads)
     whole = {p.strategy: measured_base if p is base else p.whole_s + beyond + lead_s.get(p.strategy, 0.0)
              - (1.0 - overlap) * p.iterations * (p.steady_s - base.steady_s)
              for p in ranked}
