@@ -630,7 +630,7 @@ def advise(trace, calibration=None, *, gpu: str | None = None, nsys: str | None 
     shipped one), one line naming the GPU where there is none."""
     from umprof.core import calibrations as store
     from umprof.model import advise as amod
-    from umprof.model.application import GRAPH_NODES, applications
+    from umprof.model.application import GRAPH_NODES, advised, applications
     from umprof.model.predict import Calibration
     from umprof.nsight.trace_db import open_trace
 
@@ -641,7 +641,7 @@ def advise(trace, calibration=None, *, gpu: str | None = None, nsys: str | None 
     if not t.has_cuda:
         raise UsageError(f"{trace}: a trace with no CUDA activity (no copies, kernels or memsets): trace the "
                          "application with `nsys profile -t cuda ...`")
-    apps = _advised_applications(applications(t), all_processes)
+    apps = advised(applications(t), all_processes)
     cals: dict[str, tuple] = {}
     out = []
     for app in apps:
@@ -662,41 +662,6 @@ def advise(trace, calibration=None, *, gpu: str | None = None, nsys: str | None 
         cal, source = cals[app.gpu]
         out.append(amod.advise(app, cal, source))
     return out
-
-
-def _advised_applications(apps: list, all_processes: bool) -> list:
-    """The applications (process × GPU) to advise: every one, or every GPU of the busiest process (a program that
-    drives several GPUs is advised on each); what is left out, and a process's GPUs, said in the notes."""
-    import pandas as pd
-
-    from umprof.model.application import COPY_DIRECTIONS, overlap_share
-
-    shown = apps if all_processes else [a for a in apps if a.pid == apps[0].pid]
-    left = [] if all_processes else [a for a in apps if a.pid != apps[0].pid]
-    if left:
-        named = ", ".join(f"{a.name} (pid {a.pid}) on GPU {a.device}" for a in left[:4]) + (", ..." if len(left) > 4 else "")
-        shown[0].notes.append(f"the trace holds {len(left)} more process{'es' if len(left) > 1 else ''} with CUDA work, "
-                              f"less busy: {named}; `--all` (all_processes=True) advises them too")
-    by_pid: dict[int, list] = {}
-    for a in shown:
-        by_pid.setdefault(a.pid, []).append(a)
-    for same in by_pid.values():
-        if len(same) < 2:
-            continue
-        devices = ", ".join(str(a.device) for a in sorted(same, key=lambda a: a.device))
-        for a in same:
-            mine = a.copies[a.copies["direction"].isin(COPY_DIRECTIONS)]
-            theirs = pd.concat([b.copies[b.copies["direction"].isin(COPY_DIRECTIONS)] for b in same if b is not a])
-            dur = (mine["end"] - mine["start"]).to_numpy()
-            shared = float((overlap_share(mine, theirs) * dur).sum() / dur.sum()) if dur.sum() > 0 else 0.0
-            # copies that never ran beside another GPU's save their own time whatever the others do (two_gpus: one
-            # host thread, pageable copies, 0.21 s predicted a GPU, 0.47 s measured for the program on two H200s)
-            how = ("; its copies ran beside no other GPU's, so the program's saving is the sum of the GPUs'"
-                   if shared < 0.05 else f"; {shared:.0%} of its copies' time ran beside another GPU's copies, so the "
-                   "program's saving may be less than the sum of the GPUs'")
-            a.notes.append(f"its process drives {len(same)} GPUs ({devices}), each advised on its own copies and "
-                           f"kernels{how}")
-    return shown
 
 
 def import_nsys(trace, *, scenario: str | None = None, against=None, merge_numbered: bool = True,

@@ -45,7 +45,7 @@ from typing import NamedTuple
 from umprof.core.units import format_rate, format_size, format_time
 from umprof.measure import strategies
 from umprof.measure.ops.lifecycle import PAGE_BYTES
-from umprof.model.application import COPY_DIRECTIONS, GRAPH_NODES, Application, fraction
+from umprof.model.application import GRAPH_NODES, Application, fraction
 from umprof.model.predict import Calibration, Prediction
 from umprof.model import ties
 from umprof.model.calibration import HOST_STEPS, PARTS_UNMEASURED
@@ -360,7 +360,7 @@ def advise(app: Application, cal: Calibration, source: str = "") -> AppAdvice:
     """What the application should use, and what that saves (see the module's docstring)."""
     out = AppAdvice(app=app, calibration=source or cal.source, workload=None, mapping="",
                     link_bytes_per_s=float(cal.device.get("pcie_bytes_per_s") or math.nan))
-    threads = app.copies.loc[app.copies["direction"].isin(COPY_DIRECTIONS), "tid"].nunique()
+    threads = app.explicit_copies["tid"].nunique()
     now_s = _loop_s(app)
     reading = _reading(app, cal, one_pass=False)
     if reading.workload is None:
@@ -432,9 +432,8 @@ def advise(app: Application, cal: Calibration, source: str = "") -> AppAdvice:
                              now_s - saving, saving,
                              tie=len(tied) > 1, note=note))
     out.advice += _flow_advice(app, cal, python)
-    out.limits += _limits(app, saving, host_now, pick, threads, idle, reading.one_pass)
-    if overlap < 1.0:
-        out.limits.append(_threads_note(app, base, threads, overlap))
+    out.limits += _limits(app, saving, host_now, pick, idle, reading.one_pass)
+    out.limits += _threads_limit(app, base, threads, overlap, saving)
     if beyond > 0:
         out.limits.append(f"its {app.allocation_calls} calls that allocate and free memory take "
                           f"{format_time(app.allocation_s)}, {format_time(beyond)} more than one buffer's under the "
@@ -564,14 +563,14 @@ def _host_now(base: Prediction, ranked: list[Prediction]) -> float:
     return _host_s(pinned if base.strategy == "pageable" and pinned is not None else base)
 
 
-def _limits(app: Application, saving: float, host_now: float, advised: Prediction, threads: int,
+def _limits(app: Application, saving: float, host_now: float, advised: Prediction,
             idle: tuple[float, float] | None, one_pass: bool) -> list[str]:
     """What bounds any strategy's saving: where the advice saves more than copies and migrations take,
     whatever their share of the run, where the rest comes from (the host's accesses, ``host_now`` over the
     run as it is and ``advised``'s, and the loop's other steps), since the trace measured only the copies;
     else, where copies and migrations are a small share of the run, that share; a loop whose host does not touch
-    what it copies (``idle``, and whether it was read as ``one_pass``); copies from several host threads
-    (``threads``); CUDA graph launches the trace holds whole; a run with no loop found."""
+    what it copies (``idle``, and whether it was read as ``one_pass``); CUDA graph launches the trace holds whole; a
+    run with no loop found. Copies from several host threads are :func:`_threads_limit`'s."""
     t, um = app.totals, app.um
     moving = t["copy_s"] + um["migration_s"]
     if app.wall_s <= 0:
@@ -602,9 +601,6 @@ def _limits(app: Application, saving: float, host_now: float, advised: Predictio
     elif share < 0.25:
         out.append(f"{taken}: no host-memory strategy can save much more than that")
     out += _host_untouched(idle, one_pass)
-    if threads > 1 and saving > 0 and not _iterations_overlap(app, threads):
-        out.append(f"its copies are made by {threads} host threads at once, which hide some of one another's copies "
-                   "and host work; the prediction prices them one after another, so the saving may be smaller")
     out += _graphs_traced_whole(app)
     if app.loop is None:
         out.append("no loop was found in its CUDA calls: the run is read as one iteration")
@@ -628,12 +624,19 @@ def _threads_overlap(app: Application, base: Prediction, threads: int) -> float:
     return min(1.0, max(1.0 / threads, app.loop.steady_s / base.steady_s))
 
 
-def _threads_note(app: Application, base: Prediction, threads: int, overlap: float) -> str:
-    """The limit said where the savings were scaled by the host threads' overlap."""
-    return (f"its copies are made by {threads} host threads at once: its loop measured "
-            f"{format_time(app.loop.steady_s)} an iteration, where the calibration, pricing their work one after "
-            f"another, says {format_time(base.steady_s)} as it runs now; every way's difference in the iterations is "
-            f"scaled by that overlap ({overlap:.2f})")
+def _threads_limit(app: Application, base: Prediction, threads: int, overlap: float, saving: float) -> list[str]:
+    """What several host threads making the copies do to the saving: scaled by their ``overlap`` where the loop
+    measured one, else (no steady iterations, or a model that prices the loop under its measurement) that the
+    prediction prices them one after another."""
+    if overlap < 1.0:
+        return [f"its copies are made by {threads} host threads at once: its loop measured "
+                f"{format_time(app.loop.steady_s)} an iteration, where the calibration, pricing their work one after "
+                f"another, says {format_time(base.steady_s)} as it runs now; every way's difference in the iterations "
+                f"is scaled by that overlap ({overlap:.2f})"]
+    if threads > 1 and saving > 0:
+        return [f"its copies are made by {threads} host threads at once, which hide some of one another's copies "
+                "and host work; the prediction prices them one after another, so the saving may be smaller"]
+    return []
 
 
 def _host_idle_s(app: Application, host_now: float, threads: int) -> tuple[float, float] | None:

@@ -699,17 +699,17 @@ def test_other_processes_are_named_and_left_to_all():
     import pandas as pd
     from types import SimpleNamespace
 
-    from umprof.api import _advised_applications
+    from umprof.model.application import advised
 
     def app(pid, device, name="app"):
         copies = pd.DataFrame({"direction": ["h2d"], "start": [0], "end": [10], "tid": [pid]})
-        return SimpleNamespace(pid=pid, device=device, name=name, notes=[], copies=copies)
+        return SimpleNamespace(pid=pid, device=device, name=name, notes=[], explicit_copies=copies)
 
     apps = [app(1, 0), app(2, 0, "other"), app(1, 1)]
-    shown = _advised_applications(apps, all_processes=False)
+    shown = advised(apps, all_processes=False)
     assert [(a.pid, a.device) for a in shown] == [(1, 0), (1, 1)]
     assert any("1 more process" in x and "other (pid 2) on GPU 0" in x and "--all" in x for x in shown[0].notes)
     # the two GPUs' copies ran at the same time: their savings need not add
     assert all("ran beside another GPU's copies" in x for a in shown for x in a.notes if "drives 2 GPUs" in x)
-    everything = _advised_applications([app(1, 0), app(2, 0, "other")], all_processes=True)
+    everything = advised([app(1, 0), app(2, 0, "other")], all_processes=True)
     assert len(everything) == 2 and not any(a.notes for a in everything)
