@@ -18,7 +18,8 @@ from umprof.cli import common
 @click.option("--nsys", default=None, metavar="PATH", help="nsys, to export an .nsys-rep (once; kept beside it).")
 @click.option("--all", "all_processes", is_flag=True,
               help="Every process of the trace, not only the busiest (whose GPUs are all advised).")
-@click.option("--json", "as_json", is_flag=True, help="One JSON document (gpu, totals, flows, loop, advice, ...).")
+@click.option("--json", "as_json", is_flag=True,
+              help="JSON: gpu, totals, flows, loop, advice, ... (under 'applications', one each, for several).")
 def advise(trace, sources, gpu_name, nsys, all_processes, as_json):
     """Read an application's trace and say what its transfers should use, and what that saves.
 
@@ -27,7 +28,8 @@ def advise(trace, sources, gpu_name, nsys, all_processes, as_json):
     are not needed; an application that launches CUDA graphs is traced with --cuda-graph-trace=node too
     (so that the copies and kernels inside them are in the trace). The advice is for the application's
     loop (its repeating CUDA calls) and for each flow of copies, predicted from the calibration of the
-    trace's GPU.
+    trace's GPU; a process that drives several GPUs is advised on each. --json writes one document, or,
+    for several GPUs or processes, {"trace": ..., "applications": [...]}.
     """
     if sources and gpu_name:
         api.check_calibration_gpu(list(sources), gpu_name)
