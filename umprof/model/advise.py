@@ -45,7 +45,7 @@ from typing import NamedTuple
 from umprof.core.units import format_rate, format_size, format_time
 from umprof.measure import strategies
 from umprof.measure.ops.lifecycle import PAGE_BYTES
-from umprof.model.application import GRAPH_NODES, Application, fraction
+from umprof.model.application import GRAPH_NODES, PIN_CALLS, Application, fraction
 from umprof.model.predict import Calibration, Prediction
 from umprof.model import ties
 from umprof.model.calibration import HOST_STEPS, PARTS_UNMEASURED
@@ -398,15 +398,20 @@ def advise(app: Application, cal: Calibration, source: str = "") -> AppAdvice:
                           "the slowest strategy that applies, not against it")
     measured_base = (reading.as_made_s() - base.setup.get("alloc", 0.0) - base.setup.get("free", 0.0)
                      + app.allocation_s + _unseen_release_s(cal, base.strategy, w))
+    # memory page-locked and released every iteration (a helper that registers the buffer around each copy) is
+    # priced pinned once under every way, the current one too: one iteration's calls
+    pinning_s = 0.0 if reading.one_pass or app.loop is None else app.pinning_in_loop_s
+    pinned_once_s = pinning_s * (1 - 1 / max(1, app.loop.iterations)) if pinning_s else 0.0
     # every comparison is of the same figures: the current way's own, with its measured allocation, and the others
     # with what its many allocation calls take beyond one buffer's (_allocations_beyond_one_s)
-    beyond = _allocations_beyond_one_s(app, base)
+    beyond = _allocations_beyond_one_s(app, base, pinning_s)
     measured_base += lead_s.get(base.strategy, 0.0)
     # several host threads run their iterations at once, where the model prices their work one after another: each
     # way's difference from the current one in its iterations is scaled by the overlap the loop measured (not where
     # the run is read as one pass, whose one iteration is no iteration of the loop)
     overlap = 1.0 if reading.one_pass else _threads_overlap(app, base, threads)
-    whole = {p.strategy: measured_base if p is base else p.whole_s + beyond + lead_s.get(p.strategy, 0.0)
+    whole = {p.strategy: measured_base - pinned_once_s if p is base
+             else p.whole_s + beyond + lead_s.get(p.strategy, 0.0)
              - (1.0 - overlap) * p.iterations * (p.steady_s - base.steady_s)
              for p in ranked}
     ranked = sorted(ranked, key=lambda p: whole[p.strategy])
@@ -422,17 +427,20 @@ def advise(app: Application, cal: Calibration, source: str = "") -> AppAdvice:
                                      whole[p.strategy]))
     saving = measured_base - whole[pick.strategy]
     note = _tie_note(tied, pick, whole)
-    within_noise = current is not None and pick.strategy != current and saving < NOISE * now_s
+    within_noise = current is not None and saving < NOISE * now_s and (pick.strategy != current or pinned_once_s > 0)
     if within_noise:
         # a change that saves less than the loop's noise is not worth making: keep what it has
-        note = (f"{pick.strategy} is predicted {format_time(saving)} faster ({saving / now_s:.1%} of the loop): "
-                "within its noise")
+        what = f"{pick.strategy}, page-locked once," if pick is base else pick.strategy
+        note = f"{what} is predicted {format_time(saving)} faster ({saving / now_s:.1%} of the loop): within its noise"
         pick, saving = base, 0.0
-    out.advice.append(Advice("loop", pick.strategy, _change(pick.strategy, w, current, python), now_s,
-                             now_s - saving, saving,
+    change = _change(pick.strategy, w, current, python)
+    if pinned_once_s > 0 and pick is base and not within_noise:
+        change = _pin_once_change(app)
+    out.advice.append(Advice("loop", pick.strategy, change, now_s, now_s - saving, saving,
                              tie=len(tied) > 1, note=note))
     out.advice += _flow_advice(app, cal, python)
-    out.limits += _limits(app, saving, host_now, pick, idle, reading.one_pass)
+    out.limits += _pinning_limit(app, pinning_s)
+    out.limits += _limits(app, saving, host_now, pick, idle, reading.one_pass, pinned_once_s)
     out.limits += _threads_limit(app, base, threads, overlap, saving)
     if beyond > 0:
         out.limits.append(f"its {app.allocation_calls} calls that allocate and free memory take "
@@ -453,12 +461,34 @@ def _lead_reading(app: Application, cal: Calibration) -> _Reading | None:
     return r if r.workload is not None and r.current is not None else None
 
 
-def _allocations_beyond_one_s(app: Application, base: Prediction) -> float:
+def _allocations_beyond_one_s(app: Application, base: Prediction, pinning_s: float = 0.0) -> float:
     """What the application's allocation calls take beyond the model's allocation and free of one buffer under its
-    current way (``base``), where it makes many of them (MANY_ALLOCATION_CALLS); else 0."""
-    if app.allocation_calls <= MANY_ALLOCATION_CALLS:
+    current way (``base``), where it makes many of them (MANY_ALLOCATION_CALLS); else 0. The calls that page-lock
+    memory every iteration (``pinning_s``, ``Application.pinning_in_loop_s``) are left out: no way needs them."""
+    calls = app.allocation_calls - (app.pinning_in_loop_calls if pinning_s else 0)
+    if calls <= MANY_ALLOCATION_CALLS:
         return 0.0
-    return max(0.0, app.allocation_s - base.setup.get("alloc", 0.0) - base.setup.get("free", 0.0))
+    return max(0.0, app.allocation_s - pinning_s - base.setup.get("alloc", 0.0) - base.setup.get("free", 0.0))
+
+
+def _pin_once_change(app: Application) -> str:
+    """The change for a loop that page-locks its memory every iteration and should keep its way: do it once."""
+    return (f"page-lock the host buffers once, before the loop, and release them after it (its loop now makes "
+            f"{_pinning_words(app)}); keep the copies")
+
+
+def _pinning_words(app: Application) -> str:
+    names = sorted(n for n in app.calls if n in PIN_CALLS)
+    return (f"{app.pinning_in_loop_calls} calls to {' and '.join(names)}, {format_time(app.pinning_in_loop_s)} in "
+            f"all, {app.pinning_in_loop_calls / app.loop.iterations:.0f} an iteration")
+
+
+def _pinning_limit(app: Application, pinning_s: float) -> list[str]:
+    if not pinning_s:
+        return []
+    return [f"its loop page-locks and releases host memory every iteration ({_pinning_words(app)}): every way is "
+            "priced with its memory pinned once, before the loop (one iteration's calls for its current way), and "
+            "the ways that pin nothing without them"]
 
 
 def _bound_in_place(app: Application, out: AppAdvice) -> None:
@@ -564,19 +594,21 @@ def _host_now(base: Prediction, ranked: list[Prediction]) -> float:
 
 
 def _limits(app: Application, saving: float, host_now: float, advised: Prediction,
-            idle: tuple[float, float] | None, one_pass: bool) -> list[str]:
-    """What bounds any strategy's saving: where the advice saves more than copies and migrations take,
-    whatever their share of the run, where the rest comes from (the host's accesses, ``host_now`` over the
-    run as it is and ``advised``'s, and the loop's other steps), since the trace measured only the copies;
-    else, where copies and migrations are a small share of the run, that share; a loop whose host does not touch
-    what it copies (``idle``, and whether it was read as ``one_pass``); CUDA graph launches the trace holds whole; a
-    run with no loop found. Copies from several host threads are :func:`_threads_limit`'s."""
+            idle: tuple[float, float] | None, one_pass: bool, pinned_once_s: float = 0.0) -> list[str]:
+    """What bounds any strategy's saving: where the advice saves more than copies and migrations take (and the
+    page-locking calls it makes once, ``pinned_once_s``, instead of every iteration), whatever their share of the
+    run, where the rest comes from (the host's accesses, ``host_now`` over the run as it is and ``advised``'s, and
+    the loop's other steps), since the trace measured only the copies; else, where copies and migrations (and
+    page-locking in the loop) are a small share of the run, that share; a loop whose host does not touch what it
+    copies (``idle``, and whether it was read as ``one_pass``); CUDA graph launches the trace holds whole; a run with
+    no loop found. Copies from several host threads are :func:`_threads_limit`'s."""
     t, um = app.totals, app.um
-    moving = t["copy_s"] + um["migration_s"]
+    moving = t["copy_s"] + um["migration_s"] + (app.pinning_in_loop_s if pinned_once_s else 0.0)
     if app.wall_s <= 0:
         return []
     share = moving / app.wall_s
-    taken = f"copies and migrations take {format_time(moving)} of its {format_time(app.wall_s)} ({share:.0%})"
+    what = "copies, migrations and page-locking in the loop" if pinned_once_s else "copies and migrations"
+    taken = f"{what} take {format_time(moving)} of its {format_time(app.wall_s)} ({share:.0%})"
     out = []
     if saving > 1.1 * moving:  # however large their share: the rest is a prediction the trace cannot check
         rest = saving - moving
@@ -706,6 +738,12 @@ def _verdict(app, out: AppAdvice, tied: list[Prediction], now_s: float, base: Pr
                      f"({format_time(now_s)} measured); read as {out.workload.describe()}.")
     if within_noise:
         lines.append(f"{loop.note}: it is already near its best; keep it.")
+    elif loop.strategy == current and loop.saving_s > 0:  # the way it has, its memory page-locked once
+        lines.append("It already uses the strategy predicted fastest"
+                     + (" or one within the prediction's error of it" if len(tied) > 1 else "")
+                     + f", but page-locks and releases its memory every iteration: keep {current}, pinned once, "
+                     f"predicted {format_time(loop.predicted_s)} instead of {format_time(now_s)} (saves "
+                     f"{format_time(loop.saving_s)}, {loop.saving_s / now_s:.0%}).")
     elif loop.strategy == current:
         lines.append("It already uses the strategy predicted fastest"
                      + (" or one within the prediction's error of it" if len(tied) > 1 else "") + ": keep it.")

@@ -44,6 +44,9 @@ PREFETCH_CALLS = ("cudaMemPrefetchAsync", "cuMemPrefetchAsync")
 ADVICE_CALLS = ("cudaMemAdvise", "cuMemAdvise")
 MANAGED_CALLS = ("cudaMallocManaged", "cuMemAllocManaged")
 PINNED_ALLOC_CALLS = ("cudaMallocHost", "cudaHostAlloc", "cuMemAllocHost", "cuMemHostAlloc")
+# the calls that page-lock host memory or release what they locked
+PIN_CALLS = PINNED_ALLOC_CALLS + REGISTER_CALLS + ("cudaFreeHost", "cuMemFreeHost", "cudaHostUnregister",
+                                                   "cuMemHostUnregister")
 PERIOD_MATCH = 0.9  # the share of a loop's calls that must repeat one period later
 # what makes an iteration a loop's: GPU work in it (copies, kernels, migrations)
 GPU_WORK = ["h2d_copies", "d2h_copies", "kernels", "um_h2d_bytes", "um_d2h_bytes"]
@@ -94,6 +97,10 @@ class Application:
     allocation_calls: int = 0  # how many of them it made
     notes: list = field(default_factory=list)
     graph_launches: int = 0  # CUDA graph launches traced whole: their copies and kernels are not in the trace
+    # its calls that page-lock and release host memory inside its loop, where it makes them every iteration
+    # (``pinning_in_loop``): their seconds and count (part of allocation_s and allocation_calls)
+    pinning_in_loop_s: float = 0.0
+    pinning_in_loop_calls: int = 0
 
     @property
     def explicit_copies(self) -> pd.DataFrame:
@@ -185,6 +192,7 @@ def _application(t, pid: int, device: int) -> Application:
                       allocation_calls=int(calls["name"].isin(ALLOCATION_CALLS).sum()),
                       graph_launches=int(((t.graphs["pid"] == pid) & (t.graphs["device"] == device)).sum()))
     app.loop = find_loop(calls, copies, kernels)
+    app.pinning_in_loop_s, app.pinning_in_loop_calls = pinning_in_loop(calls, app.loop)
     app.strategy, app.strategy_why = current_strategy(app)
     return app
 
@@ -302,6 +310,20 @@ def allocation_s(calls: pd.DataFrame) -> float:
         if len(later):
             times[0] = min(times[0], times[1 + later[0]])
     return float(times.sum())
+
+
+def pinning_in_loop(calls: pd.DataFrame, loop: Loop | None) -> tuple[float, int]:
+    """The host's calls that page-lock or release host memory (``PIN_CALLS``) inside the loop, where there is about
+    one or more an iteration (a helper that registers the buffer around each copy, a pinned buffer allocated for
+    each frame): their seconds and count; (0, 0) where there are fewer (memory pinned once, before the loop)."""
+    if loop is None or calls.empty:
+        return 0.0, 0
+    lo, hi = loop.span
+    mine = calls[calls["name"].isin(PIN_CALLS) & (calls["start"] >= lo) & (calls["end"] <= hi)]
+    # the loop's span starts at its first cut, which may come after the first iteration's first calls
+    if len(mine) < max(2, loop.iterations - 1):
+        return 0.0, 0
+    return float(((mine["end"] - mine["start"]) / 1e9).sum()), int(len(mine))
 
 
 def _unified_memory(t, pid: int, device: int, copies: pd.DataFrame, calls: pd.DataFrame) -> dict:

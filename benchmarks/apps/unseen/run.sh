@@ -20,8 +20,10 @@ declare -A MODES=(
   [headers]="pageable pinned registered write-combined mapped zero-copy managed managed-prefetch managed-advise-accessed-by-gpu"
   [workers]="pageable pinned registered write-combined mapped zero-copy managed managed-prefetch"
   [two_gpus]="pageable pinned registered"
+  [thrust_stats]="pageable pinned registered write-combined mapped zero-copy managed managed-prefetch"
+  [pin_per_call]="register-each pageable registered pinned write-combined mapped zero-copy managed"
 )
-apps="${ONLY:-jacobi particles chunked_async matvec embedding twophase blur headers workers}"
+apps="${ONLY:-jacobi particles chunked_async matvec embedding twophase blur headers workers thrust_stats pin_per_call}"
 for a in $apps; do
   nvcc -O2 -arch=sm_90 -std=c++17 -o "$W/bin/$a" "$HERE/$a.cu" > "$W/build-$a.log" 2>&1 || { echo "build $a failed"; tail -3 "$W/build-$a.log"; }
   own=${MODES[$a]%% *}
