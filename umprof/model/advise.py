@@ -400,8 +400,8 @@ def advise(app: Application, cal: Calibration, source: str = "") -> AppAdvice:
                      + app.allocation_s + _unseen_release_s(cal, base.strategy, w))
     # memory page-locked and released every iteration (a helper that registers the buffer around each copy) is
     # priced pinned once under every way, the current one too: one iteration's calls
-    pinning_s = 0.0 if reading.one_pass or app.loop is None else app.pinning_in_loop_s
-    pinned_once_s = pinning_s * (1 - 1 / max(1, app.loop.iterations)) if pinning_s else 0.0
+    pinning_s = 0.0 if reading.one_pass else app.pinning_in_loop_s
+    pinned_once_s = pinning_s * (1 - 1 / app.loop.iterations) if pinning_s else 0.0
     # every comparison is of the same figures: the current way's own, with its measured allocation, and the others
     # with what its many allocation calls take beyond one buffer's (_allocations_beyond_one_s)
     beyond = _allocations_beyond_one_s(app, base, pinning_s)
@@ -440,7 +440,7 @@ def advise(app: Application, cal: Calibration, source: str = "") -> AppAdvice:
                              tie=len(tied) > 1, note=note))
     out.advice += _flow_advice(app, cal, python)
     out.limits += _pinning_limit(app, pinning_s)
-    out.limits += _limits(app, saving, host_now, pick, idle, reading.one_pass, pinned_once_s)
+    out.limits += _limits(app, saving, host_now, pick, idle, reading.one_pass, pinning_s)
     out.limits += _threads_limit(app, base, threads, overlap, saving)
     if beyond > 0:
         out.limits.append(f"its {app.allocation_calls} calls that allocate and free memory take "
@@ -594,20 +594,20 @@ def _host_now(base: Prediction, ranked: list[Prediction]) -> float:
 
 
 def _limits(app: Application, saving: float, host_now: float, advised: Prediction,
-            idle: tuple[float, float] | None, one_pass: bool, pinned_once_s: float = 0.0) -> list[str]:
+            idle: tuple[float, float] | None, one_pass: bool, pinning_s: float = 0.0) -> list[str]:
     """What bounds any strategy's saving: where the advice saves more than copies and migrations take (and the
-    page-locking calls it makes once, ``pinned_once_s``, instead of every iteration), whatever their share of the
+    loop's page-locking calls, ``pinning_s``, which every way makes once), whatever their share of the
     run, where the rest comes from (the host's accesses, ``host_now`` over the run as it is and ``advised``'s, and
     the loop's other steps), since the trace measured only the copies; else, where copies and migrations (and
     page-locking in the loop) are a small share of the run, that share; a loop whose host does not touch what it
     copies (``idle``, and whether it was read as ``one_pass``); CUDA graph launches the trace holds whole; a run with
     no loop found. Copies from several host threads are :func:`_threads_limit`'s."""
     t, um = app.totals, app.um
-    moving = t["copy_s"] + um["migration_s"] + (app.pinning_in_loop_s if pinned_once_s else 0.0)
+    moving = t["copy_s"] + um["migration_s"] + pinning_s
     if app.wall_s <= 0:
         return []
     share = moving / app.wall_s
-    what = "copies, migrations and page-locking in the loop" if pinned_once_s else "copies and migrations"
+    what = "copies, migrations and page-locking in the loop" if pinning_s else "copies and migrations"
     taken = f"{what} take {format_time(moving)} of its {format_time(app.wall_s)} ({share:.0%})"
     out = []
     if saving > 1.1 * moving:  # however large their share: the rest is a prediction the trace cannot check

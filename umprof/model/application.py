@@ -294,9 +294,7 @@ def flows(copies: pd.DataFrame, kernels: pd.DataFrame) -> pd.DataFrame:
     return f.sort_values("time_s", ascending=False, kind="stable")[cols].reset_index(drop=True)
 
 
-ALLOCATION_CALLS = ("cudaMalloc", "cudaFree", "cudaMallocHost", "cudaHostAlloc", "cudaFreeHost", "cudaHostRegister",
-                    "cudaHostUnregister", "cudaMallocManaged", "cuMemAlloc", "cuMemFree", "cuMemHostAlloc",
-                    "cuMemFreeHost", "cuMemAllocHost", "cuMemHostRegister", "cuMemHostUnregister", "cuMemAllocManaged")
+ALLOCATION_CALLS = ("cudaMalloc", "cudaFree", "cuMemAlloc", "cuMemFree") + PIN_CALLS + MANAGED_CALLS
 
 
 def allocation_s(calls: pd.DataFrame) -> float:
