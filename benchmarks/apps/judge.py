@@ -11,6 +11,9 @@ traces are committed (trimmed) in one archive, a folder a lease: to judge again 
     tar xJf results/advise/nvidia-h100-traces.tar.xz -C /tmp
     python3 benchmarks/apps/judge.py results/advise/nvidia-h100-judged-b.json /tmp/traces/b --json OUT.json
 
+Where an application's trace is not in TRACES_DIR but the advice umprof printed for it is
+(``advise-APP.json``, `umprof advise --json`), that advice is judged.
+
 A mode's measured time is the median of its runs' wall times (process start to exit); the saving
 measured is the own mode's median less the advised mode's. Applications timed in one mode only
 (NVIDIA's cuda-samples as they are) are advised and shown, not judged.
@@ -23,12 +26,24 @@ import json
 import statistics
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 FASTEST_WITHIN = 0.05
 SAVING_WITHIN = 0.20
+
+
+class _Printed:
+    """The parts of an advice that judge() reads, from `umprof advise --json`'s output."""
+
+    def __init__(self, doc: dict):
+        self.app = SimpleNamespace(strategy=doc["strategy_now"])
+        self.verdict = doc["verdict"]
+        loop = next((a for a in doc["advice"] if a["flow"] == "loop"), None)
+        self.loop_advice = None if loop is None else SimpleNamespace(
+            strategy=loop["strategy"], tie=loop["tie"], now_s=loop["now_s"], saving_s=loop["saving_s"])
 
 
 def judge(apps_json: Path, traces: Path, gpu: str | None = None) -> list[dict]:
@@ -38,7 +53,12 @@ def judge(apps_json: Path, traces: Path, gpu: str | None = None) -> list[dict]:
     rows = []
     for name, app in doc["apps"].items():
         trace = Path(traces) / f"{name}.sqlite"
-        (adv,) = api.advise(trace, gpu=gpu)
+        printed = Path(traces) / f"advise-{name}.json"
+        if not trace.is_file() and printed.is_file():
+            # the trace did not come back from the GPU machine: the advice umprof printed there (--json)
+            adv = _Printed(json.loads(printed.read_text()))
+        else:
+            (adv,) = api.advise(trace, gpu=gpu)
         loop = adv.loop_advice
         walls = {m: statistics.median(v["wall_s"]) for m, v in app["modes"].items() if v["wall_s"]}
         own = app["own_mode"]

@@ -45,7 +45,7 @@ from typing import NamedTuple
 from umprof.core.units import format_rate, format_size, format_time
 from umprof.measure import strategies
 from umprof.measure.ops.lifecycle import PAGE_BYTES
-from umprof.model.application import GRAPH_NODES, PIN_CALLS, Application, fraction
+from umprof.model.application import GRAPH_NODES, Application, fraction
 from umprof.model.predict import Calibration, Prediction
 from umprof.model import ties
 from umprof.model.calibration import HOST_STEPS, PARTS_UNMEASURED
@@ -402,6 +402,10 @@ def advise(app: Application, cal: Calibration, source: str = "") -> AppAdvice:
     # priced pinned once under every way, the current one too: one iteration's calls
     pinning_s = 0.0 if reading.one_pass else app.pinning_in_loop_s
     pinned_once_s = pinning_s * (1 - 1 / app.loop.iterations) if pinning_s else 0.0
+    # copies through a bounce buffer that the host fills and drains: its copies, which the calibration does not price,
+    # are the current way's alone; every other way copies straight from the data's memory
+    staging_s = 0.0 if reading.one_pass or app.host_staging is None else app.host_staging.seconds
+    measured_base += staging_s
     # every comparison is of the same figures: the current way's own, with its measured allocation, and the others
     # with what its many allocation calls take beyond one buffer's (_allocations_beyond_one_s)
     beyond = _allocations_beyond_one_s(app, base, pinning_s)
@@ -436,11 +440,14 @@ def advise(app: Application, cal: Calibration, source: str = "") -> AppAdvice:
     change = _change(pick.strategy, w, current, python)
     if pinned_once_s > 0 and pick is base and not within_noise:
         change = _pin_once_change(app)
+    elif staging_s and pick is not base:
+        change = f"copy the data's own buffers, without the bounce buffer: {change}"
     out.advice.append(Advice("loop", pick.strategy, change, now_s, now_s - saving, saving,
                              tie=len(tied) > 1, note=note))
     out.advice += _flow_advice(app, cal, python)
     out.limits += _pinning_limit(app, pinning_s)
-    out.limits += _limits(app, saving, host_now, pick, idle, reading.one_pass, pinning_s)
+    out.limits += _staging_limit(app, staging_s)
+    out.limits += _limits(app, saving, host_now, pick, idle, reading.one_pass, pinning_s, staging_s)
     out.limits += _threads_limit(app, base, threads, overlap, saving)
     if beyond > 0:
         out.limits.append(f"its {app.allocation_calls} calls that allocate and free memory take "
@@ -478,9 +485,9 @@ def _pin_once_change(app: Application) -> str:
 
 
 def _pinning_words(app: Application) -> str:
-    names = sorted(n for n in app.calls if n in PIN_CALLS)
-    return (f"{app.pinning_in_loop_calls} calls to {' and '.join(names)}, {format_time(app.pinning_in_loop_s)} in "
-            f"all, {app.pinning_in_loop_calls / app.loop.iterations:.0f} an iteration")
+    return (f"{app.pinning_in_loop_calls} calls to {' and '.join(app.pinning_in_loop_names)}, "
+            f"{format_time(app.pinning_in_loop_s)} in all, {app.pinning_in_loop_calls / app.loop.iterations:.0f} an "
+            "iteration")
 
 
 def _pinning_limit(app: Application, pinning_s: float) -> list[str]:
@@ -489,6 +496,16 @@ def _pinning_limit(app: Application, pinning_s: float) -> list[str]:
     return [f"its loop page-locks and releases host memory every iteration ({_pinning_words(app)}): every way is "
             "priced with its memory pinned once, before the loop (one iteration's calls for its current way), and "
             "the ways that pin nothing without them"]
+
+
+def _staging_limit(app: Application, staging_s: float) -> list[str]:
+    if not staging_s:
+        return []
+    h = app.host_staging
+    return [f"its copies go through a pinned bounce buffer that the host fills and drains ({h.chunks} copies of "
+            f"{format_size(h.chunk_bytes)} in the loop, each beside {format_time(staging_s / h.chunks)} of the host's "
+            f"time outside CUDA calls, a host copy's rate): {format_time(staging_s)} over the loop, priced as its own "
+            "way's alone; every other way copies straight from the data's memory"]
 
 
 def _bound_in_place(app: Application, out: AppAdvice) -> None:
@@ -594,20 +611,24 @@ def _host_now(base: Prediction, ranked: list[Prediction]) -> float:
 
 
 def _limits(app: Application, saving: float, host_now: float, advised: Prediction,
-            idle: tuple[float, float] | None, one_pass: bool, pinning_s: float = 0.0) -> list[str]:
+            idle: tuple[float, float] | None, one_pass: bool, pinning_s: float = 0.0,
+            staging_s: float = 0.0) -> list[str]:
     """What bounds any strategy's saving: where the advice saves more than copies and migrations take (and the
-    loop's page-locking calls, ``pinning_s``, which every way makes once), whatever their share of the
+    loop's page-locking calls, ``pinning_s``, which every way makes once, and the host's copies through a bounce
+    buffer, ``staging_s``, which only the current way makes), whatever their share of the
     run, where the rest comes from (the host's accesses, ``host_now`` over the run as it is and ``advised``'s, and
     the loop's other steps), since the trace measured only the copies; else, where copies and migrations (and
     page-locking in the loop) are a small share of the run, that share; a loop whose host does not touch what it
     copies (``idle``, and whether it was read as ``one_pass``); CUDA graph launches the trace holds whole; a run with
     no loop found. Copies from several host threads are :func:`_threads_limit`'s."""
     t, um = app.totals, app.um
-    moving = t["copy_s"] + um["migration_s"] + pinning_s
+    moving = t["copy_s"] + um["migration_s"] + pinning_s + staging_s
     if app.wall_s <= 0:
         return []
     share = moving / app.wall_s
-    what = "copies, migrations and page-locking in the loop" if pinning_s else "copies and migrations"
+    parts = ["copies", "migrations"] + (["page-locking in the loop"] if pinning_s else []) \
+        + (["the host's copies through its bounce buffer"] if staging_s else [])
+    what = ", ".join(parts[:-1]) + " and " + parts[-1]
     taken = f"{what} take {format_time(moving)} of its {format_time(app.wall_s)} ({share:.0%})"
     out = []
     if saving > 1.1 * moving:  # however large their share: the rest is a prediction the trace cannot check

@@ -25,10 +25,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
 
+from umprof.core.units import format_size
 from umprof.nsight.nsys_import import unnumbered
 
 COPY_DIRECTIONS = ("h2d", "d2h")
@@ -101,6 +103,10 @@ class Application:
     # (``pinning_in_loop``): their seconds and count (part of allocation_s and allocation_calls)
     pinning_in_loop_s: float = 0.0
     pinning_in_loop_calls: int = 0
+    pinning_in_loop_names: tuple = ()  # those calls' names, sorted (not the calls that pin once, outside the loop)
+    # its copies of pinned memory that its host fills or drains chunk by chunk, a bounce buffer between the data's
+    # own memory and the GPU (``host_staging_in_loop``): the host's copies' estimated seconds, and the chunks
+    host_staging: "HostStaging | None" = None
 
     @property
     def explicit_copies(self) -> pd.DataFrame:
@@ -192,8 +198,13 @@ def _application(t, pid: int, device: int) -> Application:
                       allocation_calls=int(calls["name"].isin(ALLOCATION_CALLS).sum()),
                       graph_launches=int(((t.graphs["pid"] == pid) & (t.graphs["device"] == device)).sum()))
     app.loop = find_loop(calls, copies, kernels)
-    app.pinning_in_loop_s, app.pinning_in_loop_calls = pinning_in_loop(calls, app.loop)
+    app.pinning_in_loop_s, app.pinning_in_loop_calls, app.pinning_in_loop_names = pinning_in_loop(calls, app.loop)
+    app.host_staging = host_staging_in_loop(calls, copies, kernels, app.loop)
     app.strategy, app.strategy_why = current_strategy(app)
+    if app.host_staging.seconds and app.strategy == "pinned":
+        h = app.host_staging
+        app.strategy_why += (f", a bounce buffer: the host copies its data through it in {format_size(h.chunk_bytes)} "
+                             "chunks")
     return app
 
 
@@ -310,18 +321,101 @@ def allocation_s(calls: pd.DataFrame) -> float:
     return float(times.sum())
 
 
-def pinning_in_loop(calls: pd.DataFrame, loop: Loop | None) -> tuple[float, int]:
+class LoopPinning(NamedTuple):
+    """A loop's calls that page-lock or release host memory: their seconds, count and names (sorted)."""
+
+    seconds: float
+    calls: int
+    names: tuple
+
+
+NO_PINNING = LoopPinning(0.0, 0, ())
+
+
+def pinning_in_loop(calls: pd.DataFrame, loop: Loop | None) -> LoopPinning:
     """The host's calls that page-lock or release host memory (``PIN_CALLS``) inside the loop, where there is about
     one or more an iteration (a helper that registers the buffer around each copy, a pinned buffer allocated for
-    each frame): their seconds and count; (0, 0) where there are fewer (memory pinned once, before the loop)."""
+    each frame); ``NO_PINNING`` where there are fewer (memory pinned once, before the loop). The calls before and
+    after the loop are not among them, nor their names."""
     if loop is None or calls.empty:
-        return 0.0, 0
+        return NO_PINNING
     lo, hi = loop.span
     mine = calls[calls["name"].isin(PIN_CALLS) & (calls["start"] >= lo) & (calls["end"] <= hi)]
     # the loop's span starts at its first cut, which may come after the first iteration's first calls
     if len(mine) < max(2, loop.iterations - 1):
-        return 0.0, 0
-    return float(((mine["end"] - mine["start"]) / 1e9).sum()), int(len(mine))
+        return NO_PINNING
+    return LoopPinning(float(((mine["end"] - mine["start"]) / 1e9).sum()), int(len(mine)),
+                       tuple(sorted(set(mine["name"]))))
+
+
+# A host's copy of memory into or out of a page-locked buffer on one thread: 8.2-10.2 GB/s on the lent H100's and
+# H200's hosts (the issue of 2026-11-26 measured 10.2 GB/s from pageable into pinned memory; bounce_per_call's
+# 8 MiB chunks, 8.4 GB/s). The host's time between two chunks of a bounce buffer is taken for such a copy where it
+# moves the chunk at a rate within a factor of four of them: slower is a program computing each chunk (its work
+# stays under any way), faster is no host copy at all.
+HOST_COPY_RATES = (2.5e9, 40e9)
+
+
+class HostStaging(NamedTuple):
+    """A loop's copies of pinned memory that its host fills or drains chunk by chunk: its copies through a bounce
+    buffer (``host_staging_in_loop``)."""
+
+    seconds: float  # the host's copies into and out of the buffer over the loop, estimated
+    chunks: int  # the copies of the buffer in the loop
+    chunk_bytes: int  # the largest chunk
+
+
+NO_STAGING = HostStaging(0.0, 0, 0)
+
+
+def host_staging_in_loop(calls: pd.DataFrame, copies: pd.DataFrame, kernels: pd.DataFrame,
+                         loop: Loop | None) -> HostStaging:
+    """A library helper that copies a caller's pageable buffer through a small pinned bounce buffer: for each chunk,
+    the host copies it in (to the GPU) or out (from it), and the copy of the buffer waits for it. The trace shows
+    pinned copies, one direction at a time, of one chunk's size, each over before the next is issued, with the host
+    busy outside CUDA calls between them; what it does not show is the host's copy (memcpy is no CUDA call). Each
+    run of two or more such chunks in the loop counts as one, where the host's time between its chunks moves a chunk
+    at a host copy's rate (``HOST_COPY_RATES``) and there is about one run or more an iteration: the median time
+    between its chunks for each of its chunks (the run's first chunk to the GPU, or last from it, has its host copy
+    beside the program's other work; a chunk whose pages the host touches first takes longer, once, under any way).
+    ``NO_STAGING`` where there is no such pattern."""
+    if loop is None or copies.empty:
+        return NO_STAGING
+    lo, hi = loop.span
+    c = copies[copies["direction"].isin(COPY_DIRECTIONS) & (copies["call_start"] >= lo)
+               & (copies["call_start"] <= hi)].sort_values(["tid", "call_start"], kind="stable")
+    if not (c["host_kind"] == "pinned").any():
+        return NO_STAGING
+    launches = np.sort(kernels["call_start"].to_numpy()) if len(kernels) else np.array([], dtype=np.int64)
+    tid, cs, size = c["tid"].to_numpy(), c["call_start"].to_numpy(), c["bytes"].to_numpy()
+    pinned, direction = (c["host_kind"] == "pinned").to_numpy(), c["direction"].to_numpy()
+    # a copy continues the run of the copy before it: the same thread and way, pinned memory both, no larger a chunk,
+    # the one before over before this one is issued, and no kernel launched between them
+    cont = np.zeros(len(c), dtype=bool)
+    cont[1:] = ((tid[1:] == tid[:-1]) & (direction[1:] == direction[:-1]) & pinned[1:] & pinned[:-1]
+                & (size[1:] <= size[:-1]) & (c["end"].to_numpy()[:-1] <= cs[1:])
+                & (np.searchsorted(launches, cs[1:], "left") == np.searchsorted(launches, cs[:-1], "right")))
+    # the host's time outside CUDA calls just before each copy's call: since the end of its thread's call before it
+    gap = np.zeros(len(c))
+    for t in np.unique(tid[cont]):
+        th = calls[calls["tid"] == t].sort_values("start", kind="stable")
+        starts, ends = th["start"].to_numpy(), th["end"].to_numpy()
+        mine = np.flatnonzero(cont & (tid == t))
+        k = np.searchsorted(starts, cs[mine], "left") - 1
+        gap[mine] = np.where(k >= 0, np.maximum(0, cs[mine] - ends[np.maximum(k, 0)]) / 1e9, 0.0)
+    runs = pd.DataFrame({"run": np.cumsum(~cont), "cont": cont, "gap": gap, "bytes": size})
+    between = runs[runs["cont"]].groupby("run")["gap"].median()
+    if between.empty:
+        return NO_STAGING
+    per_run = runs.groupby("run").agg(chunks=("bytes", "size"), first=("bytes", "first"), largest=("bytes", "max"))
+    per_run = per_run.loc[between.index].assign(median=between)
+    rate = per_run["first"] / per_run["median"].where(per_run["median"] > 0)
+    staged = per_run[(rate >= HOST_COPY_RATES[0]) & (rate <= HOST_COPY_RATES[1])]
+    if len(staged) < max(2, loop.iterations - 1):
+        return NO_STAGING
+    return HostStaging(float((staged["median"] * staged["chunks"]).sum()), int(staged["chunks"].sum()),
+                       int(staged["largest"].max()))
+
 
 
 def _unified_memory(t, pid: int, device: int, copies: pd.DataFrame, calls: pd.DataFrame) -> dict:
