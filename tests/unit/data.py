@@ -7,6 +7,7 @@ which the verification sets were judged by) and the first verification set measu
 strategy.
 """
 
+import importlib.util
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -18,6 +19,14 @@ SHIPPED = ROOT / "umprof" / "calibrations"
 CAL7 = {gpu: FIXTURES / f"nvidia-{gpu}-loop-calibration-7.parquet" for gpu in ("h200", "h100")}
 CAL = FIXTURES / "nvidia-h200-loop-calibration-1.parquet"  # the first loop calibration (H200, 2026-11-22), of many model tests
 VERIFY = FIXTURES / "nvidia-h200-loop-verify.parquet"  # verify.toml measured under every strategy (2026-11-22)
+
+
+def load_script(path: str):
+    """A script of the repository (``benchmarks/...``, ``scripts/...``: not a package) imported as a module."""
+    spec = importlib.util.spec_from_file_location(Path(path).stem, ROOT / path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
 
 
 def holdout(gpu: str, n: int, *tags: str) -> list[Path]:

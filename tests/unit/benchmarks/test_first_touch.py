@@ -1,15 +1,11 @@
 """benchmarks/first_touch.py without a GPU: a buffer of either backing, as umprof backs pageable memory."""
 
-import importlib.util
 
-from tests.unit.data import ROOT
+from tests.unit.data import load_script
 
 
 def _first_touch():
-    spec = importlib.util.spec_from_file_location("first_touch", ROOT / "benchmarks" / "first_touch.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_script("benchmarks/first_touch.py")
 
 
 def test_either_backing_gives_a_fresh_buffer_as_umprof_backs_pageable_memory():

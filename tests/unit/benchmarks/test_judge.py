@@ -1,18 +1,14 @@
 """benchmarks/apps/judge.py: an advice judged by timing every mode, without a GPU."""
 
-import importlib.util
 import json
 
 import pytest
 
-from tests.unit.data import ROOT
+from tests.unit.data import load_script
 
 
 def _judge():
-    spec = importlib.util.spec_from_file_location("judge", ROOT / "benchmarks" / "apps" / "judge.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_script("benchmarks/apps/judge.py")
 
 
 def test_the_advice_printed_on_the_gpu_machine_is_judged_where_the_trace_did_not_come_back(tmp_path):

@@ -1,22 +1,18 @@
 """benchmarks/apps/mode_phases.py without a GPU: a trace's calls read into phases, and a mode's parts by
 the program's own clock."""
 
-import importlib.util
 import sys
 
 import pytest
 
-from tests.unit.data import ROOT
+from tests.unit.data import ROOT, load_script
 
 FIXTURE = ROOT / "tests" / "fixtures" / "traces" / "h200-upload_once.sqlite"
 
 
 def _mode_phases():
     sys.path.insert(0, str(ROOT / "benchmarks" / "apps"))
-    spec = importlib.util.spec_from_file_location("mode_phases", ROOT / "benchmarks" / "apps" / "mode_phases.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_script("benchmarks/apps/mode_phases.py")
 
 
 def test_a_one_shot_upload_reads_as_allocation_write_and_run():

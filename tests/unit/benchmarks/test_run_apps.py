@@ -1,17 +1,13 @@
 """benchmarks/apps/run_apps.py without a GPU: a mode whose run fails is recorded and left out, and the
 other modes' runs go on (one failing mode once cost a whole lease's timings)."""
 
-import importlib.util
 import json
 
-from tests.unit.data import ROOT
+from tests.unit.data import load_script
 
 
 def _run_apps():
-    spec = importlib.util.spec_from_file_location("run_apps", ROOT / "benchmarks" / "apps" / "run_apps.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_script("benchmarks/apps/run_apps.py")
 
 
 def test_a_failing_mode_is_recorded_and_the_others_go_on(tmp_path):

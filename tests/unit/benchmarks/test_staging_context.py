@@ -1,13 +1,10 @@
 """benchmarks/staging_context.py without a GPU: its tables and timeline sentence from the committed runs."""
 
-import importlib.util
 import json
 
-from tests.unit.data import ROOT
+from tests.unit.data import ROOT, load_script
 
-spec = importlib.util.spec_from_file_location("staging_context", ROOT / "benchmarks" / "staging_context.py")
-context = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(context)
+context = load_script("benchmarks/staging_context.py")
 STAGING = ROOT / "results" / "staging"
 
 

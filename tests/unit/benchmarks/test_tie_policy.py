@@ -1,17 +1,13 @@
 """benchmarks/apps/tie_policy.py without a GPU: the two picks compared where both were measured."""
 
-import importlib.util
 
 import pytest
 
-from tests.unit.data import ROOT
+from tests.unit.data import load_script
 
 
 def _tie_policy():
-    spec = importlib.util.spec_from_file_location("tie_policy", ROOT / "benchmarks" / "apps" / "tie_policy.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_script("benchmarks/apps/tie_policy.py")
 
 
 def test_each_pick_is_held_and_behind_the_fastest_where_both_were_measured():

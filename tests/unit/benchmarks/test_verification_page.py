@@ -1,15 +1,11 @@
 """scripts/verification_page.py's pooled judgement of the applications, without a GPU."""
 
-import importlib.util
 
-from tests.unit.data import ROOT
+from tests.unit.data import load_script
 
 
 def _page():
-    spec = importlib.util.spec_from_file_location("verification_page", ROOT / "scripts" / "verification_page.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_script("scripts/verification_page.py")
 
 
 def _lease(walls: dict[str, list[float]], advised: str, saving: float) -> dict:
