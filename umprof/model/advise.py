@@ -404,7 +404,7 @@ def advise(app: Application, cal: Calibration, source: str = "") -> AppAdvice:
     pinned_once_s = pinning_s * (1 - 1 / app.loop.iterations) if pinning_s else 0.0
     # copies through a bounce buffer that the host fills and drains: its copies, which the calibration does not price,
     # are the current way's alone; every other way copies straight from the data's memory
-    staging_s = 0.0 if reading.one_pass or app.host_staging is None else app.host_staging.seconds
+    staging_s = 0.0 if reading.one_pass else app.host_staging.seconds
     measured_base += staging_s
     # every comparison is of the same figures: the current way's own, with its measured allocation, and the others
     # with what its many allocation calls take beyond one buffer's (_allocations_beyond_one_s)
@@ -485,7 +485,7 @@ def _pin_once_change(app: Application) -> str:
 
 
 def _pinning_words(app: Application) -> str:
-    return (f"{app.pinning_in_loop_calls} calls to {' and '.join(app.pinning_in_loop_names)}, "
+    return (f"{app.pinning_in_loop_calls} calls to {' and '.join(app.loop_pinning.names)}, "
             f"{format_time(app.pinning_in_loop_s)} in all, {app.pinning_in_loop_calls / app.loop.iterations:.0f} an "
             "iteration")
 

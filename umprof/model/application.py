@@ -77,6 +77,29 @@ class Loop:
     lead: "Loop | None" = None
 
 
+class LoopPinning(NamedTuple):
+    """A loop's calls that page-lock or release host memory: their seconds, count and names (sorted)."""
+
+    seconds: float
+    calls: int
+    names: tuple
+
+
+NO_PINNING = LoopPinning(0.0, 0, ())
+
+
+class HostStaging(NamedTuple):
+    """A loop's copies of pinned memory that its host fills or drains chunk by chunk: its copies through a bounce
+    buffer (``host_staging_in_loop``)."""
+
+    seconds: float  # the host's copies into and out of the buffer over the loop, estimated
+    chunks: int  # the copies of the buffer in the loop
+    chunk_bytes: int  # the largest chunk
+
+
+NO_STAGING = HostStaging(0.0, 0, 0)
+
+
 @dataclass
 class Application:
     """One process's work on one GPU, as its trace shows it."""
@@ -100,13 +123,21 @@ class Application:
     notes: list = field(default_factory=list)
     graph_launches: int = 0  # CUDA graph launches traced whole: their copies and kernels are not in the trace
     # its calls that page-lock and release host memory inside its loop, where it makes them every iteration
-    # (``pinning_in_loop``): their seconds and count (part of allocation_s and allocation_calls)
-    pinning_in_loop_s: float = 0.0
-    pinning_in_loop_calls: int = 0
-    pinning_in_loop_names: tuple = ()  # those calls' names, sorted (not the calls that pin once, outside the loop)
+    # (``pinning_in_loop``; part of allocation_s and allocation_calls)
+    loop_pinning: LoopPinning = NO_PINNING
     # its copies of pinned memory that its host fills or drains chunk by chunk, a bounce buffer between the data's
-    # own memory and the GPU (``host_staging_in_loop``): the host's copies' estimated seconds, and the chunks
-    host_staging: "HostStaging | None" = None
+    # own memory and the GPU (``host_staging_in_loop``)
+    host_staging: HostStaging = NO_STAGING
+
+    @property
+    def pinning_in_loop_s(self) -> float:
+        """Seconds of its calls that page-lock and release host memory every iteration of its loop."""
+        return self.loop_pinning.seconds
+
+    @property
+    def pinning_in_loop_calls(self) -> int:
+        """How many calls that page-lock and release host memory its loop makes."""
+        return self.loop_pinning.calls
 
     @property
     def explicit_copies(self) -> pd.DataFrame:
@@ -198,10 +229,10 @@ def _application(t, pid: int, device: int) -> Application:
                       allocation_calls=int(calls["name"].isin(ALLOCATION_CALLS).sum()),
                       graph_launches=int(((t.graphs["pid"] == pid) & (t.graphs["device"] == device)).sum()))
     app.loop = find_loop(calls, copies, kernels)
-    app.pinning_in_loop_s, app.pinning_in_loop_calls, app.pinning_in_loop_names = pinning_in_loop(calls, app.loop)
+    app.loop_pinning = pinning_in_loop(calls, app.loop)
     app.host_staging = host_staging_in_loop(calls, copies, kernels, app.loop)
     app.strategy, app.strategy_why = current_strategy(app)
-    if app.host_staging.seconds and app.strategy == "pinned":
+    if app.host_staging.seconds and app.strategy in ("pinned", "pageable-registered"):  # its copies' host kinds
         h = app.host_staging
         app.strategy_why += (f", a bounce buffer: the host copies its data through it in {format_size(h.chunk_bytes)} "
                              "chunks")
@@ -321,17 +352,6 @@ def allocation_s(calls: pd.DataFrame) -> float:
     return float(times.sum())
 
 
-class LoopPinning(NamedTuple):
-    """A loop's calls that page-lock or release host memory: their seconds, count and names (sorted)."""
-
-    seconds: float
-    calls: int
-    names: tuple
-
-
-NO_PINNING = LoopPinning(0.0, 0, ())
-
-
 def pinning_in_loop(calls: pd.DataFrame, loop: Loop | None) -> LoopPinning:
     """The host's calls that page-lock or release host memory (``PIN_CALLS``) inside the loop, where there is about
     one or more an iteration (a helper that registers the buffer around each copy, a pinned buffer allocated for
@@ -354,18 +374,6 @@ def pinning_in_loop(calls: pd.DataFrame, loop: Loop | None) -> LoopPinning:
 # moves the chunk at a rate within a factor of four of them: slower is a program computing each chunk (its work
 # stays under any way), faster is no host copy at all.
 HOST_COPY_RATES = (2.5e9, 40e9)
-
-
-class HostStaging(NamedTuple):
-    """A loop's copies of pinned memory that its host fills or drains chunk by chunk: its copies through a bounce
-    buffer (``host_staging_in_loop``)."""
-
-    seconds: float  # the host's copies into and out of the buffer over the loop, estimated
-    chunks: int  # the copies of the buffer in the loop
-    chunk_bytes: int  # the largest chunk
-
-
-NO_STAGING = HostStaging(0.0, 0, 0)
 
 
 def host_staging_in_loop(calls: pd.DataFrame, copies: pd.DataFrame, kernels: pd.DataFrame,
@@ -415,7 +423,6 @@ def host_staging_in_loop(calls: pd.DataFrame, copies: pd.DataFrame, kernels: pd.
         return NO_STAGING
     return HostStaging(float((staged["median"] * staged["chunks"]).sum()), int(staged["chunks"].sum()),
                        int(staged["largest"].max()))
-
 
 
 def _unified_memory(t, pid: int, device: int, copies: pd.DataFrame, calls: pd.DataFrame) -> dict:

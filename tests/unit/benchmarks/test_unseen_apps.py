@@ -1,0 +1,38 @@
+"""benchmarks/apps/unseen without a GPU: every application there is one run.sh builds and times, in modes its program
+accepts, and it compiles (CI has nvcc): a program that did not build would cost a lease's timings."""
+
+import re
+import shutil
+import subprocess
+
+import pytest
+
+from tests.unit.data import ROOT
+
+UNSEEN = ROOT / "benchmarks" / "apps" / "unseen"
+RUN_SH = (UNSEEN / "run.sh").read_text()
+MODES = {name: modes.split() for name, modes in re.findall(r'\[(\w+)\]="([^"]*)"', RUN_SH)}
+PROGRAMS = sorted(p.stem for p in UNSEEN.glob("*.cu"))
+
+
+def test_every_program_is_timed_and_the_default_run_holds_all_but_the_multi_gpu_one():
+    assert sorted(MODES) == PROGRAMS
+    default = re.search(r'apps="\$\{ONLY:-([^}]*)\}"', RUN_SH).group(1).split()
+    assert sorted(default + ["two_gpus"]) == PROGRAMS
+
+
+@pytest.mark.parametrize("name", PROGRAMS)
+def test_a_program_accepts_each_mode_run_sh_times_it_in(name):
+    # every mode is a branch of the program's --mem (an unknown one exits 2 before any CUDA call)
+    source = (UNSEEN / f"{name}.cu").read_text()
+    for mode in MODES[name]:
+        assert f'"{mode}"' in source, mode
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc")
+@pytest.mark.parametrize("name", PROGRAMS)
+def test_the_program_compiles(name, tmp_path):
+    # as run.sh builds it on the GPU machine
+    cmd = ["nvcc", "-O2", "-arch=sm_90", "-std=c++17", "-o", str(tmp_path / name), str(UNSEEN / f"{name}.cu")]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
