@@ -232,7 +232,7 @@ def _application(t, pid: int, device: int) -> Application:
     app.loop_pinning = pinning_in_loop(calls, app.loop)
     app.host_staging = host_staging_in_loop(calls, copies, kernels, app.loop)
     app.strategy, app.strategy_why = current_strategy(app)
-    if app.host_staging.seconds and app.strategy in ("pinned", "pageable-registered"):  # its copies' host kinds
+    if app.host_staging.seconds and app.strategy in ("pinned", "pageable-registered"):  # cudaMallocHost or cudaHostRegister
         h = app.host_staging
         app.strategy_why += (f", a bounce buffer: the host copies its data through it in {format_size(h.chunk_bytes)} "
                              "chunks")

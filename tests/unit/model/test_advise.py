@@ -16,6 +16,7 @@ from umprof import api
 from umprof.cli import cli
 from umprof.core.errors import UsageError
 from umprof.model import advise, ties
+from umprof.model.application import NO_PINNING, NO_STAGING
 from umprof.model.workload import Workload
 
 MiB = 2**20
@@ -820,6 +821,26 @@ def test_host_staging_is_a_run_of_chunks_at_a_host_copys_rate():
     assert host_staging_in_loop(*trace(1_000_000, kind="pageable"), loop) == NO_STAGING
     assert host_staging_in_loop(*trace(1_000_000, chunks=1), loop) == NO_STAGING
     assert host_staging_in_loop(*trace(1_000_000), None) == NO_STAGING
+
+
+def test_snapshots_copied_back_every_few_steps_read_as_a_loop_of_one_copy(tmp_path):
+    """snapshot (benchmarks/apps/unseen, fixed before it was measured; H100 `zx`, 2026-11-28): a 256 MiB field copied
+    in once, 400 steps on the GPU, the whole field copied back into a malloc'd buffer every 20th step for the host to
+    read. Eight rounds: as written 4.038 s, registered 3.082 s, accessed-by (the snapshot buffer in managed memory
+    written by a kernel) 2.956 s, the fastest; the pinned pipeline 3.126 s."""
+    (adv,) = api.advise(fixture("snapshot", tmp_path))
+    app = adv.app
+    assert app.strategy == "pageable" and app.loop.iterations == 19
+    per = app.loop.per_iteration
+    assert per["d2h_bytes"] == 256 << 20 and per["h2d_bytes"] == 0 and per["kernels"] == 20
+    assert app.loop_pinning == NO_PINNING and app.host_staging == NO_STAGING
+    advice = adv.loop_advice
+    assert advice.tie and advice.strategy == "pageable-registered"  # the least change of the tie
+    top = [r["strategy"] for r in adv.ranking[:3]]
+    assert set(top) == {"managed-advise-accessed-by-gpu", "pinned-pipelined", "pageable-registered"}
+    # measured 0.96 s: the copies back alone are 0.55 s of the trace (the rest is no CUDA call)
+    assert 0.4 < advice.saving_s < 0.6
+    assert any("no host-memory strategy can save much more" in x for x in adv.limits)
 
 
 def test_a_thrust_program_is_advised_from_the_calls_thrust_makes(tmp_path):
