@@ -7,8 +7,10 @@ from tests.unit.data import ROOT
 
 
 def test_the_generated_pages_match_the_committed_results():
+    # the pages judge every verification set with the shipped calibration: 8-12 minutes on a two-core machine, longer
+    # beside other work (600 s once ran out there)
     r = subprocess.run([sys.executable, "scripts/verification_page.py", "--check"], cwd=ROOT, capture_output=True,
-                       text=True, timeout=600)
+                       text=True, timeout=1800)
     assert r.returncode == 0, r.stdout + r.stderr
 
 
