@@ -23,7 +23,7 @@ def test_every_program_is_timed_and_the_default_run_holds_all_but_the_multi_gpu_
 
 @pytest.mark.parametrize("name", PROGRAMS)
 def test_a_program_accepts_each_mode_run_sh_times_it_in(name):
-    # every mode is a branch of the program's --mem (an unknown one exits 2 before any CUDA call)
+    # every mode is a branch of the program's --mem (an unknown one exits 2)
     source = (UNSEEN / f"{name}.cu").read_text()
     for mode in MODES[name]:
         assert f'"{mode}"' in source, mode
