@@ -18,9 +18,14 @@ from pathlib import Path
 STRATEGY = {"registered": "pageable-registered", "staged": "pageable-staged"}
 
 
+def run_sh_modes(run_sh: Path) -> dict[str, list[str]]:
+    """application → the modes run.sh times it in (its MODES table), its own mode first."""
+    return {app: modes.split() for app, modes in re.findall(r'\[(\w+)\]="([^"]+)"', run_sh.read_text())}
+
+
 def own_modes(run_sh: Path) -> dict[str, str]:
     """application → its own mode (the first run.sh lists)."""
-    return {app: modes.split()[0] for app, modes in re.findall(r'\[(\w+)\]="([^"]+)"', run_sh.read_text())}
+    return {app: modes[0] for app, modes in run_sh_modes(run_sh).items()}
 
 
 def to_apps(walls: Path, gpu: str, date: str) -> dict:

@@ -1,6 +1,5 @@
 """benchmarks/first_touch.py without a GPU: a buffer of either backing, as umprof backs pageable memory."""
 
-
 from tests.unit.data import load_script
 
 

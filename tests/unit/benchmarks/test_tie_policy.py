@@ -1,6 +1,5 @@
 """benchmarks/apps/tie_policy.py without a GPU: the two picks compared where both were measured."""
 
-
 import pytest
 
 from tests.unit.data import load_script

@@ -7,11 +7,11 @@ import subprocess
 
 import pytest
 
-from tests.unit.data import ROOT
+from tests.unit.data import ROOT, load_script
 
 UNSEEN = ROOT / "benchmarks" / "apps" / "unseen"
 RUN_SH = (UNSEEN / "run.sh").read_text()
-MODES = {name: modes.split() for name, modes in re.findall(r'\[(\w+)\]="([^"]*)"', RUN_SH)}
+MODES = load_script("benchmarks/apps/unseen/to_apps_json.py").run_sh_modes(UNSEEN / "run.sh")
 PROGRAMS = sorted(p.stem for p in UNSEEN.glob("*.cu"))
 
 

@@ -1,6 +1,5 @@
 """scripts/verification_page.py's pooled judgement of the applications, without a GPU."""
 
-
 from tests.unit.data import load_script
 
 
