@@ -16,9 +16,9 @@ APPS = ROOT / "benchmarks" / "apps"
 
 
 def _trace(nsys, tmp_path, app, *args):
-    exe = tmp_path / app
+    exe = tmp_path / Path(app).name  # app: a program of benchmarks/apps ('stream_loop', 'unseen/refine')
     subprocess.run(["nvcc", "-O2", "-arch=sm_90", "-std=c++17", "-o", str(exe), str(APPS / f"{app}.cu")], check=True)
-    rep = tmp_path / app
+    rep = exe
     subprocess.run(nsysmod.profile_command(nsys, rep, [str(exe), *args]), check=True, capture_output=True)
     return Path(f"{rep}.nsys-rep")
 
@@ -55,3 +55,17 @@ def test_a_trace_without_cuda_is_refused_in_one_line(nsys, tmp_path):
     r = subprocess.run([sys.executable, "-m", "umprof", "advise", f"{rep}.nsys-rep"], capture_output=True, text=True,
                        cwd=ROOT, env=dict(os.environ))
     assert r.returncode == 2 and "no CUDA activity" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_a_loop_of_many_launches_over_its_frame_is_priced_as_as_many_passes(nsys, tmp_path):
+    # refine (benchmarks/apps/unseen): each frame copied in from malloc'd memory, 16 launches over it, copied back.
+    # Read as one pass, the ways that leave the frame in host memory had ranked among the first, in the tie; each
+    # launch reads it again from host memory
+    rep = _trace(nsys, tmp_path, "unseen/refine", "--frames", "6", "--passes", "16")
+    (adv,) = api.advise(rep)
+    assert adv.app.strategy == "pageable" and adv.app.loop.per_iteration["kernels"] == 16
+    assert 12 <= adv.workload.reuse <= 16, adv.mapping
+    predicted = {r["strategy"]: r["predicted_s"] for r in adv.ranking}
+    for way in ("mapped", "zero-copy", "managed-advise-accessed-by-gpu"):
+        assert predicted[way] > predicted["pinned"], way
+    assert adv.loop_advice.strategy not in ("mapped", "zero-copy", "managed-advise-accessed-by-gpu")

@@ -63,6 +63,9 @@ MANY_ALLOCATION_CALLS = 16
 HOST_TIME_SHARE = 0.5
 # the ways whose kernels read host memory in place, which a trace shows as kernels alone (no copies to measure)
 IN_PLACE = ("zero-copy", "mapped")
+# the share of its input that a loop must copy in every iteration for its launches to be read as passes over what it
+# copies (_kernel_passes); less, and they step state kept on the GPU
+STATE_SENT = 0.5
 SMALL_COPY = 256 * 1024  # copies this small, many to an iteration, pay their latency more than their bytes
 MANY_COPIES = 16
 # the calls that make managed memory prefetched or advised, said once for both ways in (CHANGES, FROM_MANAGED)
@@ -326,6 +329,12 @@ def _reading(app: Application, cal: Calibration, one_pass: bool) -> _Reading:
         w = replace(w, kernel_bytes=moved)
         how += (f"; its kernels' {format_time(w.kernel_s)} an iteration move at most {format_size(moved)} of device "
                 f"memory ({basis}), all that a kernel reading the data in host memory would move")
+    passes, launches = _kernel_passes(app, w, cal, one_pass)
+    if passes > 1:
+        w = replace(w, reuse=passes)
+        how += (f"; its {launches:.3g} kernel launches an iteration make {passes} passes over the buffer (each "
+                "launch's time at the DRAM's theoretical rate, at most one pass a launch): as many as the ways that "
+                "read it in host memory would make across the link")
     ranked, excluded = cal.rank(w)
     current = app.strategy if app.strategy in {p.strategy for p in ranked} else None
     base = next((p for p in ranked if p.strategy == current), None) or ranked[-1]
@@ -348,6 +357,41 @@ def _kernel_bytes(w: Workload, cal: Calibration) -> tuple[int, str]:
     basis = "the DRAM's theoretical rate" if by_rate >= l2 else \
         f"the GPU's L2 size; the DRAM's theoretical rate moves {format_size(by_rate)} in that time"
     return (moved, basis) if moved < w.bytes else (0, "")
+
+
+def _kernel_passes(app: Application, w: Workload, cal: Calibration, one_pass: bool) -> tuple[int, float]:
+    """How many passes over the buffer an iteration's kernels make (``Workload.reuse``), and how many kernels it
+    launches: each launch moves at most what its time moves of device memory at the DRAM's theoretical rate, and
+    reads the buffer at most once (where an iteration copies in in parts, at most one part), summed over the loop's
+    launches per iteration and rounded; 1 where that is less (or the rate or the kernels' own time is not known).
+
+    At most once a launch: a kernel's own repeated reads of its data are served by the GPU's caches (blur's 5 x 5
+    filter reads each pixel 25 times, and mapped memory measured 14-39% behind the fastest way, not 25 passes
+    across the link), while each launch of an iterative loop reads its data again from wherever it lives: in
+    host memory, across the link every time. Priced as one pass, a loop of 40 launches over a 32 MiB frame was
+    advised mapped memory. Only launches over device-resident data count (``Workload.kernel_s``), and only where
+    an iteration copies in most of what it works on (the frame it refines): where it copies little or nothing in,
+    its launches step state kept on the GPU (snapshot's field, 20 steps between copies back; jacobi's grid), which
+    a way that reads host memory in place would keep there too, copying out what it copies out now: one pass."""
+    rate = float(cal.device.get("dram_bytes_per_s") or 0.0)
+    loop, k = (None if one_pass else app.loop), app.kernels
+    if not rate or not w.kernel_s or not len(k):
+        return 1, 0.0
+    launches, parts = float(len(k)), 1.0
+    if loop is not None:  # the loop's launches, as many as its steady iteration makes
+        per = loop.per_iteration
+        launches, parts = float(per.get("kernels", 0.0)), max(1.0, float(per.get("h2d_copies", 0.0)))
+        sent, largest = per.get("h2d_bytes", 0.0), loop.largest.get("h2d_largest", 0.0)
+        if sent <= 0 or sent < STATE_SENT * largest:
+            return 1, launches
+        start = k["call_start"].to_numpy()
+        k = k[(start >= loop.span[0]) & (start <= loop.span[1])]
+    if not len(k) or not launches:
+        return 1, launches
+    # a launch reads no more than one part of what an iteration copies in, where it copies it in parts (a pipeline's
+    # kernel works on its chunk: overlapped's eight launches an iteration are one pass, not four)
+    each = (k["dur_s"].to_numpy(float) * rate).clip(max=float(w.bytes) / parts).mean()
+    return max(1, int(launches * each / w.bytes + 0.5)), launches
 
 
 def _misses(reading: _Reading, now_s: float) -> float:

@@ -661,6 +661,73 @@ def test_a_table_read_sparsely_is_read_across_the_link_as_far_as_its_kernels_cou
 
 
 
+def _passes_loop(launches: int, mib: int = 32, each_ns: int | None = None, gpu: str = "NVIDIA H200") -> App:
+    """20 frames of ``mib`` MiB written by the host, copied in from pageable memory, ``launches`` kernel launches
+    over them (each, unless ``each_ns``, one pass in and out at 3.3 TB/s), copied back and read."""
+    b = mib * MiB
+    each = each_ns or int(2 * b / 3.3e12 * 1e9)
+    return App(iterations=20, gpu=gpu, steps=[
+        Op("host", dur_ns=int(b / 3e9 * 1e9)), Op("copy", "h2d", b, "pageable", dur_ns=int(b / 10e9 * 1e9)),
+        *[Op("kernel", dur_ns=each) for _ in range(launches)],
+        Op("copy", "d2h", b, "pageable", dur_ns=int(b / 14e9 * 1e9)), Op("host", dur_ns=int(b / 6e9 * 1e9))])
+
+
+def test_the_passes_an_iteration_makes_are_read_from_its_launches_and_price_the_link(tmp_path):
+    """A loop of 40 launches over a 32 MiB frame (each one pass, 20 µs) had been read as one pass an iteration:
+    the ways that leave the frame in host memory were priced as reading it once, ranked first (accessed-by, mapped,
+    zero-copy) and mapped memory advised, where every launch would read it across the link again. Read as the 40
+    passes its launches make, they rank behind every way that copies it to the GPU."""
+    (adv,) = api.advise(write_trace(tmp_path / "passes.sqlite", _passes_loop(40)))
+    w = adv.workload
+    assert w.reuse == 40 and w.kernel_bytes == 0
+    assert "40 kernel launches an iteration make 40 passes over the buffer" in adv.mapping
+    predicted = {r["strategy"]: r["predicted_s"] for r in adv.ranking}
+    link = ("mapped", "zero-copy", "managed-advise-accessed-by-gpu")
+    for way in link:
+        assert predicted[way] > 1.5 * predicted["pinned"], way
+    assert adv.loop_advice.strategy not in link
+    # each way that copies keeps its kernels' own time: the passes add nothing to what they were priced at
+    (one,) = api.advise(write_trace(tmp_path / "one.sqlite", _passes_loop(1)))
+    assert one.workload.reuse == 1 and "passes over the buffer" not in one.mapping
+
+
+@pytest.mark.parametrize("launches, each_ns, passes", [
+    (1, 400_000, 1),  # one long launch (blur's filter: its repeated reads served by the caches) is one pass
+    (4, 3_000, 1),  # short launches that cannot have moved the frame: under one pass together
+    (8, 7_000, 4),  # each moves half the 64 MiB in and out at the H200 DRAM's peak (4.81 TB/s): four passes
+])
+def test_a_launch_counts_at_most_one_pass_and_no_more_than_its_time_moves(tmp_path, launches, each_ns, passes):
+    (adv,) = api.advise(write_trace(tmp_path / "p.sqlite", _passes_loop(launches, each_ns=each_ns)))
+    assert adv.workload.reuse == passes
+
+
+def test_a_pipeline_whose_launches_each_work_on_a_chunk_makes_one_pass(tmp_path):
+    # overlapped (H100): 32 MiB in 8 chunks over streams, a launch a chunk; each launch's time covers more than its
+    # chunk at the DRAM's peak, but it reads its chunk alone
+    (adv,) = api.advise(fixture("overlapped", tmp_path))
+    assert adv.app.loop.per_iteration["kernels"] == 8 and adv.app.loop.per_iteration["h2d_copies"] == 8
+    assert adv.workload.reuse == 1
+
+
+def test_a_frame_refined_by_40_launches_is_read_as_their_passes(tmp_path):
+    """refine (benchmarks/apps/unseen, fixed before it was measured; H200 `zo`, 2026-12-01): 20 frames of 32 MiB
+    computed into malloc'd memory, copied in, refined by 40 launches that each read and rewrite the frame, copied back
+    and read. Eight rounds: pinned 0.684 s, registered 0.709 s, as written 0.968 s; mapped 1.809 s, zero-copy 1.438 s,
+    accessed-by 1.365 s. Read as one pass, those three had been predicted at 0.46-0.48 s, second to fourth, in the
+    tie; read as the launches' passes (34: the frame stays in the L2, 12 µs a launch), at 1.39-1.40 s."""
+    (adv,) = api.advise(fixture("refine", tmp_path, gpu="h200"))
+    assert adv.app.strategy == "pageable" and adv.app.loop.per_iteration["kernels"] == 40
+    assert adv.workload.reuse == 34
+    predicted = {r["strategy"]: r["predicted_s"] for r in adv.ranking}
+    for way in ("mapped", "zero-copy", "managed-advise-accessed-by-gpu"):
+        assert 1.2 < predicted[way] < 1.6, way
+    advice = adv.loop_advice
+    assert advice.strategy == "pageable-registered" and advice.tie
+    for way in ("mapped", "zero-copy", "accessed-by"):  # no longer in the tie
+        assert way not in advice.note, way
+    assert 0.1 < advice.saving_s < 0.2
+
+
 def test_a_batch_copied_whole_whose_kernel_reads_its_headers_is_read_in_place_first(tmp_path):
     """headers (benchmarks/apps/unseen, fixed before it was measured; H200 `zf`, 2026-11-27): 40 batches of 256 MiB
     written by the host and copied in whole, of which a kernel of 3.3 µs reads each 4 KiB packet's 64-byte header
@@ -834,6 +901,8 @@ def test_snapshots_copied_back_every_few_steps_read_as_a_loop_of_one_copy(tmp_pa
     per = app.loop.per_iteration
     assert per["d2h_bytes"] == 256 << 20 and per["h2d_bytes"] == 0 and per["kernels"] == 20
     assert app.loop_pinning == NO_PINNING and app.host_staging == NO_STAGING
+    # its 20 launches an iteration step the field kept on the GPU, copying nothing in: one pass, not 20 across the link
+    assert adv.workload.reuse == 1 and "passes over the buffer" not in adv.mapping
     advice = adv.loop_advice
     assert advice.tie and advice.strategy == "pageable-registered"  # the least change of the tie
     top = [r["strategy"] for r in adv.ranking[:3]]
