@@ -492,6 +492,7 @@ def advise(app: Application, cal: Calibration, source: str = "") -> AppAdvice:
     out.limits += _pinning_limit(app, pinning_s)
     out.limits += _staging_limit(app, staging_s)
     out.limits += _limits(app, saving, host_now, pick, idle, reading.one_pass, pinning_s, staging_s)
+    out.limits += _passes_limit(w)
     out.limits += _threads_limit(app, base, threads, overlap, saving)
     if beyond > 0:
         out.limits.append(f"its {app.allocation_calls} calls that allocate and free memory take "
@@ -540,6 +541,15 @@ def _pinning_limit(app: Application, pinning_s: float) -> list[str]:
     return [f"its loop page-locks and releases host memory every iteration ({_pinning_words(app)}): every way is "
             "priced with its memory pinned once, before the loop (one iteration's calls for its current way), and "
             "the ways that pin nothing without them"]
+
+
+def _passes_limit(w: Workload) -> list[str]:
+    """What reading the kernels' launches as passes over the copied data assumes (``_kernel_passes``)."""
+    if w.reuse <= 1:
+        return []
+    return [f"its kernels are read as {w.reuse} passes an iteration over what it copies in: the ways that leave the "
+            f"data in host memory are priced as reading it across the link {w.reuse} times; where some launches work "
+            "on buffers of their own on the GPU, those ways read it fewer times than priced"]
 
 
 def _staging_limit(app: Application, staging_s: float) -> list[str]:

@@ -232,10 +232,6 @@ def _application(t, pid: int, device: int) -> Application:
     app.loop_pinning = pinning_in_loop(calls, app.loop)
     app.host_staging = host_staging_in_loop(calls, copies, kernels, app.loop)
     app.strategy, app.strategy_why = current_strategy(app)
-    if app.host_staging.seconds and app.strategy in ("pinned", "pageable-registered"):  # cudaMallocHost or cudaHostRegister
-        h = app.host_staging
-        app.strategy_why += (f", a bounce buffer: the host copies its data through it in {format_size(h.chunk_bytes)} "
-                             "chunks")
     return app
 
 
@@ -623,7 +619,18 @@ def _covered_s(intervals: pd.DataFrame, edges: np.ndarray) -> np.ndarray:
 # -- the strategy it uses now ---------------------------------------------------------------
 
 def current_strategy(app: Application) -> tuple[str, str]:
-    """(umprof's name for how the application moves its data now, why that name)."""
+    """(umprof's name for how the application moves its data now, why that name): page-locked memory that the host
+    fills and drains chunk by chunk (``Application.host_staging``) is named a bounce buffer."""
+    strategy, why = _memory_of_copies(app)
+    h = app.host_staging
+    if h.seconds and strategy in ("pinned", "pageable-registered"):  # cudaMallocHost or cudaHostRegister
+        why += f", a bounce buffer: the host copies its data through it in {format_size(h.chunk_bytes)} chunks"
+    return strategy, why
+
+
+def _memory_of_copies(app: Application) -> tuple[str, str]:
+    """How the application moves its data now, by the memory its copies use and the calls it makes (see
+    ``current_strategy``)."""
     c = app.explicit_copies
     um, calls = app.um, set(app.calls)
     if len(c):

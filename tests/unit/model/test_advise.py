@@ -681,6 +681,7 @@ def test_the_passes_an_iteration_makes_are_read_from_its_launches_and_price_the_
     w = adv.workload
     assert w.reuse == 40 and w.kernel_bytes == 0
     assert "40 kernel launches an iteration make 40 passes over the buffer" in adv.mapping
+    assert any("read as 40 passes an iteration" in x and "fewer times than priced" in x for x in adv.limits)
     predicted = {r["strategy"]: r["predicted_s"] for r in adv.ranking}
     link = ("mapped", "zero-copy", "managed-advise-accessed-by-gpu")
     for way in link:
@@ -689,6 +690,7 @@ def test_the_passes_an_iteration_makes_are_read_from_its_launches_and_price_the_
     # each way that copies keeps its kernels' own time: the passes add nothing to what they were priced at
     (one,) = api.advise(write_trace(tmp_path / "one.sqlite", _passes_loop(1)))
     assert one.workload.reuse == 1 and "passes over the buffer" not in one.mapping
+    assert not any("passes an iteration over" in x for x in one.limits)
 
 
 @pytest.mark.parametrize("launches, each_ns, passes", [
