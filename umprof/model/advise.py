@@ -370,9 +370,10 @@ def _kernel_passes(app: Application, w: Workload, cal: Calibration, one_pass: bo
     across the link), while each launch of an iterative loop reads its data again from wherever it lives: in
     host memory, across the link every time. Priced as one pass, a loop of 40 launches over a 32 MiB frame was
     advised mapped memory. Only launches over device-resident data count (``Workload.kernel_s``), and only where
-    an iteration copies in most of what it works on (the frame it refines): where it copies little or nothing in,
-    its launches step state kept on the GPU (snapshot's field, 20 steps between copies back; jacobi's grid), which
-    a way that reads host memory in place would keep there too, copying out what it copies out now: one pass."""
+    an iteration copies in (or, managed, migrates in) most of what it works on (the frame it refines): where it
+    copies little or nothing in, its launches step state kept on the GPU (snapshot's field, 20 steps between copies
+    back; jacobi's grid), which a way that reads host memory in place would keep there too, copying out what it
+    copies out now: one pass."""
     rate = float(cal.device.get("dram_bytes_per_s") or 0.0)
     loop, k = (None if one_pass else app.loop), app.kernels
     if not rate or not w.kernel_s or not len(k):
@@ -382,6 +383,8 @@ def _kernel_passes(app: Application, w: Workload, cal: Calibration, one_pass: bo
         per = loop.per_iteration
         launches, parts = float(per.get("kernels", 0.0)), max(1.0, float(per.get("h2d_copies", 0.0)))
         sent, largest = per.get("h2d_bytes", 0.0), loop.largest.get("h2d_largest", 0.0)
+        if sent <= 0 and largest <= 0:  # no copies in: managed memory's pages, what migrates in against them all
+            sent, largest = per.get("um_h2d_bytes", 0.0), float(w.bytes)
         if sent <= 0 or sent < STATE_SENT * largest:
             return 1, launches
         start = k["call_start"].to_numpy()

@@ -693,6 +693,24 @@ def test_the_passes_an_iteration_makes_are_read_from_its_launches_and_price_the_
     assert not any("passes an iteration over" in x for x in one.limits)
 
 
+def test_managed_memory_prefetched_in_every_iteration_is_read_as_its_launches_passes(tmp_path):
+    """A managed frame prefetched to the GPU and back every iteration, 40 launches over it: the migrations in stand
+    for the copies in. Read as one pass, accessed-by (the frame left on the host, read across the link) was advised."""
+    b = 32 * MiB
+    app = App(iterations=20, calls=["cudaMallocManaged"], steps=[
+        Op("host", dur_ns=int(b / 3e9 * 1e9)), Op("call", name="cudaMemPrefetchAsync", dur_ns=5000),
+        Op("copy", "um_h2d", b, "managed", dur_ns=int(b / 40e9 * 1e9)),
+        *[Op("kernel", dur_ns=int(2 * b / 3.3e12 * 1e9)) for _ in range(40)],
+        Op("call", name="cudaMemPrefetchAsync", dur_ns=5000),
+        Op("copy", "um_d2h", b, "managed", dur_ns=int(b / 40e9 * 1e9)),
+        Op("host", dur_ns=int(b / 6e9 * 1e9))])
+    (adv,) = api.advise(write_trace(tmp_path / "prefetched.sqlite", app))
+    assert adv.app.strategy == "managed-prefetch" and adv.workload.reuse == 40
+    predicted = {r["strategy"]: r["predicted_s"] for r in adv.ranking}
+    assert predicted["managed-advise-accessed-by-gpu"] > 2 * predicted["managed-prefetch"]
+    assert adv.loop_advice.strategy not in ("mapped", "zero-copy", "managed-advise-accessed-by-gpu")
+
+
 @pytest.mark.parametrize("launches, each_ns, passes", [
     (1, 400_000, 1),  # one long launch (blur's filter: its repeated reads served by the caches) is one pass
     (4, 3_000, 1),  # short launches that cannot have moved the frame: under one pass together
