@@ -621,15 +621,15 @@ def _covered_s(intervals: pd.DataFrame, edges: np.ndarray) -> np.ndarray:
 def current_strategy(app: Application) -> tuple[str, str]:
     """(umprof's name for how the application moves its data now, why that name): page-locked memory that the host
     fills and drains chunk by chunk (``Application.host_staging``) is named a bounce buffer."""
-    strategy, why = _memory_of_copies(app)
+    strategy, why = _strategy_by_memory(app)
     h = app.host_staging
     if h.seconds and strategy in ("pinned", "pageable-registered"):  # cudaMallocHost or cudaHostRegister
         why += f", a bounce buffer: the host copies its data through it in {format_size(h.chunk_bytes)} chunks"
     return strategy, why
 
 
-def _memory_of_copies(app: Application) -> tuple[str, str]:
-    """How the application moves its data now, by the memory its copies use and the calls it makes (see
+def _strategy_by_memory(app: Application) -> tuple[str, str]:
+    """How the application moves its data now, by the memory its copies or migrations use and the calls it makes (see
     ``current_strategy``)."""
     c = app.explicit_copies
     um, calls = app.um, set(app.calls)
