@@ -332,7 +332,7 @@ def _reading(app: Application, cal: Calibration, one_pass: bool) -> _Reading:
     passes, launches = _kernel_passes(app, w, cal, one_pass)
     if passes > 1:
         w = replace(w, reuse=passes)
-        how += (f"; its {launches:.3g} kernel launches an iteration make {passes} passes over the buffer (each "
+        how += (f"; its {launches:.0f} kernel launches an iteration make {passes} passes over the buffer (each "
                 "launch's time at the DRAM's theoretical rate, at most one pass a launch): as many as the ways that "
                 "read it in host memory would make across the link")
     ranked, excluded = cal.rank(w)
@@ -379,7 +379,7 @@ def _kernel_passes(app: Application, w: Workload, cal: Calibration, one_pass: bo
     if not rate or not w.kernel_s or not len(k):
         return 1, 0.0
     launches, parts = float(len(k)), 1.0
-    if loop is not None:  # the loop's launches, as many as its steady iteration makes
+    if loop is not None:  # as many launches as its steady iteration makes, their times those issued in its span
         per = loop.per_iteration
         launches, parts = float(per.get("kernels", 0.0)), max(1.0, float(per.get("h2d_copies", 0.0)))
         sent, largest = per.get("h2d_bytes", 0.0), loop.largest.get("h2d_largest", 0.0)
