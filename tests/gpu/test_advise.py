@@ -9,6 +9,7 @@ from pathlib import Path
 
 
 from umprof import api
+from umprof.model import advise
 from umprof.nsight import nsys as nsysmod
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -69,3 +70,19 @@ def test_a_loop_of_many_launches_over_its_frame_is_priced_as_as_many_passes(nsys
     for way in ("mapped", "zero-copy", "managed-advise-accessed-by-gpu"):
         assert predicted[way] > predicted["pinned"], way
     assert adv.loop_advice.strategy not in ("mapped", "zero-copy", "managed-advise-accessed-by-gpu")
+
+
+def test_a_managed_program_whose_host_samples_its_pages_is_priced_its_stalls(nsys, tmp_path):
+    # particles (benchmarks/apps/unseen): a managed array the GPU updates each step while the host reads every
+    # 4096th record between kernels, each touch waiting for its page to come back from the GPU. The trace measures
+    # those stalls where the GPU idles; priced, the ways that copy save them and the managed ways that leave the pages
+    # on the GPU keep them
+    rep = _trace(nsys, tmp_path, "unseen/particles", "--mib", "128", "--steps", "8")
+    (adv,) = api.advise(rep)
+    assert adv.app.strategy == "managed" and adv.app.um["cpu_faults"] > 0
+    h = adv.app.host_faults
+    assert h.stretches >= adv.app.loop.iterations - 1 and h.seconds > 0.3 * adv.app.wall_s, h
+    assert any("faulting back from the GPU" in x for x in adv.limits), adv.limits
+    by = {r["strategy"]: r["saving_s"] for r in adv.ranking}
+    assert not adv.loop_advice.strategy.startswith("managed-advise-prefer-gpu")
+    assert by["pinned"] > by["managed-advise-prefer-gpu"] + 0.5 * h.seconds * advise.TRACED_FAULT_SHARE

@@ -48,7 +48,7 @@ from umprof.measure.ops.lifecycle import PAGE_BYTES
 from umprof.model.application import GRAPH_NODES, Application, fraction
 from umprof.model.predict import Calibration, Prediction
 from umprof.model import ties
-from umprof.model.calibration import HOST_STEPS, PARTS_UNMEASURED
+from umprof.model.calibration import HOST_STEPS, PARTS_UNMEASURED, kind
 from umprof.model.workload import Workload
 
 PREDICTION_ERROR = 0.10  # verification: median errors 5-15% per set on both GPUs; closer than this is a tie
@@ -66,6 +66,18 @@ IN_PLACE = ("zero-copy", "mapped")
 # the share of its input that a loop must copy in every iteration for its launches to be read as passes over what it
 # copies (_kernel_passes); less, and they step state kept on the GPU
 STATE_SENT = 0.5
+# what share of a host stall on managed pages faulting back that a trace shows the program spends without the trace:
+# nsys tracing unified memory slows each fault. Measured on an H200 (580.159.04, 2026-12-01;
+# benchmarks/host_touch.sh, results/host-touch/): the host touching a 256 MiB managed buffer the GPU held, a word
+# every 64 KiB-2 MiB, took 12-35 µs a touch untraced and 16-70 µs traced, 0.32-0.73 of it (the median over six
+# spacings, 0.50, is this figure; on 64 MiB at 4 KiB, 128 KiB and 2 MiB, 0.42-0.55). No H100 was measured.
+TRACED_FAULT_SHARE = 0.50
+# the ways whose pages sit on the GPU after its kernels, where the host's touches fault them back: they keep a stall
+# on those faults that the trace measured, where every other way (copies, memory read in place, pages kept on the
+# host or prefetched back) has none
+FAULTING_BACK = ("on-demand",)
+# below this share of the buffer read back an iteration, a managed program told to copy is told to copy back that part
+HOST_READS_PART = 0.5
 SMALL_COPY = 256 * 1024  # copies this small, many to an iteration, pay their latency more than their bytes
 MANY_COPIES = 16
 # the calls that make managed memory prefetched or advised, said once for both ways in (CHANGES, FROM_MANAGED)
@@ -199,6 +211,7 @@ class AppAdvice:
                     "iterations": loop.lead.iterations, "calls_per_iteration": loop.lead.period,
                     "steady_s": loop.lead.steady_s, "per_iteration": loop.lead.per_iteration}},
             "unified_memory": a.um,
+            "host_fault_stalls": {"traced_s": a.host_faults.seconds, "stretches": a.host_faults.stretches},
             "workload": None if self.workload is None else {"text": self.workload.describe(), "read_as": self.mapping,
                                                              **self.workload.__dict__},
             "ranking": self.ranking, "excluded": self.excluded,
@@ -457,6 +470,11 @@ def advise(app: Application, cal: Calibration, source: str = "") -> AppAdvice:
     # with what its many allocation calls take beyond one buffer's (_allocations_beyond_one_s)
     beyond = _allocations_beyond_one_s(app, base, pinning_s)
     measured_base += lead_s.get(base.strategy, 0.0)
+    # the host's stalls on pages faulting back from the GPU, as the trace measured them (less its own slowing, and
+    # less what the model prices of the current way's host accesses): the current way's, and kept by every way
+    # whose pages sit on the GPU after its kernels
+    stall_s = _fault_stall_s(app, host_now)
+    measured_base += stall_s
     # several host threads run their iterations at once, where the model prices their work one after another: each
     # way's difference from the current one in its iterations is scaled by the overlap the loop measured (not where
     # the run is read as one pass, whose one iteration is no iteration of the loop)
@@ -464,6 +482,7 @@ def advise(app: Application, cal: Calibration, source: str = "") -> AppAdvice:
     whole = {p.strategy: measured_base - pinned_once_s if p is base
              else p.whole_s + beyond + lead_s.get(p.strategy, 0.0)
              - (1.0 - overlap) * p.iterations * (p.steady_s - base.steady_s)
+             + (stall_s if kind(p.strategy) in FAULTING_BACK else 0.0)
              for p in ranked}
     ranked = sorted(ranked, key=lambda p: whole[p.strategy])
     for p in ranked:
@@ -494,7 +513,7 @@ def advise(app: Application, cal: Calibration, source: str = "") -> AppAdvice:
     out.advice += _flow_advice(app, cal, python)
     out.limits += _pinning_limit(app, pinning_s)
     out.limits += _staging_limit(app, staging_s)
-    out.limits += _limits(app, saving, host_now, pick, idle, reading.one_pass, pinning_s, staging_s)
+    out.limits += _limits(app, saving, host_now, pick, idle, reading.one_pass, pinning_s, staging_s, stall_s)
     out.limits += _passes_limit(w)
     out.limits += _threads_limit(app, base, threads, overlap, saving)
     if beyond > 0:
@@ -604,6 +623,11 @@ def _change(strategy: str, w: Workload, current: str | None, python: bool) -> st
         text = FROM_MANAGED.get(strategy, text)
     if strategy == "pinned-pipelined":
         text = text.format(chunks=strategies.get(strategy).describe_chunking(w.bytes))
+    if ties.is_managed(current) and kind(strategy) == "copy" and w.gpu_writes > 0 and w.host_reads < HOST_READS_PART:
+        # a managed program has no copies back to keep: the new ones bring back what its host reads, as priced (its
+        # host sampling an array the GPU updates: particles' every 4096th record, 0.03% of it)
+        text += (f"; copy back only what the host reads ({w.host_reads:.2%} of the buffer an iteration, "
+                 f"{format_size(w.host_reads * w.bytes)}; records spread through it, one cudaMemcpy2D gathers)")
     return text
 
 
@@ -650,6 +674,19 @@ def _flow_advice(app: Application, cal: Calibration, python: bool) -> list[Advic
     return out
 
 
+def _fault_stall_s(app: Application, host_now: float) -> float:
+    """The application's host stalls on managed pages faulting back from the GPU over its loop, as it spends them
+    untraced: what its trace measured (``Application.host_faults``) times TRACED_FAULT_SHARE, less the current way's
+    host accesses the model prices (``host_now``, which holds its priced faults); 0 where that is nothing.
+
+    The model prices the host's faults by the bytes it reads or writes, as the calibration's loop makes them, a run
+    of the buffer; a host that samples a managed array between kernels touches a word here and there, and each
+    touch waits for its page alone. particles (benchmarks/apps/unseen: 2048 records of a 256 MiB array read each
+    step) spent 2.14 s of its 3.05 s traced loop on an H200 so, where its reads were priced in microseconds and
+    copies in its place measured 1.07-1.34 s faster untraced."""
+    return max(0.0, app.host_faults.seconds * TRACED_FAULT_SHARE - host_now)
+
+
 def _host_s(p: Prediction) -> float:
     """The host's writes and reads of the buffer over the whole run, as predicted."""
     return sum(p.phases.get(k, 0.0) for k in HOST_STEPS)
@@ -669,7 +706,7 @@ def _host_now(base: Prediction, ranked: list[Prediction]) -> float:
 
 def _limits(app: Application, saving: float, host_now: float, advised: Prediction,
             idle: tuple[float, float] | None, one_pass: bool, pinning_s: float = 0.0,
-            staging_s: float = 0.0) -> list[str]:
+            staging_s: float = 0.0, stall_s: float = 0.0) -> list[str]:
     """What bounds any strategy's saving: where the advice saves more than copies and migrations take (and the
     loop's page-locking calls, ``pinning_s``, which every way makes once, and the host's copies through a bounce
     buffer, ``staging_s``, which only the current way makes), whatever their share of the
@@ -679,15 +716,16 @@ def _limits(app: Application, saving: float, host_now: float, advised: Predictio
     copies (``idle``, and whether it was read as ``one_pass``); CUDA graph launches the trace holds whole; a run with
     no loop found. Copies from several host threads are :func:`_threads_limit`'s."""
     t, um = app.totals, app.um
-    moving = t["copy_s"] + um["migration_s"] + pinning_s + staging_s
+    moving = t["copy_s"] + um["migration_s"] + pinning_s + staging_s + stall_s
     if app.wall_s <= 0:
         return []
     share = moving / app.wall_s
     parts = ["copies", "migrations"] + (["page-locking in the loop"] if pinning_s else []) \
-        + (["the host's copies through its bounce buffer"] if staging_s else [])
+        + (["the host's copies through its bounce buffer"] if staging_s else []) \
+        + (["the host's stalls on faults (as priced)"] if stall_s else [])
     what = ", ".join(parts[:-1]) + " and " + parts[-1]
     taken = f"{what} take {format_time(moving)} of its {format_time(app.wall_s)} ({share:.0%})"
-    out = []
+    out = _stall_limit(app, stall_s)
     if saving > 1.1 * moving:  # however large their share: the rest is a prediction the trace cannot check
         rest = saving - moving
         by_host = max(0.0, min(rest, host_now - _host_s(advised)))
@@ -702,12 +740,6 @@ def _limits(app: Application, saving: float, host_now: float, advised: Predictio
         else:
             where = f" is in {host_words if by_host > 0 else other_words}"
         out.append(f"{taken}; the rest of the predicted saving ({format_time(rest)}){where}")
-    elif share < 0.25 and um["cpu_faults"] > 0 and app.loop is not None \
-            and app.loop.per_iteration.get("um_d2h_bytes", 0) > 0:
-        # particles (benchmarks/apps/unseen) on an H200: migrations 11% of its traced run, and copies in place of
-        # its managed memory took 1.76 s down to 0.66 s untraced: the host's faults were most of what it lost
-        out.append(f"{taken}, and its host stalls on its {um['cpu_faults']} page faults, pages coming back every "
-                   "iteration, for a time the trace does not measure: a way without them can save more than that")
     elif share < 0.25:
         out.append(f"{taken}: no host-memory strategy can save much more than that")
     out += _host_untouched(idle, one_pass)
@@ -715,6 +747,18 @@ def _limits(app: Application, saving: float, host_now: float, advised: Predictio
     if app.loop is None:
         out.append("no loop was found in its CUDA calls: the run is read as one iteration")
     return out
+
+
+def _stall_limit(app: Application, stall_s: float) -> list[str]:
+    """What the host's stalls on pages faulting back from the GPU were priced at, and from what."""
+    h = app.host_faults
+    if stall_s <= 0:
+        return []
+    return [f"its host waited {format_time(h.seconds)} of the traced loop on managed pages faulting back from the GPU "
+            f"({h.stretches} stretches without GPU work; {app.um['cpu_faults']} CPU page faults traced): priced at "
+            f"{format_time(stall_s)} untraced ({TRACED_FAULT_SHARE:.0%} of it, as a traced fault measured against an "
+            "untraced one on an H200; beyond the host accesses its way is priced with), kept by the ways that leave "
+            "the pages on the GPU after its kernels (managed, managed-advise-prefer-gpu) and saved by every other"]
 
 
 def _iterations_overlap(app: Application, threads: int) -> bool:

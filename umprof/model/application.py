@@ -100,6 +100,16 @@ class HostStaging(NamedTuple):
 NO_STAGING = HostStaging(0.0, 0, 0)
 
 
+class HostFaults(NamedTuple):
+    """A loop's host stalls on managed pages that it faults back from the GPU (``host_fault_stalls``)."""
+
+    seconds: float  # over the loop, as traced: in each stretch without GPU work, its first fault to its last
+    stretches: int  # the stretches without GPU work that hold such faults
+
+
+NO_HOST_FAULTS = HostFaults(0.0, 0)
+
+
 @dataclass
 class Application:
     """One process's work on one GPU, as its trace shows it."""
@@ -128,6 +138,8 @@ class Application:
     # its copies of pinned memory that its host fills or drains chunk by chunk, a bounce buffer between the data's
     # own memory and the GPU (``host_staging_in_loop``)
     host_staging: HostStaging = NO_STAGING
+    # its host's stalls on managed pages faulting back from the GPU inside its loop (``host_fault_stalls``)
+    host_faults: HostFaults = NO_HOST_FAULTS
 
     @property
     def pinning_in_loop_s(self) -> float:
@@ -231,6 +243,7 @@ def _application(t, pid: int, device: int) -> Application:
     app.loop = find_loop(calls, copies, kernels)
     app.loop_pinning = pinning_in_loop(calls, app.loop)
     app.host_staging = host_staging_in_loop(calls, copies, kernels, app.loop)
+    app.host_faults = host_fault_stalls(copies, kernels, t.cpu_faults[t.cpu_faults["pid"] == pid], app.loop)
     app.strategy, app.strategy_why = current_strategy(app)
     return app
 
@@ -419,6 +432,48 @@ def host_staging_in_loop(calls: pd.DataFrame, copies: pd.DataFrame, kernels: pd.
         return NO_STAGING
     return HostStaging(float((staged["median"] * staged["chunks"]).sum()), int(staged["chunks"].sum()),
                        int(staged["largest"].max()))
+
+
+def host_fault_stalls(copies: pd.DataFrame, kernels: pd.DataFrame, cpu_faults: pd.DataFrame,
+                      loop: Loop | None) -> HostFaults:
+    """The loop's host stalls on managed pages faulting back from the GPU: in each stretch of the loop without GPU
+    work (kernels, explicit copies) after its first kernel or copy, the time from its first CPU page fault or
+    migration to the host to the end of its last. The host touching pages the GPU holds waits for each to come
+    back, one fault at a time (a managed array sampled between kernels: particles, benchmarks/apps/unseen, an H200
+    trace of 2026-11-27, spent 96-116 ms of each 98-122 ms stretch so); where the GPU idles, nothing else of the
+    program's CUDA work runs then. A trace without CPU page faults (nsys without ``--cuda-um-cpu-page-faults``)
+    still has the migrations."""
+    if loop is None:
+        return NO_HOST_FAULTS
+    lo, hi = loop.span
+    back = copies[(copies["direction"] == "um_d2h")]
+    starts = np.concatenate([back["start"].to_numpy(np.int64), cpu_faults["start"].to_numpy(np.int64)])
+    ends = np.concatenate([back["end"].to_numpy(np.int64), cpu_faults["start"].to_numpy(np.int64)])
+    inside = (starts >= lo) & (starts <= hi)
+    starts, ends = starts[inside], np.minimum(ends[inside], hi)
+    if not len(starts):
+        return NO_HOST_FAULTS
+    work = pd.concat([copies.loc[copies["direction"].isin(COPY_DIRECTIONS), ["start", "end"]],
+                      kernels[["start", "end"]]])
+    us, ue, _ = _union(work["start"].to_numpy(np.int64), work["end"].to_numpy(np.int64))
+    if not len(us):
+        return NO_HOST_FAULTS
+    # the stretch an event falls in: after the i-th piece of GPU work. Events during GPU work are its own (a kernel's
+    # evictions), not the host's; before the first, the host's first write of pages never touched (priced apart)
+    i = np.searchsorted(us, starts, side="right") - 1
+    keep = (i >= 0) & (starts >= ue[np.maximum(i, 0)])
+    i, starts, ends = i[keep], starts[keep], ends[keep]
+    if not len(i):
+        return NO_HOST_FAULTS
+    gaps, of = np.unique(i, return_inverse=True)
+    begin = np.full(len(gaps), np.iinfo(np.int64).max)
+    np.minimum.at(begin, of, starts)
+    finish = np.zeros(len(gaps), np.int64)
+    np.maximum.at(finish, of, ends)
+    # no stretch runs past the next piece of GPU work
+    nxt = np.where(gaps + 1 < len(us), us[np.minimum(gaps + 1, len(us) - 1)], hi)
+    finish = np.minimum(finish, nxt)
+    return HostFaults(float(np.maximum(finish - begin, 0).sum()) / 1e9, int(len(gaps)))
 
 
 def _unified_memory(t, pid: int, device: int, copies: pd.DataFrame, calls: pd.DataFrame) -> dict:
