@@ -3,8 +3,9 @@
     python3 benchmarks/apps/unseen/to_apps_json.py WALLS.txt OUT.json --gpu "NVIDIA H200, 580.159.04" --date ISO
 
 run.sh's modes are umprof's strategy names but for ``registered`` (pageable-registered) and ``staged``
-(pageable-staged); ``pinned-sampled`` (particles copying back only the particles it logs) is a variant of pinned
-memory, kept under its own name. An application's own mode is the first run.sh lists for it.
+(pageable-staged); ``pinned-sampled`` (particles copying back only the particles it logs) and ``pinned-probe``
+(monitor copying back only its probe) are variants of pinned memory, kept under their own names. An application's
+own mode is the first run.sh lists for it.
 """
 
 from __future__ import annotations
