@@ -74,8 +74,11 @@ STATE_SENT = 0.5
 TRACED_FAULT_SHARE = 0.50
 # the ways whose pages sit on the GPU after its kernels, where the host's touches fault them back: they keep a stall
 # on those faults that the trace measured, where every other way (copies, memory read in place, pages kept on the
-# host or prefetched back) has none
-FAULTING_BACK = ("on-demand",)
+# host or prefetched back) has none. On-demand memory (managed, prefer-gpu), and accessed-by: it leaves pages where
+# they are, but the GPU's access counters move those it keeps reading to it (particles, benchmarks/apps/unseen,
+# measured 1.38-1.51x as written under accessed-by on all five leases that timed both, one H100's and four H200s'
+# of 2026-11-27 and -12-01: it saved none of the host's stalls)
+FAULTING_BACK = ("managed-advise-accessed-by-gpu",)
 # below this share of the buffer read back an iteration, a managed program told to copy is told to copy back that part
 HOST_READS_PART = 0.5
 SMALL_COPY = 256 * 1024  # copies this small, many to an iteration, pay their latency more than their bytes
@@ -482,7 +485,7 @@ def advise(app: Application, cal: Calibration, source: str = "") -> AppAdvice:
     whole = {p.strategy: measured_base - pinned_once_s if p is base
              else p.whole_s + beyond + lead_s.get(p.strategy, 0.0)
              - (1.0 - overlap) * p.iterations * (p.steady_s - base.steady_s)
-             + (stall_s if kind(p.strategy) in FAULTING_BACK else 0.0)
+             + (stall_s if kind(p.strategy) == "on-demand" or p.strategy in FAULTING_BACK else 0.0)
              for p in ranked}
     ranked = sorted(ranked, key=lambda p: whole[p.strategy])
     for p in ranked:
@@ -758,7 +761,8 @@ def _stall_limit(app: Application, stall_s: float) -> list[str]:
             f"({h.stretches} stretches without GPU work; {app.um['cpu_faults']} CPU page faults traced): priced at "
             f"{format_time(stall_s)} untraced ({TRACED_FAULT_SHARE:.0%} of it, as a traced fault measured against an "
             "untraced one on an H200; beyond the host accesses its way is priced with), kept by the ways that leave "
-            "the pages on the GPU after its kernels (managed, managed-advise-prefer-gpu) and saved by every other"]
+            "the pages on the GPU after its kernels (managed, managed-advise-prefer-gpu, and "
+            "managed-advise-accessed-by-gpu, whose GPU's access counters move them there) and saved by every other"]
 
 
 def _iterations_overlap(app: Application, threads: int) -> bool:
