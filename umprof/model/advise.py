@@ -72,13 +72,12 @@ STATE_SENT = 0.5
 # every 64 KiB-2 MiB, took 12-35 µs a touch untraced and 16-70 µs traced, 0.32-0.73 of it (the median over six
 # spacings, 0.50, is this figure; on 64 MiB at 4 KiB, 128 KiB and 2 MiB, 0.42-0.55). No H100 was measured.
 TRACED_FAULT_SHARE = 0.50
-# the ways whose pages sit on the GPU after its kernels, where the host's touches fault them back: they keep a stall
-# on those faults that the trace measured, where every other way (copies, memory read in place, pages kept on the
-# host or prefetched back) has none. On-demand memory (managed, prefer-gpu), and accessed-by: it leaves pages where
-# they are, but the GPU's access counters move those it keeps reading to it (particles, benchmarks/apps/unseen,
-# measured 1.38-1.51x as written under accessed-by on all five leases that timed both, one H100's and four H200s'
-# of 2026-11-27 and -12-01: it saved none of the host's stalls)
-FAULTING_BACK = ("managed-advise-accessed-by-gpu",)
+# besides on-demand managed memory (managed, prefer-gpu), the way whose pages sit on the GPU after its kernels, where
+# the host's touches fault them back (_keeps_stalls): accessed-by leaves pages where they are, but the GPU's access
+# counters move those it keeps reading to it (particles, benchmarks/apps/unseen, measured 1.38-1.51x as written under
+# accessed-by on all five leases that timed both, one H100's and four H200s' of 2026-11-27 and -12-01: it saved none
+# of the host's stalls)
+ACCESS_COUNTED = "managed-advise-accessed-by-gpu"
 # below this share of the buffer read back an iteration, a managed program told to copy is told to copy back that part
 HOST_READS_PART = 0.5
 SMALL_COPY = 256 * 1024  # copies this small, many to an iteration, pay their latency more than their bytes
@@ -485,7 +484,7 @@ def advise(app: Application, cal: Calibration, source: str = "") -> AppAdvice:
     whole = {p.strategy: measured_base - pinned_once_s if p is base
              else p.whole_s + beyond + lead_s.get(p.strategy, 0.0)
              - (1.0 - overlap) * p.iterations * (p.steady_s - base.steady_s)
-             + (stall_s if kind(p.strategy) == "on-demand" or p.strategy in FAULTING_BACK else 0.0)
+             + (stall_s if _keeps_stalls(p.strategy) else 0.0)
              for p in ranked}
     ranked = sorted(ranked, key=lambda p: whole[p.strategy])
     for p in ranked:
@@ -516,6 +515,7 @@ def advise(app: Application, cal: Calibration, source: str = "") -> AppAdvice:
     out.advice += _flow_advice(app, cal, python)
     out.limits += _pinning_limit(app, pinning_s)
     out.limits += _staging_limit(app, staging_s)
+    out.limits += _stall_limit(app, stall_s, [p.strategy for p in ranked if _keeps_stalls(p.strategy)])
     out.limits += _limits(app, saving, host_now, pick, idle, reading.one_pass, pinning_s, staging_s, stall_s)
     out.limits += _passes_limit(w)
     out.limits += _threads_limit(app, base, threads, overlap, saving)
@@ -630,7 +630,8 @@ def _change(strategy: str, w: Workload, current: str | None, python: bool) -> st
         # a managed program has no copies back to keep: the new ones bring back what its host reads, as priced (its
         # host sampling an array the GPU updates: particles' every 4096th record, 0.03% of it)
         text += (f"; copy back only what the host reads ({w.host_reads:.2%} of the buffer an iteration, "
-                 f"{format_size(w.host_reads * w.bytes)}; records spread through it, one cudaMemcpy2D gathers)")
+                 f"{format_size(w.host_reads * w.bytes)}; where that is records spread through it, one cudaMemcpy2D gathers "
+                 "them)")
     return text
 
 
@@ -728,7 +729,7 @@ def _limits(app: Application, saving: float, host_now: float, advised: Predictio
         + (["the host's stalls on faults (as priced)"] if stall_s else [])
     what = ", ".join(parts[:-1]) + " and " + parts[-1]
     taken = f"{what} take {format_time(moving)} of its {format_time(app.wall_s)} ({share:.0%})"
-    out = _stall_limit(app, stall_s)
+    out = []
     if saving > 1.1 * moving:  # however large their share: the rest is a prediction the trace cannot check
         rest = saving - moving
         by_host = max(0.0, min(rest, host_now - _host_s(advised)))
@@ -752,17 +753,23 @@ def _limits(app: Application, saving: float, host_now: float, advised: Predictio
     return out
 
 
-def _stall_limit(app: Application, stall_s: float) -> list[str]:
-    """What the host's stalls on pages faulting back from the GPU were priced at, and from what."""
+def _keeps_stalls(strategy: str) -> bool:
+    """Whether the way leaves the pages on the GPU after its kernels, so that the host's touches fault them back."""
+    return kind(strategy) == "on-demand" or strategy == ACCESS_COUNTED
+
+
+def _stall_limit(app: Application, stall_s: float, keeping: list[str]) -> list[str]:
+    """What the host's stalls on pages faulting back from the GPU were priced at, from what, and which ways
+    (``keeping``) keep them."""
     h = app.host_faults
     if stall_s <= 0:
         return []
     return [f"its host waited {format_time(h.seconds)} of the traced loop on managed pages faulting back from the GPU "
             f"({h.stretches} stretches without GPU work; {app.um['cpu_faults']} CPU page faults traced): priced at "
             f"{format_time(stall_s)} untraced ({TRACED_FAULT_SHARE:.0%} of it, as a traced fault measured against an "
-            "untraced one on an H200; beyond the host accesses its way is priced with), kept by the ways that leave "
-            "the pages on the GPU after its kernels (managed, managed-advise-prefer-gpu, and "
-            "managed-advise-accessed-by-gpu, whose GPU's access counters move them there) and saved by every other"]
+            "untraced one on an H200, less the host accesses already priced for its way), kept by the ways that leave "
+            f"the pages on the GPU after its kernels ({', '.join(keeping)}; accessed-by as the GPU's access counters "
+            "move them there) and saved by every other"]
 
 
 def _iterations_overlap(app: Application, threads: int) -> bool:

@@ -446,7 +446,7 @@ def host_fault_stalls(copies: pd.DataFrame, kernels: pd.DataFrame, cpu_faults: p
     if loop is None:
         return NO_HOST_FAULTS
     lo, hi = loop.span
-    back = copies[(copies["direction"] == "um_d2h")]
+    back = copies[copies["direction"] == "um_d2h"]
     starts = np.concatenate([back["start"].to_numpy(np.int64), cpu_faults["start"].to_numpy(np.int64)])
     ends = np.concatenate([back["end"].to_numpy(np.int64), cpu_faults["start"].to_numpy(np.int64)])
     inside = (starts >= lo) & (starts <= hi)
