@@ -746,7 +746,7 @@ def _limits(app: Application, saving: float, host_now: float, advised: Predictio
         out.append(f"{taken}; the rest of the predicted saving ({format_time(rest)}){where}")
     elif share < 0.25:
         out.append(f"{taken}: no host-memory strategy can save much more than that")
-    out += _host_untouched(idle, one_pass)
+    out += _host_untouched(app, idle, one_pass)
     out += _graphs_traced_whole(app)
     if app.loop is None:
         out.append("no loop was found in its CUDA calls: the run is read as one iteration")
@@ -834,11 +834,12 @@ def _reads_as_one_pass(app: Application, idle: tuple[float, float] | None) -> bo
     return _untouched(idle) and explicit and app.loop.iterations > 1
 
 
-def _host_untouched(idle: tuple[float, float] | None, one_pass: bool) -> list[str]:
+def _host_untouched(app: Application, idle: tuple[float, float] | None, one_pass: bool) -> list[str]:
     """Where the loop's one host thread spends far less time outside its CUDA calls than writing and reading
     the bytes it moves would take (``_untouched``): a line saying so (data copied again unchanged, an
-    asynchronous loop whose host touches its results after it), and how it was priced (``one_pass``: as one pass
-    over everything it copies); else none."""
+    asynchronous loop whose host touches its results after it), how it was priced (``one_pass``: as one pass
+    over everything it copies), and, read as its iterations, what copying its input once would save at most
+    (``_copied_once``; read as one pass, its copies are of data written once, each part its own); else none."""
     if not _untouched(idle):
         return []
     own, priced = idle
@@ -851,7 +852,22 @@ def _host_untouched(idle: tuple[float, float] | None, one_pass: bool) -> list[st
             f"reading the bytes it moves, as the prediction assumes it does, would take {format_time(priced)} at the "
             "calibration's rates: it does not touch them all every iteration (data copied again unchanged, or "
             "results read after the loop), so the savings may differ; data copied again unchanged is better "
-            "copied once"]
+            f"copied once{_copied_once(app)}"]
+
+
+def _copied_once(app: Application) -> str:
+    """What copying the loop's input once, before it, would save at most, as the trace measured it: its copies
+    in after the first iteration (the steady iteration's, times the iterations after the first); a clause
+    (empty where it copies nothing in). At most: copies that overlap kernels or other copies take less than
+    their time from the run. Which copies carry unchanged data the trace cannot say."""
+    loop = app.loop
+    each = float(loop.per_iteration.get("h2d_s", 0.0)) if loop is not None else 0.0
+    if each <= 0 or loop.iterations < 2:
+        return ""
+    b = float(loop.per_iteration.get("h2d_bytes", 0.0))
+    return (f" (its copies in, {format_size(b)} an iteration, took {format_time(each)} an iteration as traced: "
+            f"copied once before the loop, at most {format_time(each * (loop.iterations - 1))} less over its "
+            f"{loop.iterations} iterations, where none of it changes between them)")
 
 
 def _graphs_traced_whole(app: Application) -> list[str]:

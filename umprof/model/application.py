@@ -52,6 +52,8 @@ PIN_CALLS = PINNED_ALLOC_CALLS + REGISTER_CALLS + ("cudaFreeHost", "cuMemFreeHos
 PERIOD_MATCH = 0.9  # the share of a loop's calls that must repeat one period later
 # what makes an iteration a loop's: GPU work in it (copies, kernels, migrations)
 GPU_WORK = ["h2d_copies", "d2h_copies", "kernels", "um_h2d_bytes", "um_d2h_bytes"]
+# the driver's unit of managed memory (a VA block): its allocations are aligned to it
+MANAGED_BLOCK = 2 << 20
 MAX_PERIOD_MULTIPLE = 64  # periods tried: the run's length over a call's count, times 1..this
 # where a candidate period's windows are looked at, as shares of the loop: no round fractions, which a
 # loop of a round number of iterations would meet at its iterations' edges (where every call is near)
@@ -476,15 +478,45 @@ def host_fault_stalls(copies: pd.DataFrame, kernels: pd.DataFrame, cpu_faults: p
     return HostFaults(float(np.maximum(finish - begin, 0).sum()) / 1e9, int(len(gaps)))
 
 
+def managed_footprint(addresses: np.ndarray, sizes: np.ndarray, faults: np.ndarray) -> int:
+    """The managed memory a run used: the pages its migrations moved (each counted once), and every
+    ``MANAGED_BLOCK`` block that its migrations and page faults (``faults``: their addresses) touched whose
+    neighbour they touched too, whole (part of an allocation larger than a block; a lone block counts what
+    migrated of it).
+
+    A trace does not hold every migration: managed_loop's first kernel reads all of its 256 MiB, and its
+    migrations covered 61-156 MiB of it on six H200 leases, while its faults (the host's, as it wrote the
+    buffer, and the GPU's) touched every 2 MiB block of it on each. The driver manages managed memory in
+    blocks of 2 MiB (its allocations are aligned to them), so a block touched beside another touched one is
+    taken as used whole."""
+    if len(addresses) == 0 and len(faults) == 0:
+        return 0
+    us, ue, cum = _union(addresses, addresses + sizes)
+    migrated = int(cum[-1])
+    touched = np.unique(np.concatenate([addresses // MANAGED_BLOCK, (addresses + np.maximum(sizes, 1) - 1)
+                                        // MANAGED_BLOCK, faults // MANAGED_BLOCK]))
+    inner = np.zeros(len(touched), bool)
+    if len(touched) > 1:
+        gap = np.diff(touched) == 1
+        inner[1:] |= gap
+        inner[:-1] |= gap
+    whole = touched[inner]
+    # what migrated within the blocks counted whole is in them already
+    inside = np.isin(us // MANAGED_BLOCK, whole) & np.isin((ue - 1) // MANAGED_BLOCK, whole)
+    lone_bytes = int((ue - us)[~inside].sum())
+    return max(migrated, int(len(whole)) * MANAGED_BLOCK + lone_bytes)
+
+
 def _unified_memory(t, pid: int, device: int, copies: pd.DataFrame, calls: pd.DataFrame) -> dict:
     um = copies[copies["direction"].isin(UM_DIRECTIONS)]
     gf = t.gpu_faults[(t.gpu_faults["pid"] == pid) & (t.gpu_faults["device"] == device)]
     names = set(calls["name"])
-    footprint = 0
     placed = um.dropna(subset=["address"])
-    if len(placed):  # the pages migrations moved, each counted once: the managed memory the run used
-        a = pd.to_numeric(placed["address"]).to_numpy(np.int64)
-        footprint = int(_union(a, a + placed["bytes"].to_numpy(np.int64))[2][-1])
+    cf = t.cpu_faults[t.cpu_faults["pid"] == pid]
+    footprint = managed_footprint(pd.to_numeric(placed["address"]).to_numpy(np.int64),
+                                  placed["bytes"].to_numpy(np.int64),
+                                  np.concatenate([pd.to_numeric(df["address"], errors="coerce").dropna()
+                                                  .to_numpy(np.int64) for df in (gf, cf)]))
     return {"h2d_bytes": int(um.loc[um["direction"] == "um_h2d", "bytes"].sum()), "footprint_bytes": footprint,
             "d2h_bytes": int(um.loc[um["direction"] == "um_d2h", "bytes"].sum()),
             "h2d_migrations": int((um["direction"] == "um_h2d").sum()),

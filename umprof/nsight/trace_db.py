@@ -50,8 +50,8 @@ class TraceTables:
     kernels: pd.DataFrame  # start, end, pid, device, stream, correlation, name
     memsets: pd.DataFrame  # start, end, pid, device, stream, correlation, bytes
     calls: pd.DataFrame  # start, end, pid, tid, correlation, name (CUDA runtime and driver API calls)
-    gpu_faults: pd.DataFrame  # start, end, pid, device, faults
-    cpu_faults: pd.DataFrame  # start, pid
+    gpu_faults: pd.DataFrame  # start, end, pid, device, faults, address
+    cpu_faults: pd.DataFrame  # start, pid, address
     ranges: pd.DataFrame  # start, end, pid, tid, name (NVTX push/pop and start/end ranges)
     notes: list = field(default_factory=list)
     # start, end, pid, device, stream, correlation: CUDA graph launches traced whole (nsys's default
@@ -223,10 +223,11 @@ class _Reader:
     def gpu_faults(self) -> pd.DataFrame:
         return _with_pid(self.frame("CUDA_UM_GPU_PAGE_FAULT_EVENTS", {
             "start": "start", "end": "end", "global": "globalPid", "device": "deviceId",
-            "faults": "numberOfPageFaults"}))
+            "faults": "numberOfPageFaults", "address": "address"}))
 
     def cpu_faults(self) -> pd.DataFrame:
-        return _with_pid(self.frame("CUDA_UM_CPU_PAGE_FAULT_EVENTS", {"start": "start", "global": "globalPid"}))
+        return _with_pid(self.frame("CUDA_UM_CPU_PAGE_FAULT_EVENTS", {"start": "start", "global": "globalPid",
+                                                                      "address": "address"}))
 
     def ranges(self) -> pd.DataFrame:
         have = self.columns("NVTX_EVENTS")

@@ -6,6 +6,7 @@ import json
 import statistics
 from dataclasses import replace
 
+import numpy as np
 import pandas as pd
 import pytest
 from click.testing import CliRunner
@@ -16,6 +17,7 @@ from tests.unit.nsight.test_trace_db import fixture
 from umprof import api
 from umprof.cli import cli
 from umprof.core.errors import UsageError
+from umprof.core.units import format_time
 from umprof.model import advise, application, ties
 from umprof.model.application import NO_PINNING, NO_STAGING
 from umprof.model.workload import Workload
@@ -309,7 +311,12 @@ def test_a_loop_whose_host_has_no_time_to_touch_what_it_moves_is_told_so(tmp_pat
     app = pageable_loop(mib=64)
     app = replace(app, steps=[replace(op, dur_ns=1000) if op.what == "host" else op for op in app.steps])
     (adv,) = api.advise(write_trace(tmp_path / "unchanged.sqlite", app))
-    assert any("outside CUDA calls" in x for x in adv.limits)
+    (note,) = [x for x in adv.limits if "outside CUDA calls" in x]
+    # and what copying it once would save at most, as traced: 39 of its 40 copies in of 6.7 ms (64 MiB at 10 GB/s)
+    its = adv.app.loop.iterations
+    each = adv.app.loop.per_iteration["h2d_s"]
+    assert its >= 39 and 6.5e-3 < each < 6.9e-3
+    assert "64MiB an iteration" in note and f"at most {format_time(each * (its - 1))} less over its {its}" in note
     # a loop whose host computes its frames, and several threads' copies, are not told it
     (adv,) = api.advise(write_trace(tmp_path / "computed.sqlite", pageable_loop(mib=64)))
     assert not any("outside CUDA calls" in x for x in adv.limits)
@@ -606,8 +613,10 @@ def test_a_managed_programs_host_stalls_on_pages_faulting_back_are_priced(tmp_pa
     # move the pages it reads to it
     assert by["managed-advise-prefer-gpu"] < 0.3 < 0.9 < by["managed-advise-prefer-host"]
     assert by["managed-advise-accessed-by-gpu"] < 0.5 * advice.saving_s
-    # and the copies it is told to make bring back what its host reads, as priced: the sampled records
-    assert "copy back only what the host reads (0.03% of the buffer" in advice.change
+    # and the copies it is told to make bring back what its host reads, as priced: the sampled records (64 KiB of
+    # its 256 MiB array)
+    assert adv.workload.bytes == 256 * 2**20
+    assert "copy back only what the host reads (0.02% of the buffer an iteration, 64KiB" in advice.change
     (note,) = [x for x in adv.limits if "faulting back from the GPU" in x]
     assert "priced at" in note and "managed-advise-prefer-gpu" in note and "managed-advise-accessed-by-gpu" in note
     # a loop of copies has no such stall, and its advice is what it was
@@ -994,3 +1003,49 @@ def test_a_thrust_program_is_advised_from_the_calls_thrust_makes(tmp_path):
     # Thrust's allocations of its temporary storage, each reduce: the same under every way
     assert any("calls that allocate and free memory" in x and "priced the same under every way" in x
                for x in adv.limits)
+
+
+def test_managed_footprint_counts_whole_the_2mib_blocks_that_faults_touched_beside_each_other():
+    """A trace may hold only part of a run's migrations (managed_loop's first kernel read all 256 MiB; its
+    migrations covered 61-156 MiB of it on six H200 leases): the blocks its page faults touched count too."""
+    mib, block = 2**20, application.MANAGED_BLOCK
+    base = 1 << 40
+    # migrations of the first 80 MiB of a 256 MiB buffer; a fault every 92 KiB over all of it
+    addresses = base + np.arange(0, 80 * mib, 64 * 1024, dtype=np.int64)
+    sizes = np.full(len(addresses), 64 * 1024, np.int64)
+    faults = base + np.arange(0, 256 * mib, 92 * 1024, dtype=np.int64)
+    assert application.managed_footprint(addresses, sizes, faults) == 256 * mib
+    # without faults, what migrated, each page once (migrated twice: counted once)
+    twice = np.concatenate([addresses, addresses])
+    assert application.managed_footprint(twice, np.concatenate([sizes, sizes]), np.array([], np.int64)) == 80 * mib
+    # a small buffer alone in its block: what migrated of it, not its block
+    small = np.array([base + 512 * mib], np.int64)
+    assert application.managed_footprint(small, np.array([64 * 1024]), small) == 64 * 1024
+    assert application.managed_footprint(np.array([], np.int64), np.array([], np.int64),
+                                         np.array([], np.int64)) == 0
+    # the buffer and the small one apart: the buffer whole, the small one as migrated
+    both = application.managed_footprint(np.concatenate([addresses, small]), np.concatenate([sizes, [64 * 1024]]),
+                                         np.concatenate([faults, small]))
+    assert both == 256 * mib + 64 * 1024 and block == 2 * mib
+
+
+def test_managed_loop_s_buffer_reads_whole_from_its_faults_where_its_migrations_fall_short(tmp_path):
+    """managed_loop (H100): 256 MiB in and 1 MiB out, its host rewriting a tenth of the input each step; its trace's
+    migrations cover 144 MiB of it, its faults every 2 MiB block."""
+    (adv,) = api.advise(fixture("managed_loop", tmp_path))
+    assert 256 * 2**20 <= adv.workload.bytes <= 258 * 2**20
+    assert 0.09 < adv.workload.host_writes < 0.11
+
+
+def test_a_table_copied_in_again_unchanged_is_told_what_copying_it_once_saves_at_most(tmp_path):
+    """recopy (benchmarks/apps/unseen, fixed before it was measured; H200 `zt`, 2026-12-02): a 96 MiB table copied in
+    again unchanged with each batch's 4 MiB input, 60 batches. Its host has 2.2 ms a batch outside CUDA calls, too
+    little to write what it copies: told so, and that copied once its copies in take at most 59 x 17.1 ms less
+    (measured: pageable 1.54 s, the table copied once 0.64 s)."""
+    (adv,) = api.advise(fixture("recopy", tmp_path, gpu="h200"))
+    loop = adv.app.loop
+    assert loop.iterations == 60 and 0.016 < loop.per_iteration["h2d_s"] < 0.018
+    (note,) = [x for x in adv.limits if "copied once" in x]
+    assert "100MiB an iteration" in note and "at most 1.01 s less over its 60 iterations" in note
+    # its advice, as priced (every byte rewritten each batch): page-locking in place, 0.84 s saved (0.83 measured)
+    assert adv.loop_advice.strategy == "pageable-registered" and 0.7 < adv.loop_advice.saving_s < 1.0
