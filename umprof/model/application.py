@@ -235,7 +235,8 @@ def _application(t, pid: int, device: int) -> Application:
     starts = [x for x in (calls["start"].min(), copies["start"].min(), kernels["start"].min()) if pd.notna(x)]
     ends = [x for x in (calls["end"].max(), copies["end"].max(), kernels["end"].max()) if pd.notna(x)]
     wall = (max(ends) - min(starts)) / 1e9 if starts and ends else 0.0
-    um = _unified_memory(t, pid, device, copies, calls)
+    cpu_faults = t.cpu_faults[t.cpu_faults["pid"] == pid]
+    um = _unified_memory(t, pid, device, copies, calls, cpu_faults)
     counts = calls["name"].value_counts().to_dict()
     app = Application(pid=pid, name=name, device=device, gpu=gpu, memory_bytes=memory, wall_s=wall, copies=copies,
                       kernels=kernels, flows=flows(copies, kernels), loop=None, um=um, calls=counts,
@@ -245,7 +246,7 @@ def _application(t, pid: int, device: int) -> Application:
     app.loop = find_loop(calls, copies, kernels)
     app.loop_pinning = pinning_in_loop(calls, app.loop)
     app.host_staging = host_staging_in_loop(calls, copies, kernels, app.loop)
-    app.host_faults = host_fault_stalls(copies, kernels, t.cpu_faults[t.cpu_faults["pid"] == pid], app.loop)
+    app.host_faults = host_fault_stalls(copies, kernels, cpu_faults, app.loop)
     app.strategy, app.strategy_why = current_strategy(app)
     return app
 
@@ -491,8 +492,7 @@ def managed_footprint(addresses: np.ndarray, sizes: np.ndarray, faults: np.ndarr
     taken as used whole."""
     if len(addresses) == 0 and len(faults) == 0:
         return 0
-    us, ue, cum = _union(addresses, addresses + sizes)
-    migrated = int(cum[-1])
+    us, ue, _ = _union(addresses, addresses + sizes)
     touched = np.unique(np.concatenate([addresses // MANAGED_BLOCK, (addresses + np.maximum(sizes, 1) - 1)
                                         // MANAGED_BLOCK, faults // MANAGED_BLOCK]))
     inner = np.zeros(len(touched), bool)
@@ -501,29 +501,28 @@ def managed_footprint(addresses: np.ndarray, sizes: np.ndarray, faults: np.ndarr
         inner[1:] |= gap
         inner[:-1] |= gap
     whole = touched[inner]
-    # what migrated within the blocks counted whole is in them already
+    # what migrated within the blocks counted whole is in them already; the rest counts as it migrated
     inside = np.isin(us // MANAGED_BLOCK, whole) & np.isin((ue - 1) // MANAGED_BLOCK, whole)
-    lone_bytes = int((ue - us)[~inside].sum())
-    return max(migrated, int(len(whole)) * MANAGED_BLOCK + lone_bytes)
+    return int(len(whole)) * MANAGED_BLOCK + int((ue - us)[~inside].sum())
 
 
-def _unified_memory(t, pid: int, device: int, copies: pd.DataFrame, calls: pd.DataFrame) -> dict:
+def _unified_memory(t, pid: int, device: int, copies: pd.DataFrame, calls: pd.DataFrame,
+                    cpu_faults: pd.DataFrame) -> dict:
     um = copies[copies["direction"].isin(UM_DIRECTIONS)]
     gf = t.gpu_faults[(t.gpu_faults["pid"] == pid) & (t.gpu_faults["device"] == device)]
     names = set(calls["name"])
     placed = um.dropna(subset=["address"])
-    cf = t.cpu_faults[t.cpu_faults["pid"] == pid]
     footprint = managed_footprint(pd.to_numeric(placed["address"]).to_numpy(np.int64),
                                   placed["bytes"].to_numpy(np.int64),
                                   np.concatenate([pd.to_numeric(df["address"], errors="coerce").dropna()
-                                                  .to_numpy(np.int64) for df in (gf, cf)]))
+                                                  .to_numpy(np.int64) for df in (gf, cpu_faults)]))
     return {"h2d_bytes": int(um.loc[um["direction"] == "um_h2d", "bytes"].sum()), "footprint_bytes": footprint,
             "d2h_bytes": int(um.loc[um["direction"] == "um_d2h", "bytes"].sum()),
             "h2d_migrations": int((um["direction"] == "um_h2d").sum()),
             "d2h_migrations": int((um["direction"] == "um_d2h").sum()),
             "migration_s": float(um["dur_s"].sum()),
             "gpu_fault_groups": int(len(gf)), "gpu_faults": int(pd.to_numeric(gf["faults"], errors="coerce").fillna(0).sum()),
-            "cpu_faults": int((t.cpu_faults["pid"] == pid).sum()),
+            "cpu_faults": int(len(cpu_faults)),
             "managed": bool(names & set(MANAGED_CALLS)) or bool(len(um)),
             "prefetch": bool(names & set(PREFETCH_CALLS)), "advice": bool(names & set(ADVICE_CALLS))}
 

@@ -4,8 +4,9 @@
 
 run.sh's modes are umprof's strategy names but for ``registered`` (pageable-registered) and ``staged``
 (pageable-staged); ``pinned-sampled`` (particles copying back only the particles it logs) and ``pinned-probe``
-(monitor copying back only its probe) are variants of pinned memory, kept under their own names. An application's
-own mode is the first run.sh lists for it.
+(monitor copying back only its probe) are variants of pinned memory, and ``once`` (recopy copying its table in
+once) a variant of pageable memory, kept under their own names. An application's own mode is the first run.sh
+lists for it.
 """
 
 from __future__ import annotations
