@@ -222,26 +222,34 @@ def _pooled_row(name: str, leases: list[dict], r: dict) -> str:
     """One advice (``r``, a lease's judgement) against the application's leases pooled (:func:`_pooled_advice`)."""
     from benchmarks.apps.judge import FASTEST_WITHIN, SAVING_WITHIN
 
-    own, adv = r["own"], r["advised"] + (" (tie)" if r.get("tie") else "")
+    own, adv, applied = r["own"], _advised(r), r.get("applied", r["advised"])
     ratios = _ratios(leases, own)
     ratio = _medians(ratios)
     fastest = min(ratio, key=ratio.get)
-    if r["advised"] not in ratio:
+    if applied not in ratio:
         return (f"| {name} | {own} | {adv} | {fastest} | - | not judged: a mode it was not timed in | - | "
                 f"{r['predicted_saving_s']:.3f} s | - | - | - |")
     scale = statistics.median([t for modes in leases for t in modes[own]["wall_s"]])
-    saving = scale * (1 - ratio[r["advised"]])
+    saving = scale * (1 - ratio[applied])
     spread = statistics.median([statistics.pstdev(v["wall_s"]) for modes in leases for v in modes.values()
                                 if len(v.get("wall_s", [])) > 1])
-    ok = ratio[r["advised"]] <= (1 + FASTEST_WITHIN) * ratio[fastest]
+    ok = ratio[applied] <= (1 + FASTEST_WITHIN) * ratio[fastest]
     within = abs(r["predicted_saving_s"] - saving) <= max(SAVING_WITHIN * abs(saving), spread)
-    against = _medians(_ratios(leases, r["advised"]))
+    against = _medians(_ratios(leases, applied))
     best = min(against, key=against.get)
     behind = 1 / against[best] - 1
-    return (f"| {name} | {own} | {adv} | {fastest} | {ratio[r['advised']] / ratio[fastest] - 1:+.1%} | "
+    return (f"| {name} | {own} | {adv} | {fastest} | {ratio[applied] / ratio[fastest] - 1:+.1%} | "
             f"{'yes' if ok else 'no'} | {best}: {behind:+.1%}, {'yes' if behind <= FASTEST_WITHIN else 'no'} | "
             f"{r['predicted_saving_s']:.3f} s | {saving:.3f} s | {'yes' if within else 'no'} "
-            f"| {len(ratios[r['advised']])}, {spread:.3f} s |")
+            f"| {len(ratios[applied])}, {spread:.3f} s |")
+
+
+def _advised(r: dict) -> str:
+    """The advised way as the tables name it: a tie said so, and the mode that applied it where that is its variant
+    copying back only what the host reads (judge.py's ``applied``)."""
+    applied = r.get("applied", r["advised"])
+    return (r["advised"] + (" (tie)" if r.get("tie") else "")
+            + (f", applied as {applied}" if applied != r["advised"] else ""))
 
 
 def _ratios(leases: list[dict], ref: str) -> dict[str, list[float]]:
@@ -274,7 +282,9 @@ def advise_section(gpu: str) -> list[str]:
              "(judged again at today's model: `benchmarks/apps/judge.py`); then every mode timed by wall clock, process "
              "start to exit, in rounds. *held*: the advised mode measured fastest or within 5% of the fastest; "
              "*saving*: the predicted saving against the measured one (own mode less advised mode), within 20% or within "
-             "the runs' own spread. The traces of every lease: "
+             "the runs' own spread. Where the advice's change copies back only what the host reads, the application's "
+             "variant that does so with the advised memory applies it (named beside the advice: *applied as*). "
+             "The traces of every lease: "
              + ", ".join(str(t.relative_to(ROOT)) for t in traces) + " (a folder a lease).", "",
              f"All {len(docs)} leases pooled (each mode's median as a ratio to the own mode's in its lease, the median "
              "of those ratios over the leases that timed it, scaled by the own mode's median over every lease; the "
@@ -291,7 +301,7 @@ def advise_section(gpu: str) -> list[str]:
                   "| application | as written | advised | measured fastest | advised vs fastest | held | predicted saving | "
                   "measured saving | within 20% |", "|---|---|---|---|---|---|---|---|---|"]
         for r in doc["judged"]:
-            adv = r["advised"] + (" (tie)" if r.get("tie") else "")
+            adv = _advised(r)
             if "fastest" not in r:
                 lines.append(f"| {r['app']} | {r['own']} | {adv} | - | - | not judged: {r.get('note') or 'timed as written only'} "
                              f"| {r['predicted_saving_s']:.3f} s | - | - |")

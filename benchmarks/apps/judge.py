@@ -15,7 +15,10 @@ Where an application's trace is not in TRACES_DIR but the advice umprof printed 
 (``advise-APP.json``, `umprof advise --json`), that advice is judged.
 
 A mode's measured time is the median of its runs' wall times (process start to exit); the saving
-measured is the own mode's median less the advised mode's. Applications timed in one mode only
+measured is the own mode's median less the advised mode's. Where the advice's change copies back only the part of
+the buffer the host reads (`umprof.model.advise.PART_BACK`) and the application was timed in the advised mode's
+variant that does so (``MODE-sampled``, ``MODE-probe``: PART_SUFFIXES), that variant is the advice applied (the
+row's ``applied``); else the advised mode is. Applications timed in one mode only
 (NVIDIA's cuda-samples as they are) are advised and shown, not judged.
 """
 
@@ -33,6 +36,21 @@ sys.path.insert(0, str(ROOT))
 
 FASTEST_WITHIN = 0.05
 SAVING_WITHIN = 0.20
+# the names of a mode's variants that copy back only the part of the buffer the host reads (particles' sampled
+# records, monitor's probe): MODE-SUFFIX
+PART_SUFFIXES = ("sampled", "probe")
+
+
+def applied_mode(advised: str, change: str, modes) -> str:
+    """The mode that applies the advice: the advised mode's variant that copies back only what the host reads,
+    where the change says so and the application was timed in one (``modes``); else the advised mode."""
+    from umprof.model.advise import PART_BACK
+
+    if PART_BACK in (change or ""):
+        for suffix in PART_SUFFIXES:
+            if f"{advised}-{suffix}" in modes:
+                return f"{advised}-{suffix}"
+    return advised
 
 
 class _Printed:
@@ -43,7 +61,8 @@ class _Printed:
         self.verdict = doc["verdict"]
         loop = next((a for a in doc["advice"] if a["flow"] == "loop"), None)
         self.loop_advice = None if loop is None else SimpleNamespace(
-            strategy=loop["strategy"], tie=loop["tie"], now_s=loop["now_s"], saving_s=loop["saving_s"])
+            strategy=loop["strategy"], tie=loop["tie"], now_s=loop["now_s"], saving_s=loop["saving_s"],
+            change=loop.get("change", ""))
 
 
 def judge(apps_json: Path, traces: Path, gpu: str | None = None) -> list[dict]:
@@ -63,16 +82,18 @@ def judge(apps_json: Path, traces: Path, gpu: str | None = None) -> list[dict]:
         walls = {m: statistics.median(v["wall_s"]) for m, v in app["modes"].items() if v["wall_s"]}
         own = app["own_mode"]
         advised = loop.strategy if loop is not None else own
+        applied = applied_mode(advised, loop.change if loop is not None else "", walls)
         row = {"app": name, "gpu": doc["gpu"], "own": own, "detected": adv.app.strategy, "advised": advised,
-               "tie": bool(loop and loop.tie), "now_s": walls.get(own), "loop_s": loop.now_s if loop else None,
-               "predicted_saving_s": loop.saving_s if loop else 0.0, "verdict": adv.verdict}
-        if len(walls) > 1 and advised in walls:
+               "applied": applied, "tie": bool(loop and loop.tie), "now_s": walls.get(own),
+               "loop_s": loop.now_s if loop else None, "predicted_saving_s": loop.saving_s if loop else 0.0,
+               "verdict": adv.verdict}
+        if len(walls) > 1 and applied in walls:
             fastest = min(walls, key=walls.get)
-            measured_saving = walls[own] - walls[advised]
-            row.update(fastest=fastest, fastest_s=walls[fastest], advised_s=walls[advised],
+            measured_saving = walls[own] - walls[applied]
+            row.update(fastest=fastest, fastest_s=walls[fastest], advised_s=walls[applied],
                        measured_saving_s=measured_saving,
-                       advised_vs_fastest=walls[advised] / walls[fastest] - 1,
-                       held=walls[advised] <= (1 + FASTEST_WITHIN) * walls[fastest],
+                       advised_vs_fastest=walls[applied] / walls[fastest] - 1,
+                       held=walls[applied] <= (1 + FASTEST_WITHIN) * walls[fastest],
                        saving_error=(row["predicted_saving_s"] - measured_saving) / abs(measured_saving)
                        if measured_saving else None)
             # a saving within the runs' noise is no saving to judge against 20%: the runs say how far apart
@@ -81,10 +102,10 @@ def judge(apps_json: Path, traces: Path, gpu: str | None = None) -> list[dict]:
             row["noise_s"] = spread
             row["saving_held"] = abs(row["predicted_saving_s"] - measured_saving) <= max(SAVING_WITHIN * abs(measured_saving),
                                                                                          spread)
-        elif advised not in walls and len(walls) > 1:
-            error = app["modes"].get(advised, {}).get("error")
-            row.update(held=None, note=f"advised {advised}, whose runs failed ({error[-200:]})" if error
-                       else f"advised {advised}, a mode this application was not timed in")
+        elif applied not in walls and len(walls) > 1:
+            error = app["modes"].get(applied, {}).get("error")
+            row.update(held=None, note=f"advised {applied}, whose runs failed ({error[-200:]})" if error
+                       else f"advised {applied}, a mode this application was not timed in")
         rows.append(row)
     return rows
 
@@ -99,7 +120,8 @@ def main():
     rows = judge(a.apps, a.traces, a.gpu)
     for r in rows:
         if "fastest" in r:
-            print(f"{r['app']:14s} own {r['own']:16s} advised {r['advised']:16s}{' (tie)' if r['tie'] else '      '} "
+            as_ = f" as {r['applied']}" if r["applied"] != r["advised"] else ""
+            print(f"{r['app']:14s} own {r['own']:16s} advised {r['advised']:16s}{' (tie)' if r['tie'] else '      '}{as_} "
                   f"fastest {r['fastest']:16s} {r['advised_vs_fastest']:+6.1%}  saving predicted "
                   f"{r['predicted_saving_s']:7.3f} s measured {r['measured_saving_s']:7.3f} s  held {r['held']} "
                   f"saving {r['saving_held']}")

@@ -80,6 +80,8 @@ TRACED_FAULT_SHARE = 0.50
 ACCESS_COUNTED = "managed-advise-accessed-by-gpu"
 # below this share of the buffer read back an iteration, a managed program told to copy is told to copy back that part
 HOST_READS_PART = 0.5
+# how the change says it (benchmarks/apps/judge.py finds the variant of an application that applies it by these words)
+PART_BACK = "copy back only what the host reads"
 SMALL_COPY = 256 * 1024  # copies this small, many to an iteration, pay their latency more than their bytes
 MANY_COPIES = 16
 # the calls that make managed memory prefetched or advised, said once for both ways in (CHANGES, FROM_MANAGED)
@@ -629,7 +631,7 @@ def _change(strategy: str, w: Workload, current: str | None, python: bool) -> st
     if ties.is_managed(current) and kind(strategy) == "copy" and w.gpu_writes > 0 and w.host_reads < HOST_READS_PART:
         # a managed program has no copies back to keep: the new ones bring back what its host reads, as priced (its
         # host sampling an array the GPU updates: particles' every 4096th record, 0.03% of it)
-        text += (f"; copy back only what the host reads ({w.host_reads:.2%} of the buffer an iteration, "
+        text += (f"; {PART_BACK} ({w.host_reads:.2%} of the buffer an iteration, "
                  f"{format_size(w.host_reads * w.bytes)}; where that is records spread through it, one cudaMemcpy2D gathers "
                  "them)")
     return text

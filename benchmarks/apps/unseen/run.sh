@@ -11,7 +11,7 @@ set -u
 OUT="${OUT:-unseen-out}"; HERE=$(cd "$(dirname "$0")" && pwd); W="$OUT/unseen"; mkdir -p "$W/bin" "$W/traces"
 declare -A MODES=(
   [jacobi]="pageable pinned registered managed managed-prefetch"
-  [particles]="managed managed-prefetch managed-advise-accessed-by-gpu managed-advise-prefer-gpu pinned registered pinned-sampled"
+  [particles]="managed managed-prefetch managed-advise-accessed-by-gpu managed-advise-prefer-gpu pinned registered pinned-sampled registered-sampled"
   [matvec]="pageable pinned registered managed managed-prefetch mapped"
   [chunked_async]="pageable pinned write-combined registered mapped zero-copy managed managed-prefetch staged"
   [embedding]="pageable pinned registered managed managed-prefetch managed-advise-accessed-by-gpu mapped zero-copy"
@@ -26,7 +26,7 @@ declare -A MODES=(
   [staged_upload]="bounce pageable registered pinned write-combined mapped zero-copy managed managed-prefetch"
   [snapshot]="pageable pinned registered write-combined mapped zero-copy managed managed-prefetch pinned-pipelined managed-advise-accessed-by-gpu"
   [refine]="pageable pinned registered write-combined mapped zero-copy managed managed-prefetch managed-advise-accessed-by-gpu"
-  [monitor]="managed managed-prefetch managed-advise-prefer-gpu pinned registered pinned-probe"
+  [monitor]="managed managed-prefetch managed-advise-prefer-gpu pinned registered pinned-probe registered-probe"
   [recopy]="pageable pinned registered managed managed-prefetch mapped once"
 )
 apps="${ONLY:-jacobi particles chunked_async matvec embedding twophase blur headers workers thrust_stats pin_per_call bounce_per_call staged_upload snapshot refine monitor recopy}"

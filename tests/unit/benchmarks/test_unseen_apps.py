@@ -36,3 +36,11 @@ def test_the_program_compiles(name, tmp_path):
     cmd = ["nvcc", "-O2", "-arch=sm_90", "-std=c++17", "-o", str(tmp_path / name), str(UNSEEN / f"{name}.cu")]
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-2000:]
+
+
+def test_a_variant_is_named_by_its_strategy_and_run_sh_names_every_mode_so():
+    names = load_script("benchmarks/apps/unseen/to_apps_json.py").strategy_name
+    assert names("registered-sampled") == "pageable-registered-sampled"
+    assert names("registered-probe") == "pageable-registered-probe"
+    assert names("pinned-sampled") == "pinned-sampled" and names("staged") == "pageable-staged"
+    assert names("once") == "once" and names("managed-prefetch") == "managed-prefetch"

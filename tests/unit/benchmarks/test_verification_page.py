@@ -32,3 +32,15 @@ def test_one_advice_over_every_lease_is_one_row_named_by_the_application():
     walls = {"pageable": [3.0, 3.0], "pinned": [2.0, 2.0]}
     (row,) = mod._pooled_advice([_lease(walls, "pinned", 1.0), _lease(walls, "pinned", 1.0)])
     assert row.startswith("| app | pageable | pinned (tie) | pinned | +0.0% | yes | pinned: +0.0%, yes | 1.000 s |")
+
+
+def test_an_advice_applied_by_its_variant_is_judged_and_named_by_it():
+    mod = _page()
+    walls = {"managed": [3.0, 3.0], "pageable-registered": [0.8, 0.8], "pageable-registered-sampled": [0.6, 0.6]}
+    lease = _lease(walls, "pageable-registered", 2.3)
+    lease["judged"][0]["applied"] = "pageable-registered-sampled"
+    lease["judged"][0]["own"] = "managed"
+    (row,) = mod._pooled_advice([lease])
+    assert row.startswith("| app | managed | pageable-registered (tie), applied as pageable-registered-sampled | "
+                          "pageable-registered-sampled | +0.0% | yes |")
+    assert "| 2.300 s | 2.400 s | yes |" in row
