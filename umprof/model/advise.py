@@ -72,6 +72,12 @@ STATE_SENT = 0.5
 # every 64 KiB-2 MiB, took 12-35 µs a touch untraced and 16-70 µs traced, 0.32-0.73 of it (the median over six
 # spacings, 0.50, is this figure; on 64 MiB at 4 KiB, 128 KiB and 2 MiB, 0.42-0.55). No H100 was measured.
 TRACED_FAULT_SHARE = 0.50
+# what share of the time a trace's kernels take faulting managed pages back (those the host touched since the last
+# kernel) the program takes untraced. Measured by the same runs (benchmarks/host_touch.sh): the kernel that rewrites
+# the buffer after the host's touches took 0.68-1.02 of its traced time untraced on 256 MiB over six spacings of
+# 64 KiB-2 MiB (median 0.88) and 0.61-0.75 on 64 MiB at 4 KiB, 128 KiB and 2 MiB; the median of all nine, 0.75, is
+# this figure (the 4 KiB spacing, a touch in every page, only the second run measured). No H100 was measured.
+TRACED_GPU_FAULT_SHARE = 0.75
 # besides on-demand managed memory (managed, prefer-gpu), the way whose pages sit on the GPU after its kernels, where
 # the host's touches fault them back (_keeps_stalls): accessed-by leaves pages where they are, but the GPU's access
 # counters move those it keeps reading to it (particles, benchmarks/apps/unseen, measured 1.38-1.51x as written under
@@ -479,6 +485,14 @@ def advise(app: Application, cal: Calibration, source: str = "") -> AppAdvice:
     # whose pages sit on the GPU after its kernels
     stall_s = _fault_stall_s(app, host_now)
     measured_base += stall_s
+    # the GPU's side of those faults: its kernels' time faulting the pages back beyond the model's price of them, as
+    # the trace measured it; the current way's, and kept by the same ways. Only where the host's touches stalled
+    # beyond their priced accesses (a word here and there, each page faulting alone): where the host rewrites runs
+    # of the buffer, the calibration's loop is what the program does, and its kernels' price stands (managed_stream's
+    # kernels, 30-35 ms a step as traced against 13-17 ms priced, measured fastest or near it under accessed-by,
+    # which keeps them)
+    gpu_stall_s = _gpu_fault_s(app, base) if stall_s > 0 and not reading.one_pass else 0.0
+    measured_base += gpu_stall_s
     # several host threads run their iterations at once, where the model prices their work one after another: each
     # way's difference from the current one in its iterations is scaled by the overlap the loop measured (not where
     # the run is read as one pass, whose one iteration is no iteration of the loop)
@@ -486,7 +500,7 @@ def advise(app: Application, cal: Calibration, source: str = "") -> AppAdvice:
     whole = {p.strategy: measured_base - pinned_once_s if p is base
              else p.whole_s + beyond + lead_s.get(p.strategy, 0.0)
              - (1.0 - overlap) * p.iterations * (p.steady_s - base.steady_s)
-             + (stall_s if _keeps_stalls(p.strategy) else 0.0)
+             + (stall_s + gpu_stall_s if _keeps_stalls(p.strategy) else 0.0)
              for p in ranked}
     ranked = sorted(ranked, key=lambda p: whole[p.strategy])
     for p in ranked:
@@ -517,8 +531,11 @@ def advise(app: Application, cal: Calibration, source: str = "") -> AppAdvice:
     out.advice += _flow_advice(app, cal, python)
     out.limits += _pinning_limit(app, pinning_s)
     out.limits += _staging_limit(app, staging_s)
-    out.limits += _stall_limit(app, stall_s, [p.strategy for p in ranked if _keeps_stalls(p.strategy)])
-    out.limits += _limits(app, saving, host_now, pick, idle, reading.one_pass, pinning_s, staging_s, stall_s)
+    keeping = [p.strategy for p in ranked if _keeps_stalls(p.strategy)]
+    out.limits += _stall_limit(app, stall_s, keeping)
+    out.limits += _gpu_stall_limit(app, base, gpu_stall_s, keeping)
+    out.limits += _limits(app, saving, host_now, pick, idle, reading.one_pass, pinning_s, staging_s, stall_s,
+                          gpu_stall_s)
     out.limits += _passes_limit(w)
     out.limits += _threads_limit(app, base, threads, overlap, saving)
     if beyond > 0:
@@ -693,6 +710,40 @@ def _fault_stall_s(app: Application, host_now: float) -> float:
     return max(0.0, app.host_faults.seconds * TRACED_FAULT_SHARE - host_now)
 
 
+def _gpu_fault_s(app: Application, base: Prediction) -> float:
+    """The GPU's time faulting managed pages back over the loop beyond what the model prices for the current way's
+    kernels, as the program spends it untraced: a steady iteration's kernels as traced less the prediction's kernel
+    step, over the iterations after the first (whose kernels fault the whole buffer in, which the model prices
+    apart), times TRACED_GPU_FAULT_SHARE; 0 where the current way does not migrate pages on faults (its kernels'
+    time is then their own, or their reads across the link), where there is no loop, or where the kernels took no
+    longer than priced.
+
+    The calibration's loop prices the pages a kernel faults in as its host rewrote them, a run of the buffer that the
+    driver moves in large pieces; a host that touches a word here and there across the buffer leaves the kernels to
+    fault each page back alone. monitor (benchmarks/apps/unseen: a float of every 4 KiB page of a 256 MiB field read
+    each step) ran its kernel 59-64 ms a step in its traces on an H200, its GPU pulling 136-164 MiB back in about
+    6,600 migrations, where the model priced the step's kernel at 4.3-4.7 ms; copies in place of its managed memory
+    measured 2.1-2.4 s faster untraced, where 0.95-1.02 s had been predicted."""
+    if app.loop is None or app.strategy != base.strategy or kind(base.strategy) != "on-demand":
+        return 0.0
+    beyond = float(app.loop.per_iteration.get("kernel_s", 0.0)) - base.steady.get("kernel", 0.0)
+    return max(0.0, beyond) * max(0, app.loop.iterations - 1) * TRACED_GPU_FAULT_SHARE
+
+
+def _gpu_stall_limit(app: Application, base: Prediction, gpu_stall_s: float, keeping: list[str]) -> list[str]:
+    """What the GPU's faults beyond the model's price of its kernels were priced at, from what, and which ways keep
+    them."""
+    if gpu_stall_s <= 0:
+        return []
+    traced = float(app.loop.per_iteration.get("kernel_s", 0.0))
+    return [f"its kernels took {format_time(traced)} an iteration as traced, where the model prices "
+            f"{format_time(base.steady.get('kernel', 0.0))} for its way: the time beyond, faulting back pages the host "
+            f"touched, priced at {format_time(gpu_stall_s)} over its {app.loop.iterations - 1} iterations after the "
+            f"first untraced ({TRACED_GPU_FAULT_SHARE:.0%} of it, as a traced kernel faulting pages back measured "
+            f"against an untraced one on an H200), kept by the ways that keep the host's stalls ({', '.join(keeping)})"
+            " and saved by every other"]
+
+
 def _host_s(p: Prediction) -> float:
     """The host's writes and reads of the buffer over the whole run, as predicted."""
     return sum(p.phases.get(k, 0.0) for k in HOST_STEPS)
@@ -712,7 +763,7 @@ def _host_now(base: Prediction, ranked: list[Prediction]) -> float:
 
 def _limits(app: Application, saving: float, host_now: float, advised: Prediction,
             idle: tuple[float, float] | None, one_pass: bool, pinning_s: float = 0.0,
-            staging_s: float = 0.0, stall_s: float = 0.0) -> list[str]:
+            staging_s: float = 0.0, stall_s: float = 0.0, gpu_stall_s: float = 0.0) -> list[str]:
     """What bounds any strategy's saving: where the advice saves more than copies and migrations take (and the
     loop's page-locking calls, ``pinning_s``, which every way makes once, and the host's copies through a bounce
     buffer, ``staging_s``, which only the current way makes), whatever their share of the
@@ -722,13 +773,17 @@ def _limits(app: Application, saving: float, host_now: float, advised: Predictio
     copies (``idle``, and whether it was read as ``one_pass``); CUDA graph launches the trace holds whole; a run with
     no loop found. Copies from several host threads are :func:`_threads_limit`'s."""
     t, um = app.totals, app.um
-    moving = t["copy_s"] + um["migration_s"] + pinning_s + staging_s + stall_s
+    # the kernels' faults beyond their priced time hold the migrations to the GPU that they wait for: the more of the
+    # two counts, not both
+    moving = t["copy_s"] + max(um["migration_s"], gpu_stall_s) + pinning_s + staging_s + stall_s
     if app.wall_s <= 0:
         return []
     share = moving / app.wall_s
     parts = ["copies", "migrations"] + (["page-locking in the loop"] if pinning_s else []) \
         + (["the host's copies through its bounce buffer"] if staging_s else []) \
-        + (["the host's stalls on faults (as priced)"] if stall_s else [])
+        + (["the host's stalls on faults (as priced)"] if stall_s else []) \
+        + (["the kernels' faults beyond their priced time (as priced, the migrations within them)"]
+           if gpu_stall_s > um["migration_s"] else [])
     what = ", ".join(parts[:-1]) + " and " + parts[-1]
     taken = f"{what} take {format_time(moving)} of its {format_time(app.wall_s)} ({share:.0%})"
     out = []

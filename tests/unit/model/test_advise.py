@@ -624,6 +624,28 @@ def test_a_managed_programs_host_stalls_on_pages_faulting_back_are_priced(tmp_pa
     assert loop.app.host_faults.seconds == 0 and not any("faulting back" in x for x in loop.limits)
 
 
+def test_a_managed_programs_kernels_faulting_back_what_its_host_touched_are_priced(tmp_path, monkeypatch):
+    """particles again: after its host's touches, its kernels fault each touched page back alone, 25 ms a step as
+    traced where the model prices a few milliseconds for its way (a run of the buffer migrated in large pieces).
+    The time beyond, over the steps after the first, times the share a traced kernel faulting pages back takes
+    untraced (benchmarks/host_touch.sh), is the current way's, kept by the ways that keep the host's stalls and
+    saved by the others. A program whose host rewrites runs of its buffer (managed_loop) is priced as before."""
+    (adv,) = api.advise(fixture("particles", tmp_path, gpu="h200"))
+    (note,) = [x for x in adv.limits if "faulting back pages the host touched" in x]
+    assert "kept by the ways that keep the host's stalls" in note and "managed-advise-prefer-gpu" in note
+    monkeypatch.setattr(advise, "TRACED_GPU_FAULT_SHARE", 0.0)
+    (without,) = api.advise(fixture("particles", tmp_path, gpu="h200"))
+    assert without.loop_advice.strategy == adv.loop_advice.strategy
+    its, traced = adv.app.loop.iterations, adv.app.loop.per_iteration["kernel_s"]
+    extra = adv.loop_advice.saving_s - without.loop_advice.saving_s
+    assert 0.5 * 0.75 * traced * (its - 1) < extra < 0.75 * traced * (its - 1)
+    by, by_without = ({r["strategy"]: r["saving_s"] for r in a.ranking} for a in (adv, without))
+    assert by["managed-advise-prefer-gpu"] == pytest.approx(by_without["managed-advise-prefer-gpu"])
+    monkeypatch.undo()
+    (loop,) = api.advise(fixture("managed_loop", tmp_path))
+    assert not any("faulting back pages the host touched" in x for x in loop.limits)
+
+
 def test_host_fault_stalls_are_the_host_s_stretches_without_gpu_work_from_first_fault_to_last():
     """Between pieces of GPU work (kernels, explicit copies), from the first CPU page fault or migration to the host
     to the end of the last; not during GPU work (a kernel's evictions), not before the first (the host's first
