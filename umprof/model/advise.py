@@ -76,7 +76,7 @@ TRACED_FAULT_SHARE = 0.50
 # kernel) the program takes untraced. Measured by the same runs (benchmarks/host_touch.sh): the kernel that rewrites
 # the buffer after the host's touches took 0.68-1.02 of its traced time untraced on 256 MiB over six spacings of
 # 64 KiB-2 MiB (median 0.88) and 0.61-0.75 on 64 MiB at 4 KiB, 128 KiB and 2 MiB; the median of all nine, 0.75, is
-# this figure (the 4 KiB spacing, a touch in every page, only the second run measured). No H100 was measured.
+# this figure (the 4 KiB spacing, a touch in every page, only the 64 MiB run measured). No H100 was measured.
 TRACED_GPU_FAULT_SHARE = 0.75
 # besides on-demand managed memory (managed, prefer-gpu), the way whose pages sit on the GPU after its kernels, where
 # the host's touches fault them back (_keeps_stalls): accessed-by leaves pages where they are, but the GPU's access
