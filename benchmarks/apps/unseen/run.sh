@@ -28,8 +28,9 @@ declare -A MODES=(
   [refine]="pageable pinned registered write-combined mapped zero-copy managed managed-prefetch managed-advise-accessed-by-gpu"
   [monitor]="managed managed-prefetch managed-advise-prefer-gpu pinned registered pinned-probe registered-probe"
   [recopy]="pageable pinned registered managed managed-prefetch mapped once"
+  [sources]="managed managed-prefetch managed-advise-accessed-by-gpu managed-advise-prefer-gpu pinned registered pinned-sampled registered-sampled"
 )
-apps="${ONLY:-jacobi particles chunked_async matvec embedding twophase blur headers workers thrust_stats pin_per_call bounce_per_call staged_upload snapshot refine monitor recopy}"
+apps="${ONLY:-jacobi particles chunked_async matvec embedding twophase blur headers workers thrust_stats pin_per_call bounce_per_call staged_upload snapshot refine monitor recopy sources}"
 for a in $apps; do
   nvcc -O2 -arch=sm_90 -std=c++17 -o "$W/bin/$a" "$HERE/$a.cu" > "$W/build-$a.log" 2>&1 || { echo "build $a failed"; tail -3 "$W/build-$a.log"; }
   own=${MODES[$a]%% *}
