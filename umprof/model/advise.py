@@ -491,7 +491,7 @@ def advise(app: Application, cal: Calibration, source: str = "") -> AppAdvice:
     # of the buffer, the calibration's loop is what the program does, and its kernels' price stands (managed_stream's
     # kernels, 30-35 ms a step as traced against 13-17 ms priced, measured fastest or near it under accessed-by,
     # which keeps them)
-    gpu_stall_s = _gpu_fault_s(app, base) if stall_s > 0 and not reading.one_pass else 0.0
+    gpu_stall_s = _gpu_fault_s(app, base, stall_s, reading.one_pass)
     measured_base += gpu_stall_s
     # several host threads run their iterations at once, where the model prices their work one after another: each
     # way's difference from the current one in its iterations is scaled by the overlap the loop measured (not where
@@ -533,6 +533,7 @@ def advise(app: Application, cal: Calibration, source: str = "") -> AppAdvice:
     out.limits += _staging_limit(app, staging_s)
     keeping = [p.strategy for p in ranked if _keeps_stalls(p.strategy)]
     out.limits += _stall_limit(app, stall_s, keeping)
+    out.limits += _touches_unseen_limit(app, w, stall_s, reading.one_pass)
     out.limits += _gpu_stall_limit(app, base, gpu_stall_s, keeping)
     out.limits += _limits(app, saving, host_now, pick, idle, reading.one_pass, pinning_s, staging_s, stall_s,
                           gpu_stall_s)
@@ -710,13 +711,15 @@ def _fault_stall_s(app: Application, host_now: float) -> float:
     return max(0.0, app.host_faults.seconds * TRACED_FAULT_SHARE - host_now)
 
 
-def _gpu_fault_s(app: Application, base: Prediction) -> float:
+def _gpu_fault_s(app: Application, base: Prediction, stall_s: float, one_pass: bool) -> float:
     """The GPU's time faulting managed pages back over the loop beyond what the model prices for the current way's
     kernels, as the program spends it untraced: a steady iteration's kernels as traced less the prediction's kernel
     step, over the iterations after the first (whose kernels fault the whole buffer in, which the model prices
-    apart), times TRACED_GPU_FAULT_SHARE; 0 where the current way does not migrate pages on faults (its kernels'
-    time is then their own, or their reads across the link), where there is no loop, or where the kernels took no
-    longer than priced.
+    apart), times TRACED_GPU_FAULT_SHARE. 0 where the host's touches did not stall beyond their priced accesses
+    (``stall_s``, :func:`_fault_stall_s`: a host that rewrites runs of the buffer, whose kernels the calibration's
+    loop prices as they run), where the run is read as one pass (``one_pass``: no iterations of the loop), where the
+    current way does not migrate pages on faults (its kernels' time is then their own, or their reads across the
+    link), where there is no loop, or where the kernels took no longer than priced.
 
     The calibration's loop prices the pages a kernel faults in as its host rewrote them, a run of the buffer that the
     driver moves in large pieces; a host that touches a word here and there across the buffer leaves the kernels to
@@ -724,7 +727,8 @@ def _gpu_fault_s(app: Application, base: Prediction) -> float:
     each step) ran its kernel 59-64 ms a step in its traces on an H200, its GPU pulling 136-164 MiB back in about
     6,600 migrations, where the model priced the step's kernel at 4.3-4.7 ms; copies in place of its managed memory
     measured 2.1-2.4 s faster untraced, where 0.95-1.02 s had been predicted."""
-    if app.loop is None or app.strategy != base.strategy or kind(base.strategy) != "on-demand":
+    if stall_s <= 0 or one_pass or app.loop is None or app.strategy != base.strategy \
+            or kind(base.strategy) != "on-demand":
         return 0.0
     beyond = float(app.loop.per_iteration.get("kernel_s", 0.0)) - base.steady.get("kernel", 0.0)
     return max(0.0, beyond) * max(0, app.loop.iterations - 1) * TRACED_GPU_FAULT_SHARE
@@ -813,6 +817,33 @@ def _limits(app: Application, saving: float, host_now: float, advised: Predictio
 def _keeps_stalls(strategy: str) -> bool:
     """Whether the way leaves the pages on the GPU after its kernels, so that the host's touches fault them back."""
     return kind(strategy) == "on-demand" or strategy == ACCESS_COUNTED
+
+
+def _touches_unseen_limit(app: Application, w: Workload, stall_s: float, one_pass: bool) -> list[str]:
+    """Where a managed loop's host is read as rewriting the pages that come back to it every iteration, and its
+    stalls lie within that rewrite's price (``stall_s`` 0): a line saying that its trace cannot tell that from a host
+    touching a few words of each page, and what to try then; else none.
+
+    A CPU page fault brings back a block of pages around the touch (about 320-340 KiB a fault in every H200 trace
+    of benchmarks/apps/unseen, the host's touches sparse or dense), so a trace holds the pages that moved, not the
+    words the host touched. sources (a float every 32 KiB of a 256 MiB field read and updated each step) brought back
+    254 MiB a step in about 760 faults, and was read as a host rewriting half its field: its copies were priced as
+    moving that much, and copies of only the touched cells, registered in place, measured 17-28% faster than the
+    pick on two H200 leases of 2026-12-02, and saved 1.5-1.8 s where 0.7 s had been predicted."""
+    loop = app.loop
+    if one_pass or loop is None or stall_s > 0 or not ties.is_managed(app.strategy) or w.host_writes <= 0:
+        return []
+    back, faults = float(loop.per_iteration.get("um_d2h_bytes", 0.0)), app.um["cpu_faults"] / loop.iterations
+    if back <= 0 or faults < 1:
+        return []
+    how = ("the array page-locked in place, one pycuda.driver.Memcpy2D each way gathering words at a stride"
+           if is_python(app) else
+           "the buffer page-locked with cudaHostRegister, one cudaMemcpy2D each way gathering words at a stride")
+    return [f"its host's page faults brought {format_size(back)} back an iteration (about {faults:.0f} CPU faults, "
+            f"{format_size(back / faults)} each), read as the host rewriting {w.host_writes:.0%} of the buffer, as its "
+            "time between kernels allows: a trace shows the pages that move, not the words the host touches; if it "
+            f"touches only a few words of each, copies of only those ({how}) would save more than any way here is "
+            "predicted to"]
 
 
 def _stall_limit(app: Application, stall_s: float, keeping: list[str]) -> list[str]:

@@ -2,8 +2,8 @@
 # Applications written to check advice on programs the model was not built from (each fixed before its
 # first measurement). On a GPU machine, from the checkout's root, after `source .device/bootstrap.sh`:
 #   ROUNDS=5 bash benchmarks/apps/unseen/run.sh
-# Builds each, traces its own mode (the first listed) with Nsight Systems, advises from the trace
-# (umprof advise, text and --json), then times every mode by wall clock (process start to exit) in rounds,
+# Builds each (a .py program runs under python3), traces its own mode (the first listed) with Nsight Systems,
+# advises from the trace (umprof advise, text and --json), then times every mode by wall clock (process start to exit) in rounds,
 # the even rounds in reverse order. Writes $OUT/unseen.tar.gz: traces/, advise-*.txt|json, walls.txt
 # ("app mode round exit seconds checksum"). two_gpus drives every GPU of the machine and runs only where ONLY names it
 # (ONLY=two_gpus, on a machine of several GPUs).
@@ -29,10 +29,16 @@ declare -A MODES=(
   [monitor]="managed managed-prefetch managed-advise-prefer-gpu pinned registered pinned-probe registered-probe"
   [recopy]="pageable pinned registered managed managed-prefetch mapped once"
   [sources]="managed managed-prefetch managed-advise-accessed-by-gpu managed-advise-prefer-gpu pinned registered pinned-sampled registered-sampled"
+  [prefetched]="managed-prefetch managed pinned registered pageable write-combined mapped zero-copy"
+  [batches]="pageable pinned registered write-combined zero-copy managed"
 )
-apps="${ONLY:-jacobi particles chunked_async matvec embedding twophase blur headers workers thrust_stats pin_per_call bounce_per_call staged_upload snapshot refine monitor recopy sources}"
+apps="${ONLY:-jacobi particles chunked_async matvec embedding twophase blur headers workers thrust_stats pin_per_call bounce_per_call staged_upload snapshot refine monitor recopy sources prefetched batches}"
 for a in $apps; do
-  nvcc -O2 -arch=sm_90 -std=c++17 -o "$W/bin/$a" "$HERE/$a.cu" > "$W/build-$a.log" 2>&1 || { echo "build $a failed"; tail -3 "$W/build-$a.log"; }
+  if [ -f "$HERE/$a.py" ]; then  # a Python program: run by the interpreter, its process the one traced and timed
+    printf '#!/bin/sh\nexec python3 "%s" "$@"\n' "$HERE/$a.py" > "$W/bin/$a"; chmod +x "$W/bin/$a"
+  else
+    nvcc -O2 -arch=sm_90 -std=c++17 -o "$W/bin/$a" "$HERE/$a.cu" > "$W/build-$a.log" 2>&1 || { echo "build $a failed"; tail -3 "$W/build-$a.log"; }
+  fi
   own=${MODES[$a]%% *}
   nsys profile -t cuda,nvtx --cuda-graph-trace=node --cuda-um-gpu-page-faults=true --cuda-um-cpu-page-faults=true \
     --export sqlite --force-overwrite true -o "$W/traces/$a" "$W/bin/$a" --mem "$own" > "$W/trace-$a.log" 2>&1

@@ -646,6 +646,23 @@ def test_a_managed_programs_kernels_faulting_back_what_its_host_touched_are_pric
     assert not any("faulting back pages the host touched" in x for x in loop.limits)
 
 
+def test_a_managed_host_read_as_rewriting_what_comes_back_is_told_its_trace_cannot_tell_sparse_touches(tmp_path):
+    """sources (benchmarks/apps/unseen, fixed before it was measured; H200, 2026-12-02): its host reads and updates
+    a float every 32 KiB of a 256 MiB managed field each step, and each CPU fault brings back about 330 KiB, so its
+    trace moves 254 MiB back a step and reads as a host rewriting half its field, its stalls within that rewrite's
+    price. Copies of only the touched cells measured fastest, 17-28% ahead of the pick: it is told that its trace
+    cannot tell the two apart, and what to try. particles, whose stalls are priced apart, and a loop of copies are
+    not."""
+    (adv,) = api.advise(fixture("sources", tmp_path, gpu="h200"))
+    assert adv.app.strategy == "managed" and adv.workload.host_writes > 0.4
+    (note,) = [x for x in adv.limits if "the pages that move, not the words the host touches" in x]
+    assert "254MiB back an iteration" in note and "cudaHostRegister" in note and "cudaMemcpy2D" in note
+    assert not any("faulting back from the GPU" in x for x in adv.limits)
+    for other in ("particles", "stream_loop"):
+        (a,) = api.advise(fixture(other, tmp_path, gpu="h200"))
+        assert not any("not the words the host touches" in x for x in a.limits), other
+
+
 def test_host_fault_stalls_are_the_host_s_stretches_without_gpu_work_from_first_fault_to_last():
     """Between pieces of GPU work (kernels, explicit copies), from the first CPU page fault or migration to the host
     to the end of the last; not during GPU work (a kernel's evictions), not before the first (the host's first
