@@ -158,13 +158,30 @@ PYTHON_CHANGES = {
                            "array's ctypes.data, before the loop; cuMemHostUnregister before they are freed); keep the "
                            "copies",
     "managed": "allocate the arrays with pycuda.driver.managed_empty and pass them to the kernels; drop the copies",
+    "mapped": "page-lock the existing numpy arrays once, mapped (cuda-bindings' cuMemHostRegister on each array's "
+              "ctypes.data with CU_MEMHOSTREGISTER_DEVICEMAP), and give the kernels their cuMemHostGetDevicePointer; "
+              "drop the copies",
+    "managed-prefetch": "allocate the arrays with pycuda.driver.managed_empty, prefetch them to the GPU before the "
+                        "kernels and back to the host before the host reads or rewrites them (cuda-bindings' "
+                        "cuMemPrefetchAsync); drop the copies",
+    **{f"managed-advise-{way}": "allocate the arrays with pycuda.driver.managed_empty and advise them once "
+                                f"(cuda-bindings' cuMemAdvise with CU_MEM_ADVISE_SET_{advice}); drop the copies"
+       for way, advice in (("read-mostly", "READ_MOSTLY, the GPU: it only reads them"),
+                           ("prefer-gpu", "PREFERRED_LOCATION, the GPU"),
+                           ("prefer-host", "PREFERRED_LOCATION, the host"),
+                           ("accessed-by-gpu", "ACCESSED_BY, the GPU"))},
+    "pageable-staged": "keep the numpy arrays and copy through a ring of small page-locked buffers "
+                       "(pycuda.driver.pagelocked_empty, 4 MiB each, two per thread): threads each fill one of theirs "
+                       "with numpy and start its memcpy_htod_async on their own stream while the other is copied (an "
+                       "event per buffer)",
 }
 PYTHON_PROCESS = re.compile(r"python[0-9.]*")
 
 
 def is_python(app: Application) -> bool:
-    """Whether the application's process is a Python interpreter (its name in the trace)."""
-    return bool(PYTHON_PROCESS.fullmatch(PurePosixPath(str(app.name)).name))
+    """Whether the application's process is a Python interpreter: its name in the trace, or its main thread's (a
+    script started by its #! line, or by a wrapper that execs the interpreter, is named as the script)."""
+    return any(PYTHON_PROCESS.fullmatch(PurePosixPath(str(n)).name) for n in (app.name, app.program) if n)
 
 
 @dataclass
@@ -401,7 +418,10 @@ def _kernel_passes(app: Application, w: Workload, cal: Calibration, one_pass: bo
     loop, k = (None if one_pass else app.loop), app.kernels
     if not rate or not w.kernel_s or not len(k):
         return 1, 0.0
-    launches, parts = float(len(k)), 1.0
+    # the run as one pass (or one iteration): each launch reads at most one of the parts the run copies in (a
+    # dataset sent batch by batch, a kernel a batch: batches, benchmarks/apps/unseen, 32 launches of 12 µs over
+    # its 32 batches of 32 MiB, read as two passes over its 1 GiB without this)
+    launches, parts = float(len(k)), max(1.0, float((app.copies["direction"] == "h2d").sum()))
     if loop is not None:  # as many launches as its steady iteration makes, their times those issued in its span
         per = loop.per_iteration
         launches, parts = float(per.get("kernels", 0.0)), max(1.0, float(per.get("h2d_copies", 0.0)))

@@ -142,6 +142,9 @@ class Application:
     host_staging: HostStaging = NO_STAGING
     # its host's stalls on managed pages faulting back from the GPU inside its loop (``host_fault_stalls``)
     host_faults: HostFaults = NO_HOST_FAULTS
+    # the executable its main thread runs, where the trace names it and it differs from ``name`` (a Python script
+    # started by its #! line is named as the script, its main thread as the interpreter)
+    program: str = ""
 
     @property
     def pinning_in_loop_s(self) -> float:
@@ -232,6 +235,8 @@ def _application(t, pid: int, device: int) -> Application:
     memory = int(gpus.loc[device, "memory_bytes"]) if device in gpus.index and pd.notna(gpus.loc[device, "memory_bytes"]) else 0
     names = t.processes.set_index("pid")["name"] if len(t.processes) else pd.Series(dtype=str)
     name = str(names.get(pid, f"pid {pid}")) if len(names) else f"pid {pid}"
+    programs = t.processes.set_index("pid")["program"] if len(t.processes) else pd.Series(dtype=str)
+    program = str(programs.get(pid, "") or "")
     starts = [x for x in (calls["start"].min(), copies["start"].min(), kernels["start"].min()) if pd.notna(x)]
     ends = [x for x in (calls["end"].max(), copies["end"].max(), kernels["end"].max()) if pd.notna(x)]
     wall = (max(ends) - min(starts)) / 1e9 if starts and ends else 0.0
@@ -242,7 +247,8 @@ def _application(t, pid: int, device: int) -> Application:
                       kernels=kernels, flows=flows(copies, kernels), loop=None, um=um, calls=counts,
                       strategy="", strategy_why="", allocation_s=allocation_s(calls),
                       allocation_calls=int(calls["name"].isin(ALLOCATION_CALLS).sum()),
-                      graph_launches=int(((t.graphs["pid"] == pid) & (t.graphs["device"] == device)).sum()))
+                      graph_launches=int(((t.graphs["pid"] == pid) & (t.graphs["device"] == device)).sum()),
+                      program=program if program != name else "")
     app.loop = find_loop(calls, copies, kernels)
     app.loop_pinning = pinning_in_loop(calls, app.loop)
     app.host_staging = host_staging_in_loop(calls, copies, kernels, app.loop)

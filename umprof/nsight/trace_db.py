@@ -177,8 +177,20 @@ class _Reader:
         return df.drop_duplicates("device").reset_index(drop=True)
 
     def processes(self) -> pd.DataFrame:
+        """pid, name (the command the process was started as) and program (its main thread's name, the
+        executable the kernel runs: ``python3`` for a script started by its ``#!`` line or a wrapper that
+        execs the interpreter; the name where the trace has no thread names)."""
         df = self.frame("PROCESSES", {"global": "globalPid", "pid": "pid", "name": "name"})
-        return df[["pid", "name"]] if len(df) else pd.DataFrame(columns=["pid", "name"])
+        if not len(df):
+            return pd.DataFrame(columns=["pid", "name", "program"])
+        threads = self.frame("ThreadNames", {"tid": "globalTid", "name": "nameId"})
+        strings = self.strings()
+        # a main thread's global id is its process's plus its pid (the tid of a process's first thread)
+        main = {int(t): strings.get(int(n), "") for t, n in zip(threads["tid"], threads["name"])
+                if pd.notna(t) and pd.notna(n)}
+        df["program"] = [main.get(int(g) + int(p), "") or name if pd.notna(g) and pd.notna(p) else name
+                         for g, p, name in zip(df["global"], df["pid"], df["name"])]
+        return df[["pid", "name", "program"]]
 
     def copies(self) -> pd.DataFrame:
         df = self.frame("CUPTI_ACTIVITY_KIND_MEMCPY", {

@@ -11,7 +11,9 @@
 // cudaMallocHost host buffers, cudaMemcpy in and out), registered (the same with malloc'd host buffers
 // cudaHostRegister'ed), pageable (malloc'd host buffers, cudaMemcpy), write-combined (the input from cudaHostAlloc
 // write-combined, the output pinned), mapped (the malloc'd buffers registered mapped: the kernel reads the input
-// and writes the output in host memory), zero-copy (the same with cudaHostAlloc mapped buffers).
+// and writes the output in host memory), zero-copy (the same with cudaHostAlloc mapped buffers). Added after the
+// first measurement, the modes above unchanged: managed-advise-accessed-by-gpu and managed-advise-prefer-gpu (the
+// managed buffers advised so once, no prefetches).
 #include <cuda_runtime.h>
 #include <cstdio>
 #include <cstdlib>
@@ -39,7 +41,8 @@ int main(int argc, char **argv) {
     }
     const size_t bytes = (size_t)(mib * 1048576), n = bytes / sizeof(float);
     if (n < 2 || steps < 1) { fprintf(stderr, "--mib and --steps must be positive\n"); return 2; }
-    const bool managed = mem == "managed" || mem == "managed-prefetch";
+    const bool accessed_by = mem == "managed-advise-accessed-by-gpu", prefer_gpu = mem == "managed-advise-prefer-gpu";
+    const bool managed = mem == "managed" || mem == "managed-prefetch" || accessed_by || prefer_gpu;
     const bool copies = mem == "pinned" || mem == "registered" || mem == "pageable" || mem == "write-combined";
     const bool in_place = mem == "mapped" || mem == "zero-copy";
     if (!managed && !copies && !in_place) { fprintf(stderr, "unknown --mem %s\n", mem.c_str()); return 2; }
@@ -57,6 +60,11 @@ int main(int argc, char **argv) {
     if (managed) {
         CHECK(cudaMallocManaged((void **)&in, bytes));
         CHECK(cudaMallocManaged((void **)&out, bytes));
+        if (accessed_by || prefer_gpu) {
+            const cudaMemoryAdvise advice = accessed_by ? cudaMemAdviseSetAccessedBy : cudaMemAdviseSetPreferredLocation;
+            CHECK(cudaMemAdvise(in, bytes, advice, gpu));
+            CHECK(cudaMemAdvise(out, bytes, advice, gpu));
+        }
         d_in = in;
         d_out = out;
     } else if (mem == "pageable" || mem == "registered" || mem == "mapped") {

@@ -29,8 +29,8 @@ declare -A MODES=(
   [monitor]="managed managed-prefetch managed-advise-prefer-gpu pinned registered pinned-probe registered-probe"
   [recopy]="pageable pinned registered managed managed-prefetch mapped once"
   [sources]="managed managed-prefetch managed-advise-accessed-by-gpu managed-advise-prefer-gpu pinned registered pinned-sampled registered-sampled"
-  [prefetched]="managed-prefetch managed pinned registered pageable write-combined mapped zero-copy"
-  [batches]="pageable pinned registered write-combined zero-copy managed"
+  [prefetched]="managed-prefetch managed pinned registered pageable write-combined mapped zero-copy managed-advise-accessed-by-gpu managed-advise-prefer-gpu"
+  [batches]="pageable pinned registered write-combined zero-copy managed mapped managed-prefetch staged"
 )
 apps="${ONLY:-jacobi particles chunked_async matvec embedding twophase blur headers workers thrust_stats pin_per_call bounce_per_call staged_upload snapshot refine monitor recopy sources prefetched batches}"
 for a in $apps; do

@@ -663,6 +663,23 @@ def test_a_managed_host_read_as_rewriting_what_comes_back_is_told_its_trace_cann
         assert not any("not the words the host touches" in x for x in a.limits), other
 
 
+def test_a_python_script_started_by_a_wrapper_is_read_as_python_and_each_batch_launch_as_reading_its_batch():
+    """batches (benchmarks/apps/unseen, fixed before it was measured; H200, 2026-12-02): a pycuda program sending a
+    1 GiB numpy dataset in 32 batches of 32 MiB, a kernel a batch. Started through a wrapper that execs python3, its
+    trace names the process as the wrapper: read as a C program, it was told C's calls. Its 32 launches of 12 µs,
+    each bounded by its batch, make one pass over the dataset, not two. Advised the staging ring in Python's calls, it
+    measured 2.1% behind the fastest way."""
+    (adv,) = api.advise(fixture("batches", gpu="h200"))
+    assert adv.app.name.endswith("/batches") and adv.app.program == "python3" and advise.is_python(adv.app)
+    assert adv.workload.host_pages == "numpy" and adv.workload.reuse == 1
+    a = adv.loop_advice
+    assert a.strategy == "pageable-staged" and "pycuda.driver.pagelocked_empty" in a.change
+    assert "memcpy_htod_async" in a.change and "cudaMallocHost" not in a.change
+    # every way it can be told has its Python calls
+    assert {"mapped", "managed-prefetch", "pageable-staged", "managed-advise-accessed-by-gpu"} <= set(advise.PYTHON_CHANGES)
+    assert all("cuda" not in v or "pycuda" in v or "cuda-bindings" in v for v in advise.PYTHON_CHANGES.values())
+
+
 def test_host_fault_stalls_are_the_host_s_stretches_without_gpu_work_from_first_fault_to_last():
     """Between pieces of GPU work (kernels, explicit copies), from the first CPU page fault or migration to the host
     to the end of the last; not during GPU work (a kernel's evictions), not before the first (the host's first

@@ -30,6 +30,17 @@ def fixture(name, tmp_path=None, gpu="h100"):
     return out
 
 
+def test_a_process_names_the_program_its_main_thread_runs():
+    """batches (benchmarks/apps/unseen) ran as a shell wrapper that execs python3: the trace names the process by the
+    command it was started as, its main thread by the interpreter (ThreadNames); a trace without thread names (a
+    trimmed fixture) has the process's name for both."""
+    t = open_trace(fixture("batches", gpu="h200"))
+    (row,) = t.processes[t.processes["name"].str.endswith("/batches")].itertuples()
+    assert row.program == "python3"
+    t = open_trace(fixture("stream_loop"))
+    assert (t.processes["program"] == t.processes["name"]).all()
+
+
 def test_a_real_trace_reads_as_tables():
     t = open_trace(fixture("stream_loop"))
     assert list(t.gpus["name"]) == ["NVIDIA H100 80GB HBM3"] and t.gpus["memory_bytes"].iloc[0] > 80e9
