@@ -848,8 +848,8 @@ def _touches_unseen_limit(app: Application, w: Workload, stall_s: float, one_pas
     of benchmarks/apps/unseen, the host's touches sparse or dense), so a trace holds the pages that moved, not the
     words the host touched. sources (a float every 32 KiB of a 256 MiB field read and updated each step) brought back
     254 MiB a step in about 760 faults, and was read as a host rewriting half its field: its copies were priced as
-    moving that much, and copies of only the touched cells, registered in place, measured 17-28% faster than the
-    pick on two H200 leases of 2026-12-02, and saved 1.5-1.8 s where 0.7 s had been predicted."""
+    moving that much, and the pick measured 21.5% and 34.5% behind copies of only the touched cells, registered in
+    place, on two H200 leases of 2026-12-02, which saved 1.5-1.8 s where 0.7 s had been predicted."""
     loop = app.loop
     if one_pass or loop is None or stall_s > 0 or not ties.is_managed(app.strategy) or w.host_writes <= 0:
         return []

@@ -650,7 +650,7 @@ def test_a_managed_host_read_as_rewriting_what_comes_back_is_told_its_trace_cann
     """sources (benchmarks/apps/unseen, fixed before it was measured; H200, 2026-12-02): its host reads and updates
     a float every 32 KiB of a 256 MiB managed field each step, and each CPU fault brings back about 330 KiB, so its
     trace moves 254 MiB back a step and reads as a host rewriting half its field, its stalls within that rewrite's
-    price. Copies of only the touched cells measured fastest, 17-28% ahead of the pick: it is told that its trace
+    price. Copies of only the touched cells measured fastest, the pick 21.5% and 34.5% behind: it is told that its trace
     cannot tell the two apart, and what to try. particles, whose stalls are priced apart, and a loop of copies are
     not."""
     (adv,) = api.advise(fixture("sources", tmp_path, gpu="h200"))
