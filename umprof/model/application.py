@@ -233,10 +233,9 @@ def _application(t, pid: int, device: int) -> Application:
     gpus = t.gpus.set_index("device") if len(t.gpus) else pd.DataFrame()
     gpu = str(gpus.loc[device, "name"]) if device in gpus.index else "unknown GPU"
     memory = int(gpus.loc[device, "memory_bytes"]) if device in gpus.index and pd.notna(gpus.loc[device, "memory_bytes"]) else 0
-    names = t.processes.set_index("pid")["name"] if len(t.processes) else pd.Series(dtype=str)
-    name = str(names.get(pid, f"pid {pid}")) if len(names) else f"pid {pid}"
-    programs = t.processes.set_index("pid")["program"] if len(t.processes) else pd.Series(dtype=str)
-    program = str(programs.get(pid, "") or "")
+    procs = t.processes.drop_duplicates("pid").set_index("pid")
+    name, program = (str(procs.at[pid, "name"]), str(procs.at[pid, "program"] or "")) if pid in procs.index \
+        else (f"pid {pid}", "")
     starts = [x for x in (calls["start"].min(), copies["start"].min(), kernels["start"].min()) if pd.notna(x)]
     ends = [x for x in (calls["end"].max(), copies["end"].max(), kernels["end"].max()) if pd.notna(x)]
     wall = (max(ends) - min(starts)) / 1e9 if starts and ends else 0.0
