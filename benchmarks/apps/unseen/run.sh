@@ -31,8 +31,10 @@ declare -A MODES=(
   [sources]="managed managed-prefetch managed-advise-accessed-by-gpu managed-advise-prefer-gpu pinned registered pinned-sampled registered-sampled"
   [prefetched]="managed-prefetch managed pinned registered pageable write-combined mapped zero-copy managed-advise-accessed-by-gpu managed-advise-prefer-gpu"
   [batches]="pageable pinned registered write-combined zero-copy managed mapped managed-prefetch staged"
+  [cadence]="pageable pinned registered write-combined mapped zero-copy managed managed-prefetch managed-advise-accessed-by-gpu pinned-pipelined"
+  [arrays]="pageable pinned registered write-combined zero-copy mapped managed managed-prefetch"
 )
-apps="${ONLY:-jacobi particles chunked_async matvec embedding twophase blur headers workers thrust_stats pin_per_call bounce_per_call staged_upload snapshot refine monitor recopy sources prefetched batches}"
+apps="${ONLY:-jacobi particles chunked_async matvec embedding twophase blur headers workers thrust_stats pin_per_call bounce_per_call staged_upload snapshot refine monitor recopy sources prefetched batches cadence arrays}"
 for a in $apps; do
   if [ -f "$HERE/$a.py" ]; then  # a Python program: run by the interpreter, its process the one traced and timed
     printf '#!/bin/sh\nexec python3 "%s" "$@"\n' "$HERE/$a.py" > "$W/bin/$a"; chmod +x "$W/bin/$a"
