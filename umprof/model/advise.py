@@ -89,6 +89,9 @@ HOST_READS_PART = 0.5
 # how the change says it (benchmarks/apps/judge.py finds the variant of an application that applies it by these words)
 PART_BACK = "copy back only what the host reads"
 SMALL_COPY = 256 * 1024  # copies this small, many to an iteration, pay their latency more than their bytes
+# the share of a loop's copies that may be SMALL_COPY or smaller for its pageable copies' traced time to stand for the
+# model's price of them (_pageable_copies_beyond_s)
+SMALL_SHARE = 0.05
 MANY_COPIES = 16
 # the calls that make managed memory prefetched or advised, said once for both ways in (CHANGES, FROM_MANAGED)
 MANAGED_CALLS = {
@@ -517,6 +520,10 @@ def advise(app: Application, cal: Calibration, source: str = "") -> AppAdvice:
     # way's difference from the current one in its iterations is scaled by the overlap the loop measured (not where
     # the run is read as one pass, whose one iteration is no iteration of the loop)
     overlap = 1.0 if reading.one_pass else _threads_overlap(app, base, threads)
+    # the current way's copies from pageable memory, as the trace measured them, stand for the model's price of them
+    # (several threads' copies ran at once: by the same overlap)
+    copies_beyond_s = overlap * _pageable_copies_beyond_s(app, base, reading.one_pass)
+    measured_base += copies_beyond_s
     whole = {p.strategy: measured_base - pinned_once_s if p is base
              else p.whole_s + beyond + lead_s.get(p.strategy, 0.0)
              - (1.0 - overlap) * p.iterations * (p.steady_s - base.steady_s)
@@ -551,6 +558,7 @@ def advise(app: Application, cal: Calibration, source: str = "") -> AppAdvice:
     out.advice += _flow_advice(app, cal, python)
     out.limits += _pinning_limit(app, pinning_s)
     out.limits += _staging_limit(app, staging_s)
+    out.limits += _pageable_copies_limit(app, base, copies_beyond_s, now_s)
     keeping = [p.strategy for p in ranked if _keeps_stalls(p.strategy)]
     out.limits += _stall_limit(app, stall_s, keeping)
     out.limits += _touches_unseen_limit(app, w, stall_s, reading.one_pass)
@@ -716,6 +724,45 @@ def _flow_advice(app: Application, cal: Calibration, python: bool) -> list[Advic
                                   "contiguous staging buffer)", f["time_s"], batched, f["time_s"] - batched,
                                   note="each copy pays a latency that one copy of all of them pays once"))
     return out
+
+
+def _pageable_copies_beyond_s(app: Application, base: Prediction, one_pass: bool) -> float:
+    """The current way's copies from and to pageable memory over its loop (or its run, read as one pass) as the trace
+    measured them (``Application.copies_wait_s``: the host's wait on each, less kernels running then), less the
+    model's price of them, either way; 0 unless it copies from pageable memory now, and where more than
+    SMALL_SHARE of its copies are SMALL_COPY or smaller.
+
+    A pageable copy runs at the host's pace: the driver copies through small pinned buffers of its own, and a
+    destination never touched before faults its pages in as the copy lands. The trace measures that pace; the
+    calibration, from another run of another host's memory, only estimates it. A page-locked copy runs at the link's,
+    which the calibration prices within a few percent. arrays (benchmarks/apps/unseen, a pycuda loop whose
+    ``.get()`` copies back into a new numpy array every step) copied back at 3.5 GB/s in its trace on an H200, 746 ms
+    of copies where the model priced 400 ms, and pinned arrays measured 0.72 s faster where 0.33 s had been
+    predicted; cadence (16 MiB in every step, 32 MiB out every 8th) copied 463 ms where the model priced 655 ms, and
+    registered memory measured 0.34 s faster where 0.56 s had been predicted (2026-12-02). A small copy's time is
+    its call's latency, which the trace lengthens by its own work on every call (small_copies, 61,440 copies of
+    16 KiB: 15 µs a copy as traced, where the saving measured says about 12): the calibration, which measured such
+    copies untraced as a loop makes them, prices those."""
+    if app.strategy != "pageable" or base.strategy != "pageable":
+        return 0.0
+    loop = None if one_pass else app.loop
+    span, lead = (None, None) if loop is None else (loop.span, loop.lead and loop.lead.span)
+    copies = app.explicit_copies_within(span, lead)
+    if (copies["bytes"] <= SMALL_COPY).sum() > SMALL_SHARE * len(copies):
+        return 0.0
+    return app.copies_wait_s(copies) - (base.phases.get("h2d", 0.0) + base.phases.get("d2h", 0.0))
+
+
+def _pageable_copies_limit(app: Application, base: Prediction, beyond_s: float, now_s: float) -> list[str]:
+    """What the trace measured of the current way's pageable copies against the model's price, where it moved the
+    savings by more than the loop's noise."""
+    if abs(beyond_s) < NOISE * now_s:
+        return []
+    priced = base.phases.get("h2d", 0.0) + base.phases.get("d2h", 0.0)
+    return [f"its copies from and to pageable memory took {format_time(priced + beyond_s)} as traced, where the "
+            f"calibration prices {format_time(priced)}: the trace's figure is the current way's (a pageable copy "
+            "runs at the host's pace, which a calibration's run only estimates), so every other way's saving is "
+            f"{format_time(abs(beyond_s))} {'more' if beyond_s > 0 else 'less'} than the calibration alone says"]
 
 
 def _fault_stall_s(app: Application, host_now: float) -> float:

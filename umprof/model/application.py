@@ -161,6 +161,34 @@ class Application:
         """Its copies each way (not unified memory's migrations)."""
         return self.copies[self.copies["direction"].isin(COPY_DIRECTIONS)]
 
+    def explicit_copies_within(self, span: tuple[int, int] | None = None,
+                               without: tuple[int, int] | None = None) -> pd.DataFrame:
+        """Its copies each way starting within ``span`` (ns; all where None), not those starting within ``without``
+        (a loop's lead, read on its own)."""
+        c = self.explicit_copies
+        if span is not None:
+            c = c[(c["start"] >= span[0]) & (c["start"] <= span[1])]
+        if without is not None:
+            c = c[(c["start"] < without[0]) | (c["start"] > without[1])]
+        return c
+
+    def copies_wait_s(self, copies: pd.DataFrame) -> float:
+        """Seconds the given copies of its (``explicit_copies_within``) took: a synchronous copy from its call's
+        start to the later of its call's end and its transfer's (the host waits that long: a pageable copy's staging
+        and a small copy's latency lie outside the transfer itself), an asynchronous one its transfer; each less the
+        time kernels ran within it (a copy queued behind a kernel waits for it: that is the kernel's time), summed
+        copy by copy, as the model prices them (several host threads' copies at once are priced apart, by their
+        overlap)."""
+        c = copies
+        start, end = c["start"].to_numpy(np.int64), c["end"].to_numpy(np.int64)
+        if "call_start" in c:
+            sync = c["sync"].to_numpy(bool)
+            start = np.where(sync, np.minimum(start, c["call_start"].to_numpy(np.int64)), start)
+            end = np.where(sync, np.maximum(end, c["call_end"].to_numpy(np.int64)), end)
+        k = _union(self.kernels["start"].to_numpy(np.int64), self.kernels["end"].to_numpy(np.int64))
+        kernel_ns = _covered(k, end) - _covered(k, start)
+        return float(np.clip(end - start - kernel_ns, 0, None).sum()) / 1e9
+
     @property
     def totals(self) -> dict:
         explicit, k = self.explicit_copies, self.kernels
@@ -259,12 +287,14 @@ def _application(t, pid: int, device: int) -> Application:
 def _with_calls(copies: pd.DataFrame, calls: pd.DataFrame) -> pd.DataFrame:
     """Each copy with the call that made it (name, host thread, when): synchronous unless an Async call or
     a CUDA graph's launch (traced node by node, a graph's copies carry its launch's correlation)."""
-    c = calls[["correlation", "name", "tid", "start"]].rename(columns={"name": "call", "start": "call_start"})
+    c = calls[["correlation", "name", "tid", "start", "end"]].rename(columns={"name": "call", "start": "call_start",
+                                                                              "end": "call_end"})
     c = c.dropna(subset=["correlation"]).drop_duplicates("correlation")
     out = copies.merge(c, on="correlation", how="left")
     out["call"] = out["call"].fillna("")
     out["sync"] = ~out["call"].str.contains("Async|GraphLaunch") & (out["call"] != "")
     out["call_start"] = out["call_start"].fillna(out["start"])
+    out["call_end"] = out["call_end"].fillna(out["end"])
     return out
 
 

@@ -1039,9 +1039,11 @@ def test_snapshots_copied_back_every_few_steps_read_as_a_loop_of_one_copy(tmp_pa
     assert advice.tie and advice.strategy == "pageable-registered"  # the least change of the tie
     top = [r["strategy"] for r in adv.ranking[:3]]
     assert set(top) == {"managed-advise-accessed-by-gpu", "pinned-pipelined", "pageable-registered"}
-    # measured 0.96 s: the copies back alone are 0.55 s of the trace (the rest is no CUDA call)
-    assert 0.4 < advice.saving_s < 0.6
-    assert any("no host-memory strategy can save much more" in x for x in adv.limits)
+    # measured 0.96 s: the copies back alone are 0.57 s of the trace (the rest is no CUDA call), taken as traced where
+    # the calibration priced them 0.40 s (0.4-0.6 s had been predicted)
+    assert 0.6 < advice.saving_s < 0.96
+    # beyond the copies as traced, the rest of it is said where it comes from
+    assert any("copies and migrations take" in x and "the rest of the predicted saving" in x for x in adv.limits)
 
 
 def test_a_thrust_program_is_advised_from_the_calls_thrust_makes(tmp_path):
@@ -1105,3 +1107,34 @@ def test_a_table_copied_in_again_unchanged_is_told_what_copying_it_once_saves_at
     assert "100MiB an iteration" in note and "at most 1.01 s less over its 60 iterations" in note
     # its advice, as priced (every byte rewritten each batch): page-locking in place, 0.84 s saved (0.83 measured)
     assert adv.loop_advice.strategy == "pageable-registered" and 0.7 < adv.loop_advice.saving_s < 1.0
+
+
+@pytest.mark.parametrize("name, advised", [("cadence", "pageable-registered"), ("arrays", "pinned")])
+def test_copies_from_pageable_memory_are_the_current_way_s_as_traced(tmp_path, name, advised):
+    """cadence and arrays (benchmarks/apps/unseen, fixed before they were measured; H200 lease zz, 2026-12-02): a
+    pageable copy runs at the host's pace, which the trace measures and the calibration only estimates. cadence's
+    copies took 433 ms where the model priced 655 ms (the saving had been predicted 0.56 s); arrays' copied back into
+    a new numpy array every step, at 3.5 GB/s, 695 ms where the model priced 400 ms (0.33 s predicted). Taken as
+    traced, the advised way's saving is within 20% of the one measured by wall clock on that lease."""
+    (adv,) = api.advise(fixture(name, tmp_path, gpu="h200"))
+    a = adv.loop_advice
+    assert adv.app.strategy == "pageable" and a.strategy == advised and a.tie
+    walls = _walls(json.loads((RESULTS / "advise" / "nvidia-h200-judged-zz.json").read_text()), name)
+    measured = walls["pageable"] - walls[advised]
+    assert abs(a.saving_s - measured) <= 0.2 * measured, (a.saving_s, measured)
+    assert any("its copies from and to pageable memory took" in line for line in adv.limits)
+
+
+def test_pageable_copies_traced_slower_than_priced_save_that_much_more(tmp_path):
+    """The same loop, its copies traced at a third of their rate: every other way saves what they took beyond."""
+    slow = pageable_loop(iterations=20, mib=32)
+    slow.steps = [replace(op, dur_ns=3 * op.dur_ns) if op.what == "copy" else op for op in slow.steps]
+    advices = [api.advise(write_trace(tmp_path / f"{n}.sqlite", app))[0]
+               for n, app in (("plain", pageable_loop(iterations=20, mib=32)), ("slow", slow))]
+    plain, slower = ({r["strategy"]: r["saving_s"] for r in a.ranking} for a in advices)
+    beyond = [a.app.copies_wait_s(a.app.explicit_copies_within(a.app.loop.span)) for a in advices]
+    beyond = beyond[1] - beyond[0]
+    assert beyond > 0.1
+    for way in ("pinned", "pageable-registered", "mapped"):
+        assert slower[way] - plain[way] == pytest.approx(beyond, rel=0.02)
+    assert plain["pageable"] == slower["pageable"] == 0.0
