@@ -729,8 +729,8 @@ def _flow_advice(app: Application, cal: Calibration, python: bool) -> list[Advic
 def _pageable_copies_beyond_s(app: Application, base: Prediction, one_pass: bool) -> float:
     """The current way's copies from and to pageable memory over its loop (or its run, read as one pass) as the trace
     measured them (``Application.copies_wait_s``: the host's wait on each, less kernels running then), less the
-    model's price of them, either way; 0 unless it copies from pageable memory now, and where more than
-    SMALL_SHARE of its copies are SMALL_COPY or smaller.
+    model's price of them, either way; 0 unless it copies from pageable memory now, where it has no such copies, and
+    where more than SMALL_SHARE of them are SMALL_COPY or smaller.
 
     A pageable copy runs at the host's pace: the driver copies through small pinned buffers of its own, and a
     destination never touched before faults its pages in as the copy lands. The trace measures that pace; the
@@ -748,7 +748,7 @@ def _pageable_copies_beyond_s(app: Application, base: Prediction, one_pass: bool
     loop = None if one_pass else app.loop
     span, lead = (None, None) if loop is None else (loop.span, loop.lead and loop.lead.span)
     copies = app.explicit_copies_within(span, lead)
-    if (copies["bytes"] <= SMALL_COPY).sum() > SMALL_SHARE * len(copies):
+    if copies.empty or (copies["bytes"] <= SMALL_COPY).sum() > SMALL_SHARE * len(copies):
         return 0.0
     return app.copies_wait_s(copies) - (base.phases.get("h2d", 0.0) + base.phases.get("d2h", 0.0))
 
