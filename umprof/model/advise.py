@@ -90,7 +90,7 @@ HOST_READS_PART = 0.5
 PART_BACK = "copy back only what the host reads"
 SMALL_COPY = 256 * 1024  # copies this small, many to an iteration, pay their latency more than their bytes
 # the share of a loop's copies that may be SMALL_COPY or smaller for its pageable copies' traced time to stand for the
-# model's price of them (_pageable_copies_beyond_s)
+# model's price of them (_pageable_copies_s)
 SMALL_SHARE = 0.05
 MANY_COPIES = 16
 # the calls that make managed memory prefetched or advised, said once for both ways in (CHANGES, FROM_MANAGED)
@@ -522,7 +522,8 @@ def advise(app: Application, cal: Calibration, source: str = "") -> AppAdvice:
     overlap = 1.0 if reading.one_pass else _threads_overlap(app, base, threads)
     # the current way's copies from pageable memory, as the trace measured them, stand for the model's price of them
     # (several threads' copies ran at once: by the same overlap)
-    copies_beyond_s = overlap * _pageable_copies_beyond_s(app, base, reading.one_pass)
+    traced_copies_s, priced_copies_s = _pageable_copies_s(app, base, reading.one_pass)
+    copies_beyond_s = overlap * (traced_copies_s - priced_copies_s)
     measured_base += copies_beyond_s
     whole = {p.strategy: measured_base - pinned_once_s if p is base
              else p.whole_s + beyond + lead_s.get(p.strategy, 0.0)
@@ -558,7 +559,7 @@ def advise(app: Application, cal: Calibration, source: str = "") -> AppAdvice:
     out.advice += _flow_advice(app, cal, python)
     out.limits += _pinning_limit(app, pinning_s)
     out.limits += _staging_limit(app, staging_s)
-    out.limits += _pageable_copies_limit(app, base, copies_beyond_s, now_s)
+    out.limits += _pageable_copies_limit(traced_copies_s, priced_copies_s, copies_beyond_s, now_s)
     keeping = [p.strategy for p in ranked if _keeps_stalls(p.strategy)]
     out.limits += _stall_limit(app, stall_s, keeping)
     out.limits += _touches_unseen_limit(app, w, stall_s, reading.one_pass)
@@ -726,11 +727,11 @@ def _flow_advice(app: Application, cal: Calibration, python: bool) -> list[Advic
     return out
 
 
-def _pageable_copies_beyond_s(app: Application, base: Prediction, one_pass: bool) -> float:
-    """The current way's copies from and to pageable memory over its loop (or its run, read as one pass) as the trace
-    measured them (``Application.copies_wait_s``: the host's wait on each, less kernels running then), less the
-    model's price of them, either way; 0 unless it copies from pageable memory now, where it has no such copies, and
-    where more than SMALL_SHARE of them are SMALL_COPY or smaller.
+def _pageable_copies_s(app: Application, base: Prediction, one_pass: bool) -> tuple[float, float]:
+    """The current way's copies from and to pageable memory over its loop (or its run, read as one pass): as the trace
+    measured them (``Application.copies_wait_s``: the host's wait on each, less kernels running then) and as the
+    model prices them; (0, 0) unless it copies from pageable memory now, where it has no such copies, and where more
+    than SMALL_SHARE of them are SMALL_COPY or smaller. The first stands for the second in the current way's time.
 
     A pageable copy runs at the host's pace: the driver copies through small pinned buffers of its own, and a
     destination never touched before faults its pages in as the copy lands. The trace measures that pace; the
@@ -744,23 +745,22 @@ def _pageable_copies_beyond_s(app: Application, base: Prediction, one_pass: bool
     16 KiB: 15 µs a copy as traced, where the saving measured says about 12): the calibration, which measured such
     copies untraced as a loop makes them, prices those."""
     if app.strategy != "pageable" or base.strategy != "pageable":
-        return 0.0
+        return 0.0, 0.0
     loop = None if one_pass else app.loop
     span, lead = (None, None) if loop is None else (loop.span, loop.lead and loop.lead.span)
     copies = app.explicit_copies_within(span, lead)
     if copies.empty or (copies["bytes"] <= SMALL_COPY).sum() > SMALL_SHARE * len(copies):
-        return 0.0
-    return app.copies_wait_s(copies) - (base.phases.get("h2d", 0.0) + base.phases.get("d2h", 0.0))
+        return 0.0, 0.0
+    return app.copies_wait_s(copies), base.phases.get("h2d", 0.0) + base.phases.get("d2h", 0.0)
 
 
-def _pageable_copies_limit(app: Application, base: Prediction, beyond_s: float, now_s: float) -> list[str]:
-    """What the trace measured of the current way's pageable copies against the model's price, where it moved the
-    savings by more than the loop's noise."""
+def _pageable_copies_limit(traced_s: float, priced_s: float, beyond_s: float, now_s: float) -> list[str]:
+    """What the trace measured of the current way's pageable copies against the model's price (``_pageable_copies_s``),
+    where that moved the savings (``beyond_s``) by more than the loop's noise."""
     if abs(beyond_s) < NOISE * now_s:
         return []
-    priced = base.phases.get("h2d", 0.0) + base.phases.get("d2h", 0.0)
-    return [f"its copies from and to pageable memory took {format_time(priced + beyond_s)} as traced, where the "
-            f"calibration prices {format_time(priced)}: the trace's figure is the current way's (a pageable copy "
+    return [f"its copies from and to pageable memory took {format_time(traced_s)} as traced, where the "
+            f"calibration prices {format_time(priced_s)}: the trace's figure is the current way's (a pageable copy "
             "runs at the host's pace, which a calibration's run only estimates), so every other way's saving is "
             f"{format_time(abs(beyond_s))} {'more' if beyond_s > 0 else 'less'} than the calibration alone says"]
 

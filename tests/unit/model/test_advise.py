@@ -1113,8 +1113,8 @@ def test_a_table_copied_in_again_unchanged_is_told_what_copying_it_once_saves_at
 def test_copies_from_pageable_memory_are_the_current_way_s_as_traced(tmp_path, name, advised):
     """cadence and arrays (benchmarks/apps/unseen, fixed before they were measured; H200 lease zz, 2026-12-02): a
     pageable copy runs at the host's pace, which the trace measures and the calibration only estimates. cadence's
-    copies took 433 ms where the model priced 655 ms (the saving had been predicted 0.56 s); arrays' copied back into
-    a new numpy array every step, at 3.5 GB/s, 695 ms where the model priced 400 ms (0.33 s predicted). Taken as
+    copies took 463 ms where the model priced 655 ms (the saving had been predicted 0.56 s); arrays' copied back into
+    a new numpy array every step, at 3.5 GB/s, 746 ms where the model priced 400 ms (0.33 s predicted). Taken as
     traced, the advised way's saving is within 20% of the one measured by wall clock on that lease."""
     (adv,) = api.advise(fixture(name, tmp_path, gpu="h200"))
     a = adv.loop_advice
