@@ -172,13 +172,12 @@ class Application:
             c = c[(c["start"] < without[0]) | (c["start"] > without[1])]
         return c
 
-    def copies_wait_s(self, copies: pd.DataFrame) -> float:
-        """Seconds the given copies of its (``explicit_copies_within``) took: a synchronous copy from its call's
-        start to the later of its call's end and its transfer's (the host waits that long: a pageable copy's staging
-        and a small copy's latency lie outside the transfer itself), an asynchronous one its transfer; each less the
-        time kernels ran within it (a copy queued behind a kernel waits for it: that is the kernel's time), summed
-        copy by copy, as the model prices them (several host threads' copies at once are priced apart, by their
-        overlap)."""
+    def copies_waits_s(self, copies: pd.DataFrame) -> np.ndarray:
+        """Seconds each of the given copies of its (``explicit_copies_within``) took, in their order: a synchronous
+        copy from its call's start to the later of its call's end and its transfer's (the host waits that long: a
+        pageable copy's staging and a small copy's latency lie outside the transfer itself), an asynchronous one its
+        transfer; each less the time kernels ran within it (a copy queued behind a kernel waits for it: that is the
+        kernel's time)."""
         c = copies
         start, end = c["start"].to_numpy(np.int64), c["end"].to_numpy(np.int64)
         if "call_start" in c:
@@ -187,7 +186,12 @@ class Application:
             end = np.where(sync, np.maximum(end, c["call_end"].to_numpy(np.int64)), end)
         k = _union(self.kernels["start"].to_numpy(np.int64), self.kernels["end"].to_numpy(np.int64))
         kernel_ns = _covered(k, end) - _covered(k, start)
-        return float(np.clip(end - start - kernel_ns, 0, None).sum()) / 1e9
+        return np.clip(end - start - kernel_ns, 0, None) / 1e9
+
+    def copies_wait_s(self, copies: pd.DataFrame) -> float:
+        """Seconds the given copies took (``copies_waits_s``), summed copy by copy, as the model prices them
+        (several host threads' copies at once are priced apart, by their overlap)."""
+        return float(self.copies_waits_s(copies).sum())
 
     @property
     def totals(self) -> dict:

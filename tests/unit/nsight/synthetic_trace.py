@@ -37,6 +37,7 @@ class Op:
     sync: bool = True
     dur_ns: int = 1000
     name: str = "step_kernel"
+    first_dur_ns: int = 0  # a copy's duration in the loop's first iteration, where it differs (a first touch)
 
 
 @dataclass
@@ -127,9 +128,10 @@ def write_trace(path: Path, app: App) -> Path:
                 c = call("cudaMemcpy" if op.sync else "cudaMemcpyAsync", 1500)
                 gpu_side = KIND["array" if op.direction in ("h2a", "a2h") else "device"]
                 src, dst = (KIND[op.host], gpu_side) if op.direction in ("h2d", "h2a") else (gpu_side, KIND[op.host])
-                copies.append((t, t + op.dur_ns, 0, 1, 0, op.stream, c, GLOBAL_PID, op.bytes, DIRECTION[op.direction],
+                dur = op.first_dur_ns if it == 0 and op.first_dur_ns else op.dur_ns
+                copies.append((t, t + dur, 0, 1, 0, op.stream, c, GLOBAL_PID, op.bytes, DIRECTION[op.direction],
                                0, src, dst, 0, 1, 0, 1, 0, 0, 0))
-                t += op.dur_ns
+                t += dur
         if app.ranges and it >= 0:
             ranges.append((begin, t, 59, 0, 0, 0, f"iteration {it}", GLOBAL_TID, GLOBAL_TID, None, 0))
     for name in app.end_calls:
