@@ -43,11 +43,12 @@ from pathlib import PurePosixPath
 from typing import NamedTuple
 
 import numpy as np
+import pandas as pd
 
 from umprof.core.units import format_rate, format_size, format_time
 from umprof.measure import strategies
 from umprof.measure.ops.lifecycle import PAGE_BYTES
-from umprof.model.application import GRAPH_NODES, Application, fraction
+from umprof.model.application import FLOW_KEYS, GRAPH_NODES, Application, fraction
 from umprof.model.predict import Calibration, Prediction
 from umprof.model import ties
 from umprof.model.calibration import HOST_STEPS, PARTS_UNMEASURED, kind
@@ -740,9 +741,9 @@ def _flow_advice(app: Application, cal: Calibration, python: bool) -> list[Advic
 def _pageable_copies_s(app: Application, base: Prediction, one_pass: bool) -> tuple[float, float]:
     """The current way's copies from and to pageable memory over its loop (or its run, read as one pass): as the trace
     measured them (``_waits_at_steady_pace_s``: the host's wait on each, less kernels running then, a flow's first
-    copy at its later ones' pace) and as the model prices them; (0, 0) unless it copies from pageable memory now, where it has no such copies, and where its
-    copies of SMALL_COPY or less take more than SMALL_SHARE of their time. The first stands for the second in the
-    current way's time.
+    copy at its later ones' pace) and as the model prices them; (0, 0) unless it copies from pageable memory now,
+    where it has no such copies, and where its copies of SMALL_COPY or less take more than SMALL_SHARE of their time.
+    The first stands for the second in the current way's time.
 
     A pageable copy runs at the host's pace: the driver copies through small pinned buffers of its own, and a
     destination never touched before faults its pages in as the copy lands. The trace measures that pace; the
@@ -768,22 +769,24 @@ def _pageable_copies_s(app: Application, base: Prediction, one_pass: bool) -> tu
     return float(waits.sum()), base.phases.get("h2d", 0.0) + base.phases.get("d2h", 0.0)
 
 
-def _waits_at_steady_pace_s(app: Application, copies) -> np.ndarray:
-    """The host's wait on each of the given copies, in time order (``Application.copies_waits_s``), each flow's first copy at no
-    more than its later ones' median, where the flow (a direction, size, stream and host memory) has at least
-    STEADY_COPIES copies. A first copy back into malloc'd pages never touched faults them in as it lands, and a
-    first copy of all pays the driver's own first use: the model prices those as the buffer's first write and the
-    first iteration's extra (``host_init``, ``first_extra``) under every way, the current one too, so the trace's
-    figure must not hold them again. big_output (readback_loop: 16 MiB in, 512 MiB out, 3 iterations) copied its
-    first 512 MiB back in 341 ms and the next two in 36 ms each in its trace on an H200; counted whole, every way's
-    saving came out 0.28 s above the 0.51 s measured (2026-12-02). Copies into new arrays every step (arrays) fault
-    every time, first or not: their first copy is like the others, and all of it counts."""
+def _waits_at_steady_pace_s(app: Application, copies: pd.DataFrame) -> np.ndarray:
+    """The host's wait on each of the given copies, in time order (``Application.copies_waits_s``), each flow's first
+    copy at no more than its later ones' median, where the flow (``FLOW_KEYS``) has at least STEADY_COPIES copies. A
+    first copy back into malloc'd pages never touched faults them in as it lands, and a first copy of all pays the
+    driver's own first use: the model prices those as the buffer's first write and the first iteration's extra
+    (``host_init``, ``first_extra``) under every way, the current one too, so the trace's figure must not hold them
+    again. big_output (readback_loop: 16 MiB in, 512 MiB out, 3 iterations) copied its first 512 MiB back in 341 ms
+    and the next two in 36 ms each in its trace on an H200; counted whole, every way's saving came out 0.28 s above
+    the 0.51 s measured (2026-12-02). Copies into new arrays every step (arrays) fault every time, first or not: their
+    first copy is like the others, and all of it counts."""
     waits = app.copies_waits_s(copies)
-    keys = copies[["direction", "bytes", "stream", "host_kind"]].astype(str).agg("/".join, axis=1).to_numpy()
-    for key in np.unique(keys):
-        at = np.flatnonzero(keys == key)
-        if len(at) >= STEADY_COPIES:
-            waits[at[0]] = min(waits[at[0]], float(np.median(waits[at[1:]])))
+    flow = copies.groupby(FLOW_KEYS, dropna=False, sort=False).ngroup().to_numpy()
+    _, first = np.unique(flow, return_index=True)
+    later = np.ones(len(flow), bool)
+    later[first] = False
+    steady = pd.Series(waits[later]).groupby(flow[later]).median()
+    first = first[np.bincount(flow)[flow[first]] >= STEADY_COPIES]
+    waits[first] = np.minimum(waits[first], steady.reindex(flow[first]).to_numpy())
     return waits
 
 

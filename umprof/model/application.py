@@ -177,7 +177,8 @@ class Application:
         copy from its call's start to the later of its call's end and its transfer's (the host waits that long: a
         pageable copy's staging and a small copy's latency lie outside the transfer itself), an asynchronous one its
         transfer; each less the time kernels ran within it (a copy queued behind a kernel waits for it: that is the
-        kernel's time)."""
+        kernel's time). Summed, they are the copies' time as the model prices it (several host threads' copies at
+        once priced apart, by their overlap)."""
         c = copies
         start, end = c["start"].to_numpy(np.int64), c["end"].to_numpy(np.int64)
         if "call_start" in c:
@@ -187,11 +188,6 @@ class Application:
         k = _union(self.kernels["start"].to_numpy(np.int64), self.kernels["end"].to_numpy(np.int64))
         kernel_ns = _covered(k, end) - _covered(k, start)
         return np.clip(end - start - kernel_ns, 0, None) / 1e9
-
-    def copies_wait_s(self, copies: pd.DataFrame) -> float:
-        """Seconds the given copies took (``copies_waits_s``), summed copy by copy, as the model prices them
-        (several host threads' copies at once are priced apart, by their overlap)."""
-        return float(self.copies_waits_s(copies).sum())
 
     @property
     def totals(self) -> dict:
@@ -365,10 +361,13 @@ def overlap_share(ops: pd.DataFrame, others: pd.DataFrame) -> np.ndarray:
     return (_covered(u, e) - _covered(u, s)) / dur
 
 
+# what makes copies one flow: the same direction, host memory, size, stream, call (synchronous or not) and range
+FLOW_KEYS = ["direction", "host_kind", "bytes", "stream", "sync", "range"]
+
+
 def flows(copies: pd.DataFrame, kernels: pd.DataFrame) -> pd.DataFrame:
     """The copies grouped into flows (see the module's docstring), the largest time first."""
-    cols = ["direction", "host_kind", "bytes", "stream", "sync", "range", "count", "total_bytes", "time_s",
-            "bytes_per_s", "overlap"]
+    cols = FLOW_KEYS + ["count", "total_bytes", "time_s", "bytes_per_s", "overlap"]
     c = copies[copies["direction"].isin(COPY_DIRECTIONS)]
     if c.empty:
         return pd.DataFrame(columns=cols)
@@ -379,7 +378,7 @@ def flows(copies: pd.DataFrame, kernels: pd.DataFrame) -> pd.DataFrame:
         busy = pd.concat([kernels[["start", "end"]], other[["start", "end"]]], ignore_index=True)
         share[mine] = overlap_share(c[mine], busy)
     c = c.assign(overlapped_s=share * c["dur_s"].to_numpy())
-    g = c.groupby(["direction", "host_kind", "bytes", "stream", "sync", "range"], dropna=False)
+    g = c.groupby(FLOW_KEYS, dropna=False)
     f = g.agg(count=("bytes", "size"), total_bytes=("bytes", "sum"), time_s=("dur_s", "sum"),
               overlapped_s=("overlapped_s", "sum")).reset_index()
     f["bytes_per_s"] = f["total_bytes"] / f["time_s"].where(f["time_s"] > 0)

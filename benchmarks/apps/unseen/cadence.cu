@@ -28,7 +28,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
-#include "../cuda_check.h"
+#include "host_memory.h"
 
 static const size_t STATE = 16u << 20, TABLE = 2 * STATE, FORCING = STATE / 4, DIAG = STATE / 2;  // floats
 
@@ -58,35 +58,6 @@ static double read_diagnostics(const float *g) {  // the host's whole read of th
     for (size_t j = 0; j < DIAG; j += 4)
         for (int k = 0; k < 4; ++k) a[k] += g[j + k];
     return a[0] + a[1] + a[2] + a[3];
-}
-
-enum Kind { MALLOC, PINNED, REGISTERED, WRITE_COMBINED, REGISTERED_MAPPED, ALLOC_MAPPED, MANAGED };
-
-static float *host_alloc(Kind k, size_t floats) {
-    const size_t bytes = floats * sizeof(float);
-    float *p = nullptr;
-    switch (k) {
-        case MALLOC: case REGISTERED: case REGISTERED_MAPPED:
-            p = (float *)malloc(bytes);
-            if (!p) { fprintf(stderr, "malloc failed\n"); exit(1); }
-            if (k == REGISTERED) CHECK(cudaHostRegister(p, bytes, cudaHostRegisterDefault));
-            if (k == REGISTERED_MAPPED) CHECK(cudaHostRegister(p, bytes, cudaHostRegisterMapped));
-            break;
-        case PINNED: CHECK(cudaMallocHost((void **)&p, bytes)); break;
-        case WRITE_COMBINED: CHECK(cudaHostAlloc((void **)&p, bytes, cudaHostAllocWriteCombined)); break;
-        case ALLOC_MAPPED: CHECK(cudaHostAlloc((void **)&p, bytes, cudaHostAllocMapped)); break;
-        case MANAGED: CHECK(cudaMallocManaged((void **)&p, bytes)); break;
-    }
-    return p;
-}
-
-static void host_free(Kind k, float *p) {
-    switch (k) {
-        case MALLOC: free(p); break;
-        case REGISTERED: case REGISTERED_MAPPED: CHECK(cudaHostUnregister(p)); free(p); break;
-        case PINNED: case WRITE_COMBINED: case ALLOC_MAPPED: CHECK(cudaFreeHost(p)); break;
-        case MANAGED: CHECK(cudaFree(p)); break;
-    }
 }
 
 int main(int argc, char **argv) {
@@ -122,8 +93,9 @@ int main(int argc, char **argv) {
     int dev = 0;
     CHECK(cudaGetDevice(&dev));
     cudaMemLocation gpu{cudaMemLocationTypeDevice, dev}, cpu{cudaMemLocationTypeHost, 0};
-    float *tab = host_alloc(tab_k, TABLE), *g = host_alloc(g_k, DIAG);
-    float *f[2] = {host_alloc(f_k, FORCING), pipelined ? host_alloc(f_k, FORCING) : nullptr};
+    auto floats = [](Kind k, size_t n) { return (float *)host_alloc(k, n * sizeof(float)); };
+    float *tab = floats(tab_k, TABLE), *g = floats(g_k, DIAG);
+    float *f[2] = {floats(f_k, FORCING), pipelined ? floats(f_k, FORCING) : nullptr};
     if (mem == "managed-advise-accessed-by-gpu") {
         CHECK(cudaMemAdvise(f[0], FORCING * sizeof(float), cudaMemAdviseSetAccessedBy, gpu));
         CHECK(cudaMemAdvise(g, DIAG * sizeof(float), cudaMemAdviseSetAccessedBy, gpu));

@@ -24,7 +24,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
-#include "../cuda_check.h"
+#include "host_memory.h"
 
 static const size_t SAMPLES = 16u << 20;
 static const int BINS = 1024;
@@ -44,34 +44,6 @@ static void decode(unsigned *x, int batch) {  // the host's whole write of the b
     for (size_t i = 0; i < SAMPLES; ++i) {
         unsigned v = (unsigned)i * 2246822519u + salt;
         x[i] = v ^ (v >> 13);
-    }
-}
-
-enum Kind { MALLOC, PINNED, REGISTERED, WRITE_COMBINED, REGISTERED_MAPPED, ALLOC_MAPPED, MANAGED };
-
-static void *host_alloc(Kind k, size_t bytes) {
-    void *p = nullptr;
-    switch (k) {
-        case MALLOC: case REGISTERED: case REGISTERED_MAPPED:
-            p = malloc(bytes);
-            if (!p) { fprintf(stderr, "malloc failed\n"); exit(1); }
-            if (k == REGISTERED) CHECK(cudaHostRegister(p, bytes, cudaHostRegisterDefault));
-            if (k == REGISTERED_MAPPED) CHECK(cudaHostRegister(p, bytes, cudaHostRegisterMapped));
-            break;
-        case PINNED: CHECK(cudaMallocHost(&p, bytes)); break;
-        case WRITE_COMBINED: CHECK(cudaHostAlloc(&p, bytes, cudaHostAllocWriteCombined)); break;
-        case ALLOC_MAPPED: CHECK(cudaHostAlloc(&p, bytes, cudaHostAllocMapped)); break;
-        case MANAGED: CHECK(cudaMallocManaged(&p, bytes)); break;
-    }
-    return p;
-}
-
-static void host_free(Kind k, void *p) {
-    switch (k) {
-        case MALLOC: free(p); break;
-        case REGISTERED: case REGISTERED_MAPPED: CHECK(cudaHostUnregister(p)); free(p); break;
-        case PINNED: case WRITE_COMBINED: case ALLOC_MAPPED: CHECK(cudaFreeHost(p)); break;
-        case MANAGED: CHECK(cudaFree(p)); break;
     }
 }
 

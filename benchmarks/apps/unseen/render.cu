@@ -22,7 +22,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
-#include "../cuda_check.h"
+#include "host_memory.h"
 
 static const size_t WIDTH = 8192, HEIGHT = 6144, PIXELS = WIDTH * HEIGHT;  // floats: 192 MiB
 
@@ -40,34 +40,6 @@ static double encode(const float *img) {  // the host reads every pixel
     for (size_t j = 0; j < PIXELS; j += 4)
         for (int k = 0; k < 4; ++k) a[k] += img[j + k];
     return a[0] + a[1] + a[2] + a[3];
-}
-
-enum Kind { MALLOC, PINNED, REGISTERED, WRITE_COMBINED, REGISTERED_MAPPED, ALLOC_MAPPED, MANAGED };
-
-static float *host_alloc(Kind k, size_t bytes) {
-    float *p = nullptr;
-    switch (k) {
-        case MALLOC: case REGISTERED: case REGISTERED_MAPPED:
-            p = (float *)malloc(bytes);
-            if (!p) { fprintf(stderr, "malloc failed\n"); exit(1); }
-            if (k == REGISTERED) CHECK(cudaHostRegister(p, bytes, cudaHostRegisterDefault));
-            if (k == REGISTERED_MAPPED) CHECK(cudaHostRegister(p, bytes, cudaHostRegisterMapped));
-            break;
-        case PINNED: CHECK(cudaMallocHost((void **)&p, bytes)); break;
-        case WRITE_COMBINED: CHECK(cudaHostAlloc((void **)&p, bytes, cudaHostAllocWriteCombined)); break;
-        case ALLOC_MAPPED: CHECK(cudaHostAlloc((void **)&p, bytes, cudaHostAllocMapped)); break;
-        case MANAGED: CHECK(cudaMallocManaged((void **)&p, bytes)); break;
-    }
-    return p;
-}
-
-static void host_free(Kind k, float *p) {
-    switch (k) {
-        case MALLOC: free(p); break;
-        case REGISTERED: case REGISTERED_MAPPED: CHECK(cudaHostUnregister(p)); free(p); break;
-        case PINNED: case WRITE_COMBINED: case ALLOC_MAPPED: CHECK(cudaFreeHost(p)); break;
-        case MANAGED: CHECK(cudaFree(p)); break;
-    }
 }
 
 int main(int argc, char **argv) {
@@ -101,7 +73,7 @@ int main(int argc, char **argv) {
     int dev = 0;
     CHECK(cudaGetDevice(&dev));
     cudaMemLocation gpu{cudaMemLocationTypeDevice, dev}, cpu{cudaMemLocationTypeHost, 0};
-    float *h[2] = {host_alloc(k, bytes), pipelined ? host_alloc(k, bytes) : nullptr};
+    float *h[2] = {(float *)host_alloc(k, bytes), pipelined ? (float *)host_alloc(k, bytes) : nullptr};
     if (mem == "managed-advise-accessed-by-gpu") CHECK(cudaMemAdvise(h[0], bytes, cudaMemAdviseSetAccessedBy, gpu));
     float *d[2] = {h[0], nullptr};
     if (in_place) CHECK(cudaHostGetDevicePointer((void **)&d[0], h[0], 0));
