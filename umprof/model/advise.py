@@ -48,7 +48,7 @@ import pandas as pd
 from umprof.core.units import format_rate, format_size, format_time
 from umprof.measure import strategies
 from umprof.measure.ops.lifecycle import PAGE_BYTES
-from umprof.model.application import FLOW_KEYS, GRAPH_NODES, Application, fraction
+from umprof.model.application import GRAPH_NODES, Application, flow_ids, flow_size, fraction
 from umprof.model.predict import Calibration, Prediction
 from umprof.model import ties
 from umprof.model.calibration import HOST_STEPS, PARTS_UNMEASURED, kind
@@ -715,7 +715,7 @@ def _flow_advice(app: Application, cal: Calibration, python: bool) -> list[Advic
     out = []
     its = app.loop.iterations if app.loop is not None else 1
     for _, f in app.flows.head(8).iterrows():
-        label = f"{f['direction']} {f['host_kind']} {format_size(int(f['bytes']))} stream {f['stream']}" \
+        label = f"{f['direction']} {f['host_kind']} {flow_size(f)} stream {f['stream']}" \
             + (f" in '{f['range']}'" if f["range"] else "")
         d = f["direction"]
         if f["host_kind"] == "pageable":
@@ -771,7 +771,8 @@ def _pageable_copies_s(app: Application, base: Prediction, one_pass: bool) -> tu
 
 def _waits_at_steady_pace_s(app: Application, copies: pd.DataFrame) -> np.ndarray:
     """The host's wait on each of the given copies, in time order (``Application.copies_waits_s``), each flow's first
-    copy at no more than its later ones' median, where the flow (``FLOW_KEYS``) has at least STEADY_COPIES copies. A
+    copy at no more than its later ones' median pace (seconds a byte, times its bytes), where the flow
+    (``application.flow_ids``) has at least STEADY_COPIES copies. A
     first copy back into malloc'd pages never touched faults them in as it lands, and a first copy of all pays the
     driver's own first use: the model prices those as the buffer's first write and the first iteration's extra
     (``host_init``, ``first_extra``) under every way, the current one too, so the trace's figure must not hold them
@@ -780,13 +781,15 @@ def _waits_at_steady_pace_s(app: Application, copies: pd.DataFrame) -> np.ndarra
     the 0.51 s measured (2026-12-02). Copies into new arrays every step (arrays) fault every time, first or not: their
     first copy is like the others, and all of it counts."""
     waits = app.copies_waits_s(copies)
-    flow = copies.groupby(FLOW_KEYS, dropna=False, sort=False).ngroup().to_numpy()
+    flow, nbytes = flow_ids(copies), copies["bytes"].to_numpy(float)
     _, first = np.unique(flow, return_index=True)
     later = np.ones(len(flow), bool)
     later[first] = False
-    steady = pd.Series(waits[later]).groupby(flow[later]).median()
+    # the later copies' pace as seconds a byte, so that a flow of copies of several sizes (a size class) caps its
+    # first copy at its own size's time; a flow of one size, at its later copies' median wait
+    pace = pd.Series(waits[later] / np.maximum(nbytes[later], 1.0)).groupby(flow[later]).median()
     first = first[np.bincount(flow)[flow[first]] >= STEADY_COPIES]
-    waits[first] = np.minimum(waits[first], steady.reindex(flow[first]).to_numpy())
+    waits[first] = np.minimum(waits[first], pace.reindex(flow[first]).to_numpy() * nbytes[first])
     return waits
 
 

@@ -3,7 +3,8 @@ unified memory, and the host-memory strategy it uses now.
 
 From :class:`~umprof.nsight.trace_db.TraceTables`, per process and GPU:
 
-* **flows**: its copies grouped by direction, host memory kind, size, stream, synchronous or not,
+* **flows**: its copies grouped by direction, host memory kind, size (a size made fewer than three times joins
+  the others of its power-of-two range), stream, synchronous or not,
   and the enclosing NVTX range where there is one: count, bytes, time, achieved GB/s, and how
   much of their time overlapped kernels or copies the other way;
 * **the loop**: the repeating pattern of the CUDA calls its host thread makes (each call named by
@@ -12,8 +13,9 @@ From :class:`~umprof.nsight.trace_db.TraceTables`, per process and GPU:
   of two phases) and holds every call that recurs; its iterations are cut at one call of each
   period, and
   each gets its copies, kernels, unified-memory migrations and wall time; the steady iteration is
-  their median, the first kept apart; a loop of copies before it (a dataset loaded chunk by chunk,
-  then iterated over) is found among the calls ahead of its first iteration and kept as its ``lead``;
+  their median (their mean where they move very different amounts), the first kept apart; a loop of
+  copies before it (a dataset loaded chunk by chunk, then iterated over) is found among the calls
+  ahead of its first iteration and kept as its ``lead``;
 * **unified memory**: migrations each way, GPU fault groups and faults, CPU faults, and whether
   prefetch or advice calls were made;
 * **the strategy**: the one of umprof's that the application's data movement matches (pageable
@@ -361,13 +363,46 @@ def overlap_share(ops: pd.DataFrame, others: pd.DataFrame) -> np.ndarray:
     return (_covered(u, e) - _covered(u, s)) / dur
 
 
-# what makes copies one flow: the same direction, host memory, size, stream, call (synchronous or not) and range
-FLOW_KEYS = ["direction", "host_kind", "bytes", "stream", "sync", "range"]
+# what makes copies one flow: the same direction, host memory, size class (``size_classes``), stream, call
+# (synchronous or not) and range
+FLOW_KEYS = ["direction", "host_kind", "size_class", "stream", "sync", "range"]
+RECURRING = 3  # copies of one size that make it a flow's own (fewer join the other sizes of their power-of-two range)
+
+
+def size_classes(copies: pd.DataFrame) -> np.ndarray:
+    """Each copy's size class, within the copies of its direction, host memory, stream, call and range: its size where
+    at least RECURRING copies there have that size, else its power-of-two range, as the negative of the range's lower
+    bound, which no size is. A program whose copies change size every iteration (requests, a server's loop over
+    requests of 284 KiB to 30 MiB: benchmarks/apps/unseen) has a flow of each range rather than 320 flows of one or
+    two copies each; a program's recurring sizes, and a copy alone in its range, keep their flows."""
+    if copies.empty:
+        return np.zeros(0, np.int64)
+    nbytes = copies["bytes"].to_numpy(np.int64)
+    others = [k for k in FLOW_KEYS if k != "size_class"]
+    made = copies.groupby(others + ["bytes"], dropna=False, sort=False)["bytes"].transform("size").to_numpy()
+    recurs = made >= RECURRING
+    floor = np.left_shift(np.int64(1), np.floor(np.log2(np.maximum(nbytes, 1))).astype(np.int64))
+    return np.where(recurs, nbytes, -floor)
+
+
+def flow_ids(copies: pd.DataFrame) -> np.ndarray:
+    """Each copy's flow (``FLOW_KEYS``), numbered in the order the flows first appear."""
+    keyed = copies.assign(size_class=size_classes(copies))
+    return keyed.groupby(FLOW_KEYS, dropna=False, sort=False).ngroup().to_numpy()
+
+
+def flow_size(flow) -> str:
+    """A flow's size in words: its copies' size, or their range where they differ (``flows``' min and max)."""
+    lo, hi = int(flow["min_bytes"]), int(flow["max_bytes"])
+    return format_size(lo) if lo == hi else f"{format_size(lo)}-{format_size(hi)}"
 
 
 def flows(copies: pd.DataFrame, kernels: pd.DataFrame) -> pd.DataFrame:
-    """The copies grouped into flows (see the module's docstring), the largest time first."""
-    cols = FLOW_KEYS + ["count", "total_bytes", "time_s", "bytes_per_s", "overlap"]
+    """The copies grouped into flows (see the module's docstring), the largest time first: each flow's keys, its
+    copies' mean size (``bytes``) and their least and largest (``min_bytes``, ``max_bytes``: the same where every
+    copy of the flow has one size), count, total bytes, time, rate and the share of its time overlapped."""
+    cols = [k for k in FLOW_KEYS if k != "size_class"] + ["bytes", "min_bytes", "max_bytes", "count", "total_bytes",
+                                                          "time_s", "bytes_per_s", "overlap"]
     c = copies[copies["direction"].isin(COPY_DIRECTIONS)]
     if c.empty:
         return pd.DataFrame(columns=cols)
@@ -377,10 +412,11 @@ def flows(copies: pd.DataFrame, kernels: pd.DataFrame) -> pd.DataFrame:
         other = c[c["direction"] != d]
         busy = pd.concat([kernels[["start", "end"]], other[["start", "end"]]], ignore_index=True)
         share[mine] = overlap_share(c[mine], busy)
-    c = c.assign(overlapped_s=share * c["dur_s"].to_numpy())
+    c = c.assign(overlapped_s=share * c["dur_s"].to_numpy(), size_class=size_classes(c))
     g = c.groupby(FLOW_KEYS, dropna=False)
-    f = g.agg(count=("bytes", "size"), total_bytes=("bytes", "sum"), time_s=("dur_s", "sum"),
-              overlapped_s=("overlapped_s", "sum")).reset_index()
+    f = g.agg(count=("bytes", "size"), total_bytes=("bytes", "sum"), min_bytes=("bytes", "min"),
+              max_bytes=("bytes", "max"), time_s=("dur_s", "sum"), overlapped_s=("overlapped_s", "sum")).reset_index()
+    f["bytes"] = (f["total_bytes"] // f["count"]).astype(np.int64)
     f["bytes_per_s"] = f["total_bytes"] / f["time_s"].where(f["time_s"] > 0)
     f["overlap"] = f["overlapped_s"] / f["time_s"].where(f["time_s"] > 0)
     return f.sort_values("time_s", ascending=False, kind="stable")[cols].reset_index(drop=True)
@@ -666,7 +702,7 @@ def find_loop(calls: pd.DataFrame, copies: pd.DataFrame, kernels: pd.DataFrame, 
     if (steady[GPU_WORK].sum(axis=1) > 0).mean() < 0.5:
         # calls repeated in its setup (streams, events created one by one), the GPU's work after the last
         return None
-    med = steady.median(numeric_only=True).to_dict()
+    med = _typical_iteration(steady)
     # a loop before it ends a period before the first cut: the first iteration's calls ahead of its cut are its own
     ahead = int(tokens["start"].to_numpy()[max(0, at[0] - p + 1)])
     lead = _lead_loop(ahead, calls, copies, kernels) if with_lead else None
@@ -679,6 +715,24 @@ def find_loop(calls: pd.DataFrame, copies: pd.DataFrame, kernels: pd.DataFrame, 
     return Loop(iterations=len(per), period=p, anchor=str(names[anchor]), first_s=float(per["wall_s"].iloc[0]),
                 steady_s=float(med["wall_s"]), per_iteration=med, first=first.to_dict(), largest=largest,
                 span=(int(edges[0]), int(edges[-1])), lead=lead)
+
+
+# the spread (standard deviation over mean) of the bytes the steady iterations move beyond which they are read by
+# their mean, not their median
+VARIED_BYTES = 0.5
+
+
+def _typical_iteration(steady: pd.DataFrame) -> dict:
+    """The steady iteration: the median of each column, which no odd iteration moves; where the iterations move very
+    different amounts (their bytes' spread over VARIED_BYTES), their mean, so that the iterations times it make the
+    loop's bytes and time. A loop whose iterations repeat a pattern is cut at its period and moves the same each
+    iteration (cadence's 32 MiB back every 8th step is in every iteration of 8 steps); a loop whose copies change
+    size every iteration is cut at a call that recurs (requests, benchmarks/apps/unseen: a launch a request of 284 KiB
+    to 30 MiB), and its median iteration moved 2.7 MiB in where the mean moved 6.2 MiB."""
+    moved = steady[["h2d_bytes", "d2h_bytes", "um_h2d_bytes", "um_d2h_bytes"]].sum(axis=1)
+    mean = float(moved.mean())
+    varied = len(steady) > 1 and mean > 0 and float(moved.std(ddof=0)) > VARIED_BYTES * mean
+    return (steady.mean(numeric_only=True) if varied else steady.median(numeric_only=True)).to_dict()
 
 
 def _issued_from(t0: int, calls, copies, kernels, before: bool = False) -> tuple:

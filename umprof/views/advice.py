@@ -8,6 +8,7 @@ from rich.console import Console
 from rich.table import Table
 
 from umprof.core.units import format_rate, format_size, format_time
+from umprof.model.application import flow_size
 
 FLOWS_SHOWN = 10
 
@@ -21,7 +22,7 @@ def flows_table(adv) -> Table:
                 "range"):
         t.add_column(col, justify="right" if col in numbers else "left")
     for _, f in app.flows.head(FLOWS_SHOWN).iterrows():
-        t.add_row(f["direction"], f["host_kind"], format_size(int(f["bytes"])), str(int(f["count"])),
+        t.add_row(f["direction"], f["host_kind"], flow_size(f), str(int(f["count"])),
                   format_size(int(f["total_bytes"])), format_time(f["time_s"]), format_rate(f["bytes_per_s"]),
                   _pct(f["bytes_per_s"] / adv.link_bytes_per_s), "yes" if f["sync"] else "no", str(f["stream"]),
                   _pct(f["overlap"]), f["range"] or "-")
