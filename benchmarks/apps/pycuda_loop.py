@@ -10,6 +10,7 @@ as umprof registers them); prints one JSON line.
 
 import argparse
 import json
+import statistics
 import time
 
 import numpy as np
@@ -43,6 +44,9 @@ def main():
     p.add_argument("--mib", type=float, default=32)
     p.add_argument("--iters", type=int, default=40)
     p.add_argument("--work", type=int, default=1)
+    p.add_argument("--parts", action="store_true",
+                   help="also time each step's parts on the host's clock (the write, each copy, the kernel, the sum) "
+                        "and print their medians under \"parts_s\"")
     a = p.parse_args()
     n = int(a.mib * 2**20 // 4)
     t0 = time.perf_counter()
@@ -74,17 +78,37 @@ def main():
     base = ((np.arange(n, dtype=np.int64) * 7) & 1023).astype(np.float32)
     total = 0.0
     blocks = min((n + 255) // 256, 132 * 16)
+    parts = {k: [] for k in ("write", "h2d", "kernel", "d2h", "sum")}
+    clock = time.perf_counter
+
+    def timed(name, t):  # the part since t, where asked (the kernel's part waits for it to end)
+        if a.parts:
+            if name == "kernel":
+                cuda.Context.synchronize()
+            parts[name].append(clock() - t)
+        return clock()
+
     for it in range(a.iters):
+        t = clock()
         np.add(base, np.float32(it % 7), out=h_in)  # the step's new frame: every word written
+        t = timed("write", t)
         if copies:
             cuda.memcpy_htod(d_in, h_in)
+            t = timed("h2d", t)
         KERNEL(d_in, d_out, np.uint64(n), np.int32(a.work), block=(256, 1, 1), grid=(blocks, 1))
+        t = timed("kernel", t)
         if copies:
             cuda.memcpy_dtoh(h_out, d_out)
+            t = timed("d2h", t)
         else:
             cuda.Context.synchronize()
         total += float(h_out.sum(dtype=np.float64))
-    print(json.dumps({"app": "pycuda_loop", "mem": a.mem, "loop_s": time.perf_counter() - t0, "checksum": total}))
+        timed("sum", t)
+    out = {"app": "pycuda_loop", "mem": a.mem, "loop_s": time.perf_counter() - t0, "checksum": total}
+    if a.parts:  # the first step's apart: it faults pages in
+        out["parts_s"] = {k: statistics.median(v[1:]) for k, v in parts.items() if len(v) > 1}
+        out["first_s"] = {k: v[0] for k, v in parts.items() if v}
+    print(json.dumps(out))
 
 
 if __name__ == "__main__":
