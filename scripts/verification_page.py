@@ -277,6 +277,9 @@ def advise_section(gpu: str) -> list[str]:
         return [f"### `umprof advise` on the {GPUS[gpu]}", "", "Not measured on this GPU yet.", ""]
     docs = [json.loads(f.read_text()) for f in files]
     traces = sorted((RESULTS / "advise").glob(f"nvidia-{gpu}-traces.tar.*"))
+    if not traces:  # moved aside (as for a GPU call): the page would cite no archive
+        raise SystemExit(f"verification_page: no results/advise/nvidia-{gpu}-traces.tar.* found: the page cites the "
+                         "traces the judged leases were read from; put the archive back and run this again")
     lines = [f"### `umprof advise` on the {GPUS[gpu]}", "",
              "Each application traced as written (its own mode), advised from its trace and the shipped calibration "
              "(judged again at today's model: `benchmarks/apps/judge.py`); then every mode timed by wall clock, process "

@@ -366,6 +366,8 @@ def overlap_share(ops: pd.DataFrame, others: pd.DataFrame) -> np.ndarray:
 # what makes copies one flow: the same direction, host memory, size class (``size_classes``), stream, call
 # (synchronous or not) and range
 FLOW_KEYS = ["direction", "host_kind", "size_class", "stream", "sync", "range"]
+# the keys a copy carries itself (``size_class`` is worked out from the copies that share these)
+COPY_KEYS = [k for k in FLOW_KEYS if k != "size_class"]
 RECURRING = 3  # copies of one size that make it a flow's own (fewer join the other sizes of their power-of-two range)
 
 
@@ -378,8 +380,7 @@ def size_classes(copies: pd.DataFrame) -> np.ndarray:
     if copies.empty:
         return np.zeros(0, np.int64)
     nbytes = copies["bytes"].to_numpy(np.int64)
-    others = [k for k in FLOW_KEYS if k != "size_class"]
-    made = copies.groupby(others + ["bytes"], dropna=False, sort=False)["bytes"].transform("size").to_numpy()
+    made = copies.groupby(COPY_KEYS + ["bytes"], dropna=False, sort=False)["bytes"].transform("size").to_numpy()
     recurs = made >= RECURRING
     floor = np.left_shift(np.int64(1), np.floor(np.log2(np.maximum(nbytes, 1))).astype(np.int64))
     return np.where(recurs, nbytes, -floor)
@@ -401,8 +402,7 @@ def flows(copies: pd.DataFrame, kernels: pd.DataFrame) -> pd.DataFrame:
     """The copies grouped into flows (see the module's docstring), the largest time first: each flow's keys, its
     copies' mean size (``bytes``) and their least and largest (``min_bytes``, ``max_bytes``: the same where every
     copy of the flow has one size), count, total bytes, time, rate and the share of its time overlapped."""
-    cols = [k for k in FLOW_KEYS if k != "size_class"] + ["bytes", "min_bytes", "max_bytes", "count", "total_bytes",
-                                                          "time_s", "bytes_per_s", "overlap"]
+    cols = COPY_KEYS + ["bytes", "min_bytes", "max_bytes", "count", "total_bytes", "time_s", "bytes_per_s", "overlap"]
     c = copies[copies["direction"].isin(COPY_DIRECTIONS)]
     if c.empty:
         return pd.DataFrame(columns=cols)

@@ -44,3 +44,15 @@ def test_an_advice_applied_by_its_variant_is_judged_and_named_by_it():
     assert row.startswith("| app | managed | pageable-registered (tie), applied as pageable-registered-sampled | "
                           "pageable-registered-sampled | +0.0% | yes |")
     assert "| 2.300 s | 2.400 s | yes |" in row
+
+
+def test_a_page_without_the_trace_archive_it_cites_is_refused(tmp_path, monkeypatch):
+    import json
+
+    import pytest
+    mod = _page()
+    (tmp_path / "advise").mkdir()
+    (tmp_path / "advise" / "nvidia-h200-judged-a.json").write_text(json.dumps({"gpu": "NVIDIA H200"}))
+    monkeypatch.setattr(mod, "RESULTS", tmp_path)
+    with pytest.raises(SystemExit, match="nvidia-h200-traces.tar"):
+        mod.advise_section("h200")
