@@ -36,7 +36,7 @@ declare -A MODES=(
   [render]="pageable pinned registered mapped zero-copy managed managed-prefetch managed-advise-accessed-by-gpu pinned-pipelined"
   [histogram]="pageable pinned registered write-combined mapped zero-copy managed managed-prefetch managed-advise-accessed-by-gpu pinned-pipelined"
   [requests]="pageable pinned registered write-combined mapped zero-copy managed managed-prefetch managed-advise-accessed-by-gpu pinned-pipelined"
-  [tiles]="pageable pinned registered mapped zero-copy managed managed-prefetch pinned-pipelined staged once"
+  [tiles]="pageable pinned registered mapped zero-copy managed managed-prefetch managed-advise-accessed-by-gpu managed-advise-prefer-gpu pinned-pipelined staged once"
 )
 apps="${ONLY:-jacobi particles chunked_async matvec embedding twophase blur headers workers thrust_stats pin_per_call bounce_per_call staged_upload snapshot refine monitor recopy sources prefetched batches cadence arrays render histogram requests tiles}"
 for a in $apps; do

@@ -18,6 +18,8 @@
 //   managed              the images from cudaMallocManaged, the kernel reading and writing each tile in place
 //   managed-prefetch     the same, the tile's rows of both images prefetched to the GPU before its kernel, the last
 //                        image to the host before the checksum
+//   managed-advise-accessed-by-gpu, managed-advise-prefer-gpu  the managed images, advised once after they are
+//                        allocated (accessed by the GPU / preferring the GPU's memory), the kernel as in managed
 //   pinned-pipelined     pinned images, two device tiles and results on two streams: tile t+1 copies in while
 //                        tile t is filtered (cudaMemcpy2DAsync)
 //   staged               malloc'd images, one 16 MiB pinned buffer each way: the host packs the tile's rows into it
@@ -69,7 +71,8 @@ int main(int argc, char **argv) {
     else if (mem == "write-combined") k[0] = WRITE_COMBINED, k[1] = PINNED;
     else if (mem == "mapped") k[0] = k[1] = REGISTERED_MAPPED;
     else if (mem == "zero-copy") k[0] = k[1] = ALLOC_MAPPED;
-    else if (mem == "managed" || mem == "managed-prefetch") k[0] = k[1] = MANAGED;
+    else if (mem == "managed" || mem == "managed-prefetch" || mem == "managed-advise-accessed-by-gpu" ||
+             mem == "managed-advise-prefer-gpu") k[0] = k[1] = MANAGED;
     else { fprintf(stderr, "unknown --mem %s\n", mem.c_str()); return 2; }
     const bool managed = k[0] == MANAGED, prefetch = mem == "managed-prefetch";
     const bool in_place = managed || k[0] == REGISTERED_MAPPED || k[0] == ALLOC_MAPPED;
@@ -85,6 +88,10 @@ int main(int argc, char **argv) {
     CHECK(cudaGetDevice(&dev));
     cudaMemLocation gpu{cudaMemLocationTypeDevice, dev}, cpu{cudaMemLocationTypeHost, 0};
     float *img[2] = {(float *)host_alloc(k[0], IMAGE), (float *)host_alloc(k[1], IMAGE)};
+    for (float *m : img) {
+        if (mem == "managed-advise-accessed-by-gpu") CHECK(cudaMemAdvise(m, IMAGE, cudaMemAdviseSetAccessedBy, gpu));
+        if (mem == "managed-advise-prefer-gpu") CHECK(cudaMemAdvise(m, IMAGE, cudaMemAdviseSetPreferredLocation, gpu));
+    }
     for (size_t i = 0; i < W * H; ++i) img[0][i] = (float)((i * 7) & 1023) * (1.0f / 1024.0f);  // the scan
     float *dimg[2] = {img[0], img[1]};  // what the kernel reads and writes: in place, or the device's copies
     if (k[0] == REGISTERED_MAPPED || k[0] == ALLOC_MAPPED)
