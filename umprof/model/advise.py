@@ -18,7 +18,9 @@ it is told so, with what bounds any other way's saving (its kernels' time and it
 and told to keep what it has where that is within the run's noise. A managed program's host is read as writing
 no more an iteration than comes back to it. A loop of copies whose host thread does not touch what it copies is
 also read as one pass over everything it copies, and the reading whose prediction of the run as it is comes nearer
-its measured time is the one priced (``_reads_as_one_pass``). A loop of copies before the loop (``Loop.lead``: a
+its measured time is the one priced (``_reads_as_one_pass``); where the iterations stand and each copies out as much
+as it copies in, the data is read as one dataset the loop carries out and back unchanged, and the ways whose pages stay
+on the GPU are priced moving it once (``_round_trip``). A loop of copies before the loop (``Loop.lead``: a
 dataset loaded chunk by chunk) is read as a workload of its own, and its time under each way joins the loop's.
 
 The advice is the fastest strategy, or, where strategies are within the prediction's own error
@@ -87,6 +89,9 @@ TRACED_GPU_FAULT_SHARE = 0.75
 # accessed-by on all five leases that timed both, one H100's and four H200s' of 2026-11-27 and -12-01: it saved none
 # of the host's stalls)
 ACCESS_COUNTED = "managed-advise-accessed-by-gpu"
+# how near an iteration's bytes out must be to its bytes in (a share of the larger) for a loop whose host does not
+# touch what it moves to be read as carrying one dataset out and back again (_round_trip)
+ROUND_TRIP = 0.10
 # below this share of the buffer read back an iteration, a managed program told to copy is told to copy back that part
 HOST_READS_PART = 0.5
 # how the change says it (benchmarks/apps/judge.py finds the variant of an application that applies it by these words)
@@ -268,11 +273,13 @@ def _loop_s(app: Application) -> float:
     return (app.loop.span[1] - app.loop.span[0]) / 1e9
 
 
-def workload_of(app: Application, one_pass: bool = False) -> tuple[Workload | None, str]:
+def workload_of(app: Application, one_pass: bool = False, one_dataset: bool = False) -> tuple[Workload | None, str]:
     """The application's loop as umprof's workload, and how it was read (see the module's docstring);
     None where it moves no data umprof can model (no copies and no managed memory), with why. ``one_pass``:
     the whole run as one pass over everything it copies, its data written before and read after (a loop
-    whose host does not touch what it moves: ``_reads_as_one_pass``)."""
+    whose host does not touch what it moves: ``_reads_as_one_pass``); ``one_dataset`` (with ``one_pass``): over one
+    dataset, what its steady iteration copies each way, that every iteration carries out and back again
+    unchanged (``_round_trip``), every kernel of the run working on it."""
     loop, um = (None if one_pass else app.loop), app.um
     if loop is not None:
         per, big, its = loop.per_iteration, loop.largest, loop.iterations
@@ -282,6 +289,10 @@ def workload_of(app: Application, one_pass: bool = False) -> tuple[Workload | No
         per = big = {"h2d_bytes": t["h2d_bytes"], "d2h_bytes": t["d2h_bytes"], "um_h2d_bytes": um["h2d_bytes"],
                      "um_d2h_bytes": um["d2h_bytes"], "kernel_s": t["kernel_s"],
                      "h2d_copies": int((c["direction"] == "h2d").sum()), "d2h_copies": int((c["direction"] == "d2h").sum())}
+        if one_dataset:
+            steady = app.loop.per_iteration
+            per = big = dict(per, **{k: steady.get(k, 0) for k in ("h2d_bytes", "d2h_bytes", "h2d_copies",
+                                                                     "d2h_copies")})
         its = 1
     explicit = big.get("h2d_bytes", 0) + big.get("d2h_bytes", 0) > 0
     prefix = "" if explicit else "um_"
@@ -340,7 +351,9 @@ def workload_of(app: Application, one_pass: bool = False) -> tuple[Workload | No
            + (f"; kernels {format_time(kernel_s)} per iteration" if kernel_s else "")
            + f"; {its} iteration{'s' if its != 1 else ''}"
            + ("" if loop is not None else ", its data written once (the first write)")
-           + (f"; read as one pass over everything its {app.loop.iterations} iterations copy: its host does not "
+           + (f"; read as one dataset that its {app.loop.iterations} iterations carry out and back unchanged: its "
+              "host does not touch the data in the loop" if one_dataset else
+              f"; read as one pass over everything its {app.loop.iterations} iterations copy: its host does not "
               "touch the data in the loop" if one_pass else "")
            + ("; its pageable memory priced as a C program's malloc'd pages" if w.host_pages == "malloc" else
               "; its pageable memory priced as numpy's arrays (a Python program)")
@@ -367,8 +380,8 @@ class _Reading(NamedTuple):
         return self.base.whole_s - _host_s(self.base) + self.host_now
 
 
-def _reading(app: Application, cal: Calibration, one_pass: bool) -> _Reading:
-    w, how = workload_of(app, one_pass)
+def _reading(app: Application, cal: Calibration, one_pass: bool, one_dataset: bool = False) -> _Reading:
+    w, how = workload_of(app, one_pass, one_dataset)
     if w is None:
         return _Reading(None, how, [], [], None, None, 0.0, one_pass)
     w = replace(w, fits=w.bytes <= (cal.device.get("memory_total_bytes") or app.memory_bytes or w.bytes))
@@ -377,7 +390,7 @@ def _reading(app: Application, cal: Calibration, one_pass: bool) -> _Reading:
         w = replace(w, kernel_bytes=moved)
         how += (f"; its kernels' {format_time(w.kernel_s)} an iteration move at most {format_size(moved)} of device "
                 f"memory ({basis}), all that a kernel reading the data in host memory would move")
-    passes, launches = _kernel_passes(app, w, cal, one_pass)
+    passes, launches = _kernel_passes(app, w, cal, one_pass, one_dataset)
     if passes > 1:
         w = replace(w, reuse=passes)
         how += (f"; its {launches:.0f} kernel launches an iteration make {passes} passes over the buffer (each "
@@ -407,7 +420,8 @@ def _kernel_bytes(w: Workload, cal: Calibration) -> tuple[int, str]:
     return (moved, basis) if moved < w.bytes else (0, "")
 
 
-def _kernel_passes(app: Application, w: Workload, cal: Calibration, one_pass: bool) -> tuple[int, float]:
+def _kernel_passes(app: Application, w: Workload, cal: Calibration, one_pass: bool,
+                   one_dataset: bool = False) -> tuple[int, float]:
     """How many passes over the buffer an iteration's kernels make (``Workload.reuse``), and how many kernels it
     launches: each launch moves at most what its time moves of device memory at the DRAM's theoretical rate, and
     reads the buffer at most once (where an iteration copies in in parts, at most one part), summed over the loop's
@@ -421,7 +435,9 @@ def _kernel_passes(app: Application, w: Workload, cal: Calibration, one_pass: bo
     an iteration copies in (or, managed, migrates in) most of what it works on (the frame it refines): where it
     copies little or nothing in, its launches step state kept on the GPU (snapshot's field, 20 steps between copies
     back; jacobi's grid), which a way that reads host memory in place would keep there too, copying out what it
-    copies out now: one pass."""
+    copies out now: one pass. ``one_dataset``: the run's launches over one dataset that each iteration carries out and
+    back (``_round_trip``), a launch at most one of the parts an iteration copies in (tiles' 128 launches over its
+    image's 32 tiles, four passes)."""
     rate = float(cal.device.get("dram_bytes_per_s") or 0.0)
     loop, k = (None if one_pass else app.loop), app.kernels
     if not rate or not w.kernel_s or not len(k):
@@ -430,6 +446,8 @@ def _kernel_passes(app: Application, w: Workload, cal: Calibration, one_pass: bo
     # dataset sent batch by batch, a kernel a batch: batches, benchmarks/apps/unseen, 32 launches of 12 µs over
     # its 32 batches of 32 MiB, read as two passes over its 1 GiB without this)
     launches, parts = float(len(k)), max(1.0, float((app.copies["direction"] == "h2d").sum()))
+    if one_dataset:  # one dataset carried out and back (``_round_trip``): in the parts its steady iteration copies
+        parts = max(1.0, float(app.loop.per_iteration.get("h2d_copies", 0.0)))
     if loop is not None:  # as many launches as its steady iteration makes, their times those issued in its span
         per = loop.per_iteration
         launches, parts = float(per.get("kernels", 0.0)), max(1.0, float(per.get("h2d_copies", 0.0)))
@@ -530,8 +548,11 @@ def advise(app: Application, cal: Calibration, source: str = "") -> AppAdvice:
     traced_copies_s, priced_copies_s = _pageable_copies_s(app, base, reading.one_pass)
     copies_beyond_s = overlap * (traced_copies_s - priced_copies_s)
     measured_base += copies_beyond_s
+    # a loop that carries one dataset out and back unchanged (_round_trip): the ways whose pages stay where the
+    # kernels used them move it once, the loop before it (its first pass, cut apart) included
+    carried = _carried_s(app, cal, reading, idle, measured_base)
     whole = {p.strategy: measured_base - pinned_once_s if p is base
-             else p.whole_s + beyond + lead_s.get(p.strategy, 0.0)
+             else carried.get(p.strategy, p.whole_s + lead_s.get(p.strategy, 0.0) + beyond)
              - (1.0 - overlap) * p.iterations * (p.steady_s - base.steady_s)
              + (stall_s + gpu_stall_s if _keeps_stalls(p.strategy) else 0.0)
              for p in ranked}
@@ -576,7 +597,7 @@ def advise(app: Application, cal: Calibration, source: str = "") -> AppAdvice:
     out.limits += _touches_unseen_limit(app, w, stall_s, reading.one_pass)
     out.limits += _gpu_stall_limit(app, base, gpu_stall_s, keeping)
     out.limits += _limits(app, saving, host_now, pick, idle, reading.one_pass, pinning_s, staging_s, stall_s,
-                          gpu_stall_s)
+                          gpu_stall_s, bool(carried))
     out.limits += _passes_limit(w)
     out.limits += _threads_limit(app, base, threads, overlap, saving)
     if beyond > 0:
@@ -587,6 +608,46 @@ def advise(app: Application, cal: Calibration, source: str = "") -> AppAdvice:
         out.limits.append(PARTS_UNMEASURED)
     out.verdict = _verdict(app, out, tied, now_s, base, within_noise)
     return out
+
+
+def _round_trip(app: Application, idle: tuple[float, float] | None) -> bool:
+    """Whether the loop reads as carrying one dataset out and back unchanged: its host thread does not touch what it
+    moves (``_untouched``), and each steady iteration copies out as much as it copies in (within ROUND_TRIP), so that
+    what goes out comes back in the next. tiles (benchmarks/apps/unseen: an out-of-core filter's four passes over a
+    512 MiB image, 16 MiB tiles in and out) was priced with its host rewriting the image every pass, managed memory
+    1.27 s against 0.46-0.85 s for the others; on two H200 leases every managed way measured fastest, 0.72-0.86 s
+    against 0.95-1.20 s for pinned and registered memory, as the image moves once each way under them."""
+    if not _untouched(idle) or app.loop is None or app.loop.iterations < 2:
+        return False
+    per = app.loop.per_iteration
+    sent, back = float(per.get("h2d_bytes", 0.0)), float(per.get("d2h_bytes", 0.0))
+    return sent > 0 and back > 0 and abs(sent - back) <= ROUND_TRIP * max(sent, back)
+
+
+def _stays_on_gpu(strategy: str) -> bool:
+    """Whether the way's pages stay on the GPU between iterations that the host does not touch: on-demand managed
+    memory and the prefetched one (migrated once), and accessed-by (ACCESS_COUNTED: the access counters move them)."""
+    return kind(strategy) in ("on-demand", "prefetch") or strategy == ACCESS_COUNTED
+
+
+def _carried_s(app: Application, cal: Calibration, reading: _Reading, idle: tuple[float, float] | None,
+               measured_base: float) -> dict:
+    """Where the loop carries one dataset out and back (``_round_trip``) and is read as its iterations: each way that
+    keeps its pages on the GPU (``_stays_on_gpu``) → its whole run priced as one pass over that dataset, every launch's
+    passes over it (``workload_of(one_dataset=True)``). The copy ways keep the program's copies, as its iterations price
+    them; the others read host memory every pass as they do. Empty elsewhere."""
+    if reading.one_pass or not _round_trip(app, idle):
+        return {}
+    r = _reading(app, cal, one_pass=True, one_dataset=True)
+    if r.workload is None or r.current is None:
+        return {}
+    # the program as it runs, read so: the current way as one pass over the dataset, its host accesses as made, with
+    # every copy of the run as traced (pageable copies, at the host's pace) or with the copies of the passes after
+    # the first as traced; each kept way saves its difference from that (the iterations would price host accesses
+    # every pass that its host does not make), and is priced in their frame as the current way less that saving
+    traced, priced = _pageable_copies_s(app, r.base, one_pass=True)
+    as_runs = r.as_made_s() - priced + traced if traced else r.as_made_s() + _round_trips_s(app)
+    return {p.strategy: measured_base - (as_runs - p.whole_s) for p in r.ranked if _stays_on_gpu(p.strategy)}
 
 
 def _lead_reading(app: Application, cal: Calibration) -> _Reading | None:
@@ -873,15 +934,17 @@ def _host_now(base: Prediction, ranked: list[Prediction]) -> float:
 
 def _limits(app: Application, saving: float, host_now: float, advised: Prediction,
             idle: tuple[float, float] | None, one_pass: bool, pinning_s: float = 0.0,
-            staging_s: float = 0.0, stall_s: float = 0.0, gpu_stall_s: float = 0.0) -> list[str]:
+            staging_s: float = 0.0, stall_s: float = 0.0, gpu_stall_s: float = 0.0,
+            carried: bool = False) -> list[str]:
     """What bounds any strategy's saving: where the advice saves more than copies and migrations take (and the
     loop's page-locking calls, ``pinning_s``, which every way makes once, and the host's copies through a bounce
     buffer, ``staging_s``, which only the current way makes), whatever their share of the
     run, where the rest comes from (the host's accesses, ``host_now`` over the run as it is and ``advised``'s, and
     the loop's other steps), since the trace measured only the copies; else, where copies and migrations (and
     page-locking in the loop) are a small share of the run, that share; a loop whose host does not touch what it
-    copies (``idle``, and whether it was read as ``one_pass``); CUDA graph launches the trace holds whole; a run with
-    no loop found. Copies from several host threads are :func:`_threads_limit`'s."""
+    copies (``idle``, whether it was read as ``one_pass``, and whether as one dataset ``carried`` out and back); CUDA
+    graph launches the trace holds whole; a run with no loop found. Copies from several host threads are
+    :func:`_threads_limit`'s."""
     t, um = app.totals, app.um
     # the kernels' faults beyond their priced time hold the migrations to the GPU that they wait for: the more of the
     # two counts, not both
@@ -913,7 +976,7 @@ def _limits(app: Application, saving: float, host_now: float, advised: Predictio
         out.append(f"{taken}; the rest of the predicted saving ({format_time(rest)}){where}")
     elif share < 0.25:
         out.append(f"{taken}: no host-memory strategy can save much more than that")
-    out += _host_untouched(app, idle, one_pass)
+    out += _host_untouched(app, idle, one_pass, carried)
     out += _graphs_traced_whole(app)
     if app.loop is None:
         out.append("no loop was found in its CUDA calls: the run is read as one iteration")
@@ -1028,15 +1091,28 @@ def _reads_as_one_pass(app: Application, idle: tuple[float, float] | None) -> bo
     return _untouched(idle) and explicit and app.loop.iterations > 1
 
 
-def _host_untouched(app: Application, idle: tuple[float, float] | None, one_pass: bool) -> list[str]:
+def _host_untouched(app: Application, idle: tuple[float, float] | None, one_pass: bool,
+                    carried: bool = False) -> list[str]:
     """Where the loop's one host thread spends far less time outside its CUDA calls than writing and reading
     the bytes it moves would take (``_untouched``): a line saying so (data copied again unchanged, an
     asynchronous loop whose host touches its results after it), how it was priced (``one_pass``: as one pass
     over everything it copies), and, read as its iterations, what copying its input once would save at most
-    (``_copied_once``; read as one pass, its copies are of data written once, each part its own); else none."""
+    (``_copied_once``; read as one pass, its copies are of data written once, each part its own); where it was read
+    as one dataset carried out and back (``carried``: ``_round_trip``), that the ways that keep pages on the GPU were
+    priced moving it once; else none."""
     if not _untouched(idle):
         return []
     own, priced = idle
+    if carried:
+        per = app.loop.per_iteration
+        return [f"its loop's host thread spends {format_time(own)} an iteration outside CUDA calls, where writing and "
+                f"reading the bytes it moves would take {format_time(priced)} at the calibration's rates, and each "
+                f"iteration copies out as much as it copies in ({format_size(per['h2d_bytes'])} in, "
+                f"{format_size(per['d2h_bytes'])} out): read as one dataset that the loop carries out and back "
+                "unchanged (passes over data too large for the GPU, as written), which managed memory would move once "
+                "each way: so the ways that keep its pages on the GPU are priced, and the copy ways with the "
+                f"program's copies as they are; copied once, its copies would take at most "
+                f"{format_time(_round_trips_s(app))} less, where it is one dataset"]
     if one_pass:
         return [f"its loop's host thread spends {format_time(own)} an iteration outside CUDA calls, where writing and "
                 f"reading the bytes it moves would take {format_time(priced)} at the calibration's rates: its data "
@@ -1047,6 +1123,18 @@ def _host_untouched(app: Application, idle: tuple[float, float] | None, one_pass
             "calibration's rates: it does not touch them all every iteration (data copied again unchanged, or "
             "results read after the loop), so the savings may differ; data copied again unchanged is better "
             f"copied once{_copied_once(app)}"]
+
+
+def _round_trips_s(app: Application) -> float:
+    """What a loop that carries one dataset out and back (``_round_trip``) would save at most copying it in once and
+    out once, as the trace measured it: its steady iteration's copies both ways, times the iterations after the
+    first, and the copies of the loop before it (its first pass, cut apart)."""
+    loop = app.loop
+    each = float(loop.per_iteration.get("h2d_s", 0.0) + loop.per_iteration.get("d2h_s", 0.0))
+    lead = loop.lead
+    before = 0.0 if lead is None else lead.iterations * float(lead.per_iteration.get("h2d_s", 0.0)
+                                                              + lead.per_iteration.get("d2h_s", 0.0))
+    return each * (loop.iterations - 1) + before
 
 
 def _copied_once(app: Application) -> str:
