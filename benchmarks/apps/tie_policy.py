@@ -32,16 +32,19 @@ FASTEST_WITHIN = 0.05
 
 def lease_apps(traces: Path) -> list[dict]:
     """Every judged application of every lease whose trace is under ``traces`` (GPU/traces/LEASE/APP.sqlite), with
-    its modes' median walls, the advice and the ranking of today's model."""
+    its modes' median walls, the advice and the ranking of today's model; those whose trace is not there are named on
+    stderr."""
     from umprof import api
 
-    rows = []
+    rows, missing = [], []
     for f in sorted((ROOT / "results" / "advise").glob("nvidia-h*-judged-*.json")):
         gpu = "h100" if "-h100-" in f.name else "h200"
         lease = f.stem.rsplit("-judged-", 1)[1]
         for name, app in json.loads(f.read_text())["apps"].items():
             walls = {m: statistics.median(v["wall_s"]) for m, v in app["modes"].items() if v.get("wall_s")}
             trace = traces / gpu / "traces" / lease / f"{name}.sqlite"
+            if len(walls) >= 2 and not trace.is_file():
+                missing.append(f"{gpu}/{lease}/{name}")
             if len(walls) < 2 or not trace.is_file():
                 continue
             (adv,) = api.advise(trace)
@@ -50,6 +53,8 @@ def lease_apps(traces: Path) -> list[dict]:
                          "advised": loop.strategy if loop else app["own_mode"], "tie": bool(loop and loop.tie),
                          "fastest_predicted": adv.ranking[0]["strategy"] if adv.ranking else app["own_mode"],
                          "predicted_s": {r["strategy"]: r["predicted_s"] for r in adv.ranking}})
+    if missing and rows:  # a judged lease whose trace the archives do not hold: left out, and said so
+        print(f"no trace for {len(missing)} judged lease-application(s), left out: {', '.join(missing)}", file=sys.stderr)
     return rows
 
 

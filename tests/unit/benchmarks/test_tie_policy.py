@@ -1,8 +1,11 @@
 """benchmarks/apps/tie_policy.py without a GPU: the two picks compared where both were measured."""
 
+import shutil
+
 import pytest
 
 from tests.unit.data import load_script
+from tests.unit.nsight.test_trace_db import fixture
 
 
 def _tie_policy():
@@ -30,3 +33,13 @@ def test_the_predicted_ratio_of_two_ways_is_measured_against_their_measured_rati
     assert out["every"]["pairs"] == 3 and out["close"]["pairs"] == 1  # pinned and mapped, predicted level
     assert out["close"]["median"] == pytest.approx(0.1)
     assert out["every"]["median"] == pytest.approx(0.1)  # 1.1, 2.2 / 2.0 and 2.2 / 2.0 * 1.1 / 1.1: 10% each
+
+
+def test_a_judged_lease_whose_trace_is_not_there_is_left_out_and_named(tmp_path, capsys):
+    lease = tmp_path / "h200" / "traces" / "zzg"  # the archive's layout, holding tiles' second lease alone
+    lease.mkdir(parents=True)
+    shutil.copyfile(fixture("tiles", tmp_path, gpu="h200"), lease / "tiles.sqlite")
+    rows = _tie_policy().lease_apps(tmp_path)
+    assert [(r["gpu"], r["lease"], r["app"]) for r in rows] == [("h200", "zzg", "tiles")]
+    err = capsys.readouterr().err
+    assert "left out" in err and "h200/zzf/tiles" in err and "h200/zzg/tiles" not in err
