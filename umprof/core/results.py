@@ -106,14 +106,18 @@ def _read(path: Path, rows: bool) -> tuple[dict, pd.DataFrame | None]:
 
             # One open file: given a path, pyarrow takes the size from one look and the bytes
             # from another, so a writer's atomic replace in between reads as a truncated file.
+            # On the caller's thread alone: a process that exits soon after a read (a usage error,
+            # exit 2) could abort in Arrow's thread pools' teardown ("terminate called without an
+            # active exception", apache/arrow#34314; 1 in 200 runs of scripts/ship_run.py here), and
+            # result files are small enough that threads save nothing.
             with open(path, "rb") as f:
-                table = pq.read_table(f) if rows else None
+                table = pq.read_table(f, use_threads=False, pre_buffer=False) if rows else None
                 schema = table.schema if rows else pq.read_schema(f)
             raw = (schema.metadata or {}).get(b"umprof")
             if raw is None:
                 raise UsageError(f"{path}: a Parquet file, but not one umprof wrote (no 'umprof' metadata)")
             header = json.loads(raw)
-            frame = table.to_pandas() if rows else None
+            frame = table.to_pandas(use_threads=False) if rows else None
         elif fmt == "csv":
             with open(path, encoding="utf-8") as f:
                 first = f.readline()
