@@ -108,7 +108,7 @@ def _read(path: Path, rows: bool) -> tuple[dict, pd.DataFrame | None]:
             # from another, so a writer's atomic replace in between reads as a truncated file.
             # On the caller's thread alone: a process that exits soon after a read (a usage error,
             # exit 2) could abort in Arrow's thread pools' teardown ("terminate called without an
-            # active exception", apache/arrow#34314; 1 in 200 runs of scripts/ship_run.py here), and
+            # active exception", apache/arrow#34314; 1 in 200 runs of scripts/ship_run.py's usage error), and
             # result files are small enough that threads save nothing.
             with open(path, "rb") as f:
                 table = pq.read_table(f, use_threads=False, pre_buffer=False) if rows else None
