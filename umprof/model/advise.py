@@ -545,7 +545,7 @@ def advise(app: Application, cal: Calibration, source: str = "") -> AppAdvice:
     overlap = 1.0 if reading.one_pass else _threads_overlap(app, base, threads)
     # the current way's copies from pageable memory, as the trace measured them, stand for the model's price of them
     # (several threads' copies ran at once: by the same overlap)
-    traced_copies_s, priced_copies_s = _pageable_copies_s(app, base, reading.one_pass)
+    traced_copies_s, priced_copies_s = _pageable_copies_s(app, base, reading.one_pass, _fresh_output_bytes(w))
     copies_beyond_s = overlap * (traced_copies_s - priced_copies_s)
     measured_base += copies_beyond_s
     # a loop that carries one dataset out and back unchanged (_round_trip): the ways whose pages stay where the
@@ -645,7 +645,7 @@ def _carried_s(app: Application, cal: Calibration, reading: _Reading, idle: tupl
     # every copy of the run as traced (pageable copies, at the host's pace) or with the copies of the passes after
     # the first as traced; each kept way saves its difference from that (the iterations would price host accesses
     # every pass that its host does not make), and is priced in their frame as the current way less that saving
-    traced, priced = _pageable_copies_s(app, r.base, one_pass=True)
+    traced, priced = _pageable_copies_s(app, r.base, one_pass=True, fresh_bytes=_fresh_output_bytes(r.workload))
     as_runs = r.as_made_s() - priced + traced if traced else r.as_made_s() + _round_trips_s(app)
     return {p.strategy: measured_base - (as_runs - p.whole_s) for p in r.ranked if _stays_on_gpu(p.strategy)}
 
@@ -799,12 +799,15 @@ def _flow_advice(app: Application, cal: Calibration, python: bool) -> list[Advic
     return out
 
 
-def _pageable_copies_s(app: Application, base: Prediction, one_pass: bool) -> tuple[float, float]:
+def _pageable_copies_s(app: Application, base: Prediction, one_pass: bool,
+                       fresh_bytes: float = 0.0) -> tuple[float, float]:
     """The current way's copies from and to pageable memory over its loop (or its run, read as one pass): as the trace
     measured them (``_waits_at_steady_pace_s``: the host's wait on each, less kernels running then, a flow's first
     copy at its later ones' pace) and as the model prices them; (0, 0) unless it copies from pageable memory now,
     where it has no such copies, and where its copies of SMALL_COPY or less take more than SMALL_SHARE of their time.
-    The first stands for the second in the current way's time.
+    The first stands for the second in the current way's time. ``fresh_bytes``: the output the model prices as first
+    touched by the copies back (``_fresh_output_bytes``), which the first copies back carrying that much count at their
+    flow's later pace for (``_waits_at_steady_pace_s``).
 
     A pageable copy runs at the host's pace: the driver copies through small pinned buffers of its own, and a
     destination never touched before faults its pages in as the copy lands. The trace measures that pace; the
@@ -824,13 +827,20 @@ def _pageable_copies_s(app: Application, base: Prediction, one_pass: bool) -> tu
     copies = app.explicit_copies_within(span, lead).sort_values("start", kind="stable")
     if copies.empty:
         return 0.0, 0.0
-    waits = _waits_at_steady_pace_s(app, copies)
+    waits = _waits_at_steady_pace_s(app, copies, fresh_bytes)
     if waits[(copies["bytes"] <= SMALL_COPY).to_numpy()].sum() > SMALL_SHARE * waits.sum():
         return 0.0, 0.0
     return float(waits.sum()), base.phases.get("h2d", 0.0) + base.phases.get("d2h", 0.0)
 
 
-def _waits_at_steady_pace_s(app: Application, copies: pd.DataFrame) -> np.ndarray:
+def _fresh_output_bytes(w: Workload) -> float:
+    """The bytes of an application's output that the model prices as first touched by the copies back landing in
+    malloc'd pages (``Calibration._first_write``: a workload whose input and output lie apart, its output's pages
+    faulting in under the ways whose pages fault on a copy); none where the host first writes the whole buffer."""
+    return float(w.bytes - w.first_write_bytes) if w.split else 0.0
+
+
+def _waits_at_steady_pace_s(app: Application, copies: pd.DataFrame, fresh_bytes: float = 0.0) -> np.ndarray:
     """The host's wait on each of the given copies, in time order (``Application.copies_waits_s``), each flow's first
     copy at no more than its later ones' median pace (seconds a byte, times its bytes), where the flow
     (``application.flow_ids``) has at least STEADY_COPIES copies. A
@@ -840,17 +850,30 @@ def _waits_at_steady_pace_s(app: Application, copies: pd.DataFrame) -> np.ndarra
     again. big_output (readback_loop: 16 MiB in, 512 MiB out, 3 iterations) copied its first 512 MiB back in 341 ms
     and the next two in 36 ms each in its trace on an H200; counted whole, every way's saving came out 0.28 s above
     the 0.51 s measured (2026-12-02). Copies into new arrays every step (arrays) fault every time, first or not: their
-    first copy is like the others, and all of it counts."""
+    first copy is like the others, and all of it counts.
+
+    An output copied back in many parts faults in over as many copies: the copies back that carry its first
+    ``fresh_bytes`` (the output the model prices as first touched so) count at their flow's pace after them. tiles
+    (an out-of-core filter's 4 passes, 32 tiles of 16 MiB back each into a second malloc'd image) took 315 ms for its
+    first pass's copies back in its trace on an H200, 39-40 ms for each later pass's; counted whole, beside the
+    model's 329 ms for the image's first touch, its run as it is came out 0.35 s above the one measured."""
     waits = app.copies_waits_s(copies)
     flow, nbytes = flow_ids(copies), copies["bytes"].to_numpy(float)
     _, first = np.unique(flow, return_index=True)
-    later = np.ones(len(flow), bool)
-    later[first] = False
-    # the later copies' pace as seconds a byte, so that a flow of copies of several sizes (a size class) caps its
-    # first copy at its own size's time; a flow of one size, at its later copies' median wait
-    pace = pd.Series(waits[later] / np.maximum(nbytes[later], 1.0)).groupby(flow[later]).median()
-    first = first[np.bincount(flow)[flow[first]] >= STEADY_COPIES]
-    waits[first] = np.minimum(waits[first], pace.reindex(flow[first]).to_numpy() * nbytes[first])
+    is_first = np.zeros(len(flow), bool)
+    is_first[first] = True
+    capped = is_first & (np.bincount(flow)[flow] >= STEADY_COPIES)
+    if fresh_bytes > 0:
+        back = (copies["direction"] == "d2h").to_numpy()
+        before = np.cumsum(np.where(back, nbytes, 0.0)) - np.where(back, nbytes, 0.0)  # bytes back before each
+        capped |= back & (before < fresh_bytes)
+
+    def pace(chosen):  # seconds a byte, so that a flow of several sizes (a size class) caps each at its own size
+        return pd.Series(waits[chosen] / np.maximum(nbytes[chosen], 1.0)).groupby(flow[chosen]).median()
+
+    # each flow's pace after the capped copies; where every later copy of it is capped, its later copies'
+    limit = pace(~capped).combine_first(pace(~is_first)).reindex(flow[capped]).to_numpy() * nbytes[capped]
+    waits[capped] = np.where(np.isnan(limit), waits[capped], np.minimum(waits[capped], limit))
     return waits
 
 
