@@ -28,6 +28,8 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 FASTEST_WITHIN = 0.05
+SAVING_WITHIN = 0.20  # judge.py's criterion for a predicted saving
+LEASES = 3  # the leases an application needs to have measured to say what its leases agree on
 
 
 def lease_apps(traces: Path) -> list[dict]:
@@ -49,7 +51,7 @@ def lease_apps(traces: Path) -> list[dict]:
                 continue
             (adv,) = api.advise(trace)
             loop = adv.loop_advice
-            rows.append({"gpu": gpu, "lease": lease, "app": name, "walls": walls,
+            rows.append({"gpu": gpu, "lease": lease, "app": name, "own": app["own_mode"], "walls": walls,
                          "advised": loop.strategy if loop else app["own_mode"], "tie": bool(loop and loop.tie),
                          "fastest_predicted": adv.ranking[0]["strategy"] if adv.ranking else app["own_mode"],
                          "predicted_s": {r["strategy"]: r["predicted_s"] for r in adv.ranking}})
@@ -96,6 +98,55 @@ def compare(rows: list[dict]) -> dict:
     return out
 
 
+def ceilings(rows: list[dict]) -> dict:
+    """What the leases' own spread leaves to predict, over the applications measured in at least LEASES leases of one
+    GPU. Savings: each lease-application whose advice was a change measured both ways, against the median of the
+    savings its leases measured for the same change (a figure fixed per application, known only afterwards): how often
+    that lies within SAVING_WITHIN of the lease's, beside how often the prediction does. Picks: the one mode per
+    application that held (within FASTEST_WITHIN of the fastest) in most of its leases, chosen afterwards: how often
+    it held, beside the advice."""
+    def group(key):
+        out = {}
+        for r in rows:
+            out.setdefault(key(r), []).append(r)
+        return [g for g in out.values() if len(g) >= LEASES]
+
+    def changed(r):
+        w, p, a, o = r["walls"], r.get("predicted_s", {}), r["advised"], r["own"]
+        return a != o and {a, o} <= set(w) and {a, o} <= set(p) and w[o] > w[a]
+
+    def within(predicted, measured):  # a plain bool: the predictions are numpy's floats, the counts go to JSON
+        return bool(abs(predicted / measured - 1) <= SAVING_WITHIN)
+
+    n = fixed = model = 0
+    for g in group(lambda r: (r["gpu"], r["app"], r["own"], r["advised"])):
+        g = [r for r in g if changed(r)]
+        if len(g) < LEASES:
+            continue
+        saved = [r["walls"][r["own"]] - r["walls"][r["advised"]] for r in g]
+        middle = statistics.median(saved)
+        for r, measured in zip(g, saved):
+            n += 1
+            fixed += within(middle, measured)
+            model += within(r["predicted_s"][r["own"]] - r["predicted_s"][r["advised"]], measured)
+    savings = {"lease_apps": n, "median_of_leases": fixed, "predicted": model}
+
+    def held(r, mode):
+        return bool(mode in r["walls"] and r["walls"][mode] <= (1 + FASTEST_WITHIN) * min(r["walls"].values()))
+
+    n = best = advised = 0
+    for g in group(lambda r: (r["gpu"], r["app"])):
+        modes = set.intersection(*(set(r["walls"]) for r in g))
+        if len(modes) < 2:
+            continue
+        mode = max(sorted(modes), key=lambda m: sum(held(r, m) for r in g))
+        n += len(g)
+        best += sum(held(r, mode) for r in g)
+        advised += sum(held(r, r["advised"]) for r in g)
+    return {"leases": LEASES, "savings": savings,
+            "picks": {"lease_apps": n, "best_mode_afterwards": best, "advised": advised}}
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("traces", type=Path, help="the two archives extracted under GPU/ (h100/traces/..., h200/traces/...)")
@@ -114,6 +165,7 @@ def main():
     result = {"tie": advise.PREDICTION_ERROR, **compare(rows), "pair_errors": pair_errors(rows, advise.PREDICTION_ERROR)}
     for gpu in ("h100", "h200"):
         result[gpu] = compare([r for r in rows if r["gpu"] == gpu])
+    result["ceilings"] = ceilings(rows)
     print(f"{result['lease_apps']} lease-applications judged; both picks measured in {result['both_measured']}, "
           f"different in {result['differ']}")
     for pick, label in (("advised", "as advised (a tie: the least code)"), ("fastest_predicted", "fastest predicted")):
@@ -127,6 +179,13 @@ def main():
         print(f"  the predicted ratio of two ways misses the measured one by a median {pe['every']['median']:.1%} "
               f"({pe['every']['pairs']} pairs), {pe['close']['median'] or 0:.1%} where predicted within "
               f"{pe['within']:.0%} ({pe['close']['pairs']} pairs)")
+    c = result["ceilings"]
+    if c["savings"]["lease_apps"]:
+        s, k = c["savings"], c["picks"]
+        print(f"  over applications measured in {c['leases']} leases or more: the median saving of an application's "
+              f"leases comes within {SAVING_WITHIN:.0%} of a lease's in {s['median_of_leases']} of {s['lease_apps']}, "
+              f"the prediction in {s['predicted']}; the one mode that held most often, chosen afterwards, held in "
+              f"{k['best_mode_afterwards']} of {k['lease_apps']}, the advice in {k['advised']}")
     if a.json:
         a.json.write_text(json.dumps({**result, "rows": rows}, indent=1))
 

@@ -1,7 +1,9 @@
 """benchmarks/apps/tie_policy.py without a GPU: the two picks compared where both were measured."""
 
+import json
 import shutil
 
+import numpy as np
 import pytest
 
 from tests.unit.data import load_script
@@ -43,3 +45,21 @@ def test_a_judged_lease_whose_trace_is_not_there_is_left_out_and_named(tmp_path,
     assert [(r["gpu"], r["lease"], r["app"]) for r in rows] == [("h200", "zzg", "tiles")]
     err = capsys.readouterr().err
     assert "left out" in err and "h200/zzf/tiles" in err and "h200/zzg/tiles" not in err
+
+
+def test_the_ceilings_set_each_lease_against_what_the_leases_of_its_application_agree_on():
+    def row(lease, own_s, advised_s, predicted_saving, gpu="h200", app="loop", fastest="pinned"):
+        walls = {"pageable": own_s, "registered": advised_s, "pinned": 0.1 if fastest == "pinned" else 9.0}
+        return {"gpu": gpu, "lease": lease, "app": app, "own": "pageable", "advised": "registered", "walls": walls,
+                "predicted_s": {"pageable": 2.0, "registered": 2.0 - predicted_saving}}
+
+    # measured savings 1.0, 1.1 and 2.0 (median 1.1); predicted 1.0 each time
+    rows = [row("a", 2.0, 1.0, 1.0), row("b", 2.1, 1.0, 1.0), row("c", 3.0, 1.0, 1.0, fastest="registered"),
+            row("a", 2.0, 1.0, 1.0, app="two leases only"), row("b", 2.0, 1.0, 1.0, app="two leases only")]
+    for r in rows:  # as lease_apps gives them: the predictions numpy's floats
+        r["predicted_s"] = {k: np.float64(v) for k, v in r["predicted_s"].items()}
+    out = _tie_policy().ceilings(rows)
+    json.dumps(out)
+    assert out["savings"] == {"lease_apps": 3, "median_of_leases": 2, "predicted": 2}
+    # pinned held in two of the three leases (the best mode afterwards), registered in one
+    assert out["picks"] == {"lease_apps": 3, "best_mode_afterwards": 2, "advised": 1}
