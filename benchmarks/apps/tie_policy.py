@@ -10,9 +10,10 @@ measured faster?
 
 Each judged file (results/advise/nvidia-*-judged-*.json) gives an application's modes measured by wall clock in one
 lease, and its lease's trace is advised at today's model. Compared where both picks were measured: how often each was
-the fastest or within 5% of it (judge.py's criterion), and how far behind the fastest it measured. Beside them, the
-prediction's error where a tie is decided: how far the predicted ratio between two measured ways misses their measured
-ratio, over every pair and over the pairs predicted within the tie's error of each other.
+the fastest or within 5% of it (judge.py's criterion, the advice as applied), and how far behind the fastest it
+measured. Beside them, the prediction's error where a tie is decided: how far the predicted ratio between two measured
+ways misses their measured ratio, over every pair and over the pairs predicted within the tie's error of each other;
+and what the leases' own spread leaves to predict (``ceilings``).
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ def lease_apps(traces: Path) -> list[dict]:
     """Every judged application of every lease whose trace is under ``traces`` (GPU/traces/LEASE/APP.sqlite), with
     its modes' median walls, the advice and the ranking of today's model; those whose trace is not there are named on
     stderr."""
+    from benchmarks.apps.judge import applied_mode
     from umprof import api
 
     rows, missing = [], []
@@ -51,8 +53,10 @@ def lease_apps(traces: Path) -> list[dict]:
                 continue
             (adv,) = api.advise(trace)
             loop = adv.loop_advice
+            advised = loop.strategy if loop else app["own_mode"]
             rows.append({"gpu": gpu, "lease": lease, "app": name, "own": app["own_mode"], "walls": walls,
-                         "advised": loop.strategy if loop else app["own_mode"], "tie": bool(loop and loop.tie),
+                         "advised": advised, "applied": applied_mode(advised, loop.change if loop else "", walls),
+                         "tie": bool(loop and loop.tie),
                          "fastest_predicted": adv.ranking[0]["strategy"] if adv.ranking else app["own_mode"],
                          "predicted_s": {r["strategy"]: r["predicted_s"] for r in adv.ranking}})
     if missing and rows:  # a judged lease whose trace the archives do not hold: left out, and said so
@@ -84,13 +88,22 @@ def pair_errors(rows: list[dict], within: float) -> dict:
     return {"every": summary(every), "within": within, "close": summary(close)}
 
 
+def measured_mode(r: dict, pick: str = "advised") -> str:
+    """The mode whose wall judges a pick: the advice as applied (judge.py's ``applied_mode``: its variant that copies
+    back only what the host reads, where the change says so and the application was timed in it), and the fastest
+    prediction so where it is the advised way; else the pick's way itself."""
+    if pick == "advised" or r[pick] == r["advised"]:
+        return r.get("applied") or r["advised"]
+    return r[pick]
+
+
 def compare(rows: list[dict]) -> dict:
     """Each pick's record where both were measured: held (within FASTEST_WITHIN of the fastest), and how far behind."""
-    both = [r for r in rows if r["advised"] in r["walls"] and r["fastest_predicted"] in r["walls"]]
+    both = [r for r in rows if measured_mode(r) in r["walls"] and measured_mode(r, "fastest_predicted") in r["walls"]]
     out = {"lease_apps": len(rows), "both_measured": len(both),
            "differ": sum(r["advised"] != r["fastest_predicted"] for r in both)}
     for pick in ("advised", "fastest_predicted"):
-        behind = sorted(r["walls"][r[pick]] / min(r["walls"].values()) - 1 for r in both)
+        behind = sorted(r["walls"][measured_mode(r, pick)] / min(r["walls"].values()) - 1 for r in both)
         n = len(behind)
         out[pick] = {"held": sum(b <= FASTEST_WITHIN for b in behind), "mean_behind": sum(behind) / n if n else None,
                      "median_behind": statistics.median(behind) if n else None,
@@ -100,11 +113,11 @@ def compare(rows: list[dict]) -> dict:
 
 def ceilings(rows: list[dict]) -> dict:
     """What the leases' own spread leaves to predict, over the applications measured in at least LEASES leases of one
-    GPU. Savings: each lease-application whose advice was a change measured both ways, against the median of the
-    savings its leases measured for the same change (a figure fixed per application, known only afterwards): how often
-    that lies within SAVING_WITHIN of the lease's, beside how often the prediction does. Picks: the one mode per
-    application that held (within FASTEST_WITHIN of the fastest) in most of its leases, chosen afterwards: how often
-    it held, beside the advice."""
+    GPU, each advice judged as applied (``measured_mode``). Savings: each lease-application whose advice was a change
+    measured both ways, against the median of the savings its leases measured for the same change (a figure fixed per
+    application, known only afterwards): how often that lies within SAVING_WITHIN of the lease's, beside how often
+    the prediction does. Picks: the one mode per application that held (within FASTEST_WITHIN of the fastest) in most
+    of its leases, chosen afterwards: how often it held, beside the advice."""
     def group(key):
         out = {}
         for r in rows:
@@ -112,8 +125,8 @@ def ceilings(rows: list[dict]) -> dict:
         return [g for g in out.values() if len(g) >= LEASES]
 
     def changed(r):
-        w, p, a, o = r["walls"], r.get("predicted_s", {}), r["advised"], r["own"]
-        return a != o and {a, o} <= set(w) and {a, o} <= set(p) and w[o] > w[a]
+        w, p, a, o, m = r["walls"], r.get("predicted_s", {}), r["advised"], r["own"], measured_mode(r)
+        return a != o and {m, o} <= set(w) and {a, o} <= set(p) and w[o] > w[m]
 
     def within(predicted, measured):  # a plain bool: the predictions are numpy's floats, the counts go to JSON
         return bool(abs(predicted / measured - 1) <= SAVING_WITHIN)
@@ -123,7 +136,7 @@ def ceilings(rows: list[dict]) -> dict:
         g = [r for r in g if changed(r)]
         if len(g) < LEASES:
             continue
-        saved = [r["walls"][r["own"]] - r["walls"][r["advised"]] for r in g]
+        saved = [r["walls"][r["own"]] - r["walls"][measured_mode(r)] for r in g]
         middle = statistics.median(saved)
         for r, measured in zip(g, saved):
             n += 1
@@ -142,7 +155,7 @@ def ceilings(rows: list[dict]) -> dict:
         mode = max(sorted(modes), key=lambda m: sum(held(r, m) for r in g))
         n += len(g)
         best += sum(held(r, mode) for r in g)
-        advised += sum(held(r, r["advised"]) for r in g)
+        advised += sum(held(r, measured_mode(r)) for r in g)
     return {"leases": LEASES, "savings": savings,
             "picks": {"lease_apps": n, "best_mode_afterwards": best, "advised": advised}}
 

@@ -28,6 +28,22 @@ def test_each_pick_is_held_and_behind_the_fastest_where_both_were_measured():
     assert out["fastest_predicted"]["median_behind"] == pytest.approx(0.2)
 
 
+def test_an_advice_that_copies_back_only_what_the_host_reads_is_judged_as_applied():
+    """As judge.py judges it: the advised way's variant that copies back only what the host reads, where the change
+    says so and the application was timed in it (particles' registered-sampled)."""
+    walls = {"pageable-registered": 1.3, "pageable-registered-sampled": 1.0, "pinned-sampled": 0.98, "pageable": 2.0}
+    rows = [{"gpu": "h200", "advised": "pageable-registered", "applied": "pageable-registered-sampled",
+             "fastest_predicted": "pageable-registered", "walls": walls},
+            {"gpu": "h200", "advised": "pageable-registered", "applied": "pageable-registered-sampled",
+             "fastest_predicted": "pinned", "walls": {**walls, "pinned": 1.25}}]
+    tp = _tie_policy()
+    assert tp.measured_mode(rows[1]) == "pageable-registered-sampled"
+    assert tp.measured_mode(rows[0], "fastest_predicted") == "pageable-registered-sampled"  # the same way, applied
+    assert tp.measured_mode(rows[1], "fastest_predicted") == "pinned"
+    out = tp.compare(rows)
+    assert out["advised"]["held"] == 2 and out["fastest_predicted"]["held"] == 1
+
+
 def test_the_predicted_ratio_of_two_ways_is_measured_against_their_measured_ratio():
     rows = [{"walls": {"pinned": 1.0, "mapped": 1.1, "pageable": 2.0},
              "predicted_s": {"pinned": 1.0, "mapped": 1.0, "pageable": 2.2, "pinned-pipelined": 0.9}}]
