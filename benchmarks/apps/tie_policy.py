@@ -27,9 +27,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
+from benchmarks.apps.judge import FASTEST_WITHIN, SAVING_WITHIN, applied_mode  # noqa: E402  (judge.py's criteria)
 
-FASTEST_WITHIN = 0.05
-SAVING_WITHIN = 0.20  # judge.py's criterion for a predicted saving
 LEASES = 3  # the leases an application needs to have measured to say what its leases agree on
 
 
@@ -37,7 +36,6 @@ def lease_apps(traces: Path) -> list[dict]:
     """Every judged application of every lease whose trace is under ``traces`` (GPU/traces/LEASE/APP.sqlite), with
     its modes' median walls, the advice and the ranking of today's model; those whose trace is not there are named on
     stderr."""
-    from benchmarks.apps.judge import applied_mode
     from umprof import api
 
     rows, missing = [], []

@@ -545,7 +545,7 @@ def advise(app: Application, cal: Calibration, source: str = "") -> AppAdvice:
     overlap = 1.0 if reading.one_pass else _threads_overlap(app, base, threads)
     # the current way's copies from pageable memory, as the trace measured them, stand for the model's price of them
     # (several threads' copies ran at once: by the same overlap)
-    traced_copies_s, priced_copies_s = _pageable_copies_s(app, base, reading.one_pass, _fresh_output_bytes(w))
+    traced_copies_s, priced_copies_s = _pageable_copies_s(app, base, reading.one_pass, w.output_first_bytes)
     copies_beyond_s = overlap * (traced_copies_s - priced_copies_s)
     measured_base += copies_beyond_s
     # a loop that carries one dataset out and back unchanged (_round_trip): the ways whose pages stay where the
@@ -645,7 +645,7 @@ def _carried_s(app: Application, cal: Calibration, reading: _Reading, idle: tupl
     # every copy of the run as traced (pageable copies, at the host's pace) or with the copies of the passes after
     # the first as traced; each kept way saves its difference from that (the iterations would price host accesses
     # every pass that its host does not make), and is priced in their frame as the current way less that saving
-    traced, priced = _pageable_copies_s(app, r.base, one_pass=True, fresh_bytes=_fresh_output_bytes(r.workload))
+    traced, priced = _pageable_copies_s(app, r.base, one_pass=True, fresh_bytes=r.workload.output_first_bytes)
     as_runs = r.as_made_s() - priced + traced if traced else r.as_made_s() + _round_trips_s(app)
     return {p.strategy: measured_base - (as_runs - p.whole_s) for p in r.ranked if _stays_on_gpu(p.strategy)}
 
@@ -805,9 +805,9 @@ def _pageable_copies_s(app: Application, base: Prediction, one_pass: bool,
     measured them (``_waits_at_steady_pace_s``: the host's wait on each, less kernels running then, a flow's first
     copy at its later ones' pace) and as the model prices them; (0, 0) unless it copies from pageable memory now,
     where it has no such copies, and where its copies of SMALL_COPY or less take more than SMALL_SHARE of their time.
-    The first stands for the second in the current way's time. ``fresh_bytes``: the output the model prices as first
-    touched by the copies back (``_fresh_output_bytes``), which the first copies back carrying that much count at their
-    flow's later pace for (``_waits_at_steady_pace_s``).
+    The first stands for the second in the current way's time. ``fresh_bytes``: the output whose malloc'd pages the
+    model prices as first touched by the copies back (``Workload.output_first_bytes``); the copies back that carry
+    that much count at their flow's later pace (``_waits_at_steady_pace_s``).
 
     A pageable copy runs at the host's pace: the driver copies through small pinned buffers of its own, and a
     destination never touched before faults its pages in as the copy lands. The trace measures that pace; the
@@ -831,13 +831,6 @@ def _pageable_copies_s(app: Application, base: Prediction, one_pass: bool,
     if waits[(copies["bytes"] <= SMALL_COPY).to_numpy()].sum() > SMALL_SHARE * waits.sum():
         return 0.0, 0.0
     return float(waits.sum()), base.phases.get("h2d", 0.0) + base.phases.get("d2h", 0.0)
-
-
-def _fresh_output_bytes(w: Workload) -> float:
-    """The bytes of an application's output that the model prices as first touched by the copies back landing in
-    malloc'd pages (``Calibration._first_write``: a workload whose input and output lie apart, its output's pages
-    faulting in under the ways whose pages fault on a copy); none where the host first writes the whole buffer."""
-    return float(w.bytes - w.first_write_bytes) if w.split else 0.0
 
 
 def _waits_at_steady_pace_s(app: Application, copies: pd.DataFrame, fresh_bytes: float = 0.0) -> np.ndarray:

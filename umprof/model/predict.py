@@ -112,10 +112,9 @@ class Calibration(PlanComposition):
         application's input and output apart, of the input alone. The output's pages are then first touched
         by the GPU (managed memory), were placed at allocation (pinned, registered), or, malloc'd and not
         page-locked, fault in as the first copy back lands in them: priced as a first write by copy."""
-        first = w.first_write_bytes
-        seconds = self.curve(strategy, "host_init", w.host_pages, w.first_write)(first)
-        if first < w.bytes and strategies.get(strategy).pages_fault_on_copy:
-            seconds += self.curve(strategy, "host_init", w.host_pages, "copy")(w.bytes - first)
+        seconds = self.curve(strategy, "host_init", w.host_pages, w.first_write)(w.first_write_bytes)
+        if w.output_first_bytes > 0 and strategies.get(strategy).pages_fault_on_copy:
+            seconds += self.curve(strategy, "host_init", w.host_pages, "copy")(w.output_first_bytes)
         return seconds
 
     def _first_extra(self, strategy, nbytes) -> float:

@@ -121,6 +121,12 @@ class Workload:
         return (1.0 - self.host_reads) * self.bytes if self.split else float(self.bytes)
 
     @property
+    def output_first_bytes(self) -> float:
+        """The bytes the host does not write before the loop: split, the output, whose pages are first touched by the
+        GPU or by the first copies back (``Calibration._first_write``); none where the host writes the whole buffer."""
+        return float(self.bytes) - self.first_write_bytes
+
+    @property
     def host_span(self) -> float:
         """The bytes the host touches each iteration: its writes and reads are both prefixes of the buffer,
         or, split, apart (an application's input and output)."""
