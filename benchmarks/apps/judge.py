@@ -41,6 +41,11 @@ SAVING_WITHIN = 0.20
 PART_SUFFIXES = ("sampled", "probe")
 
 
+def held(walls: dict, mode: str) -> bool:
+    """Whether a mode measured the fastest or within FASTEST_WITHIN of it (``walls``: mode → its median wall)."""
+    return bool(mode in walls and walls[mode] <= (1 + FASTEST_WITHIN) * min(walls.values()))
+
+
 def applied_mode(advised: str, change: str, modes) -> str:
     """The mode that applies the advice: the advised mode's variant that copies back only what the host reads,
     where the change says so and the application was timed in one (``modes``); else the advised mode."""
@@ -93,7 +98,7 @@ def judge(apps_json: Path, traces: Path, gpu: str | None = None) -> list[dict]:
             row.update(fastest=fastest, fastest_s=walls[fastest], advised_s=walls[applied],
                        measured_saving_s=measured_saving,
                        advised_vs_fastest=walls[applied] / walls[fastest] - 1,
-                       held=walls[applied] <= (1 + FASTEST_WITHIN) * walls[fastest],
+                       held=held(walls, applied),
                        saving_error=(row["predicted_saving_s"] - measured_saving) / abs(measured_saving)
                        if measured_saving else None)
             # a saving within the runs' noise is no saving to judge against 20%: the runs say how far apart

@@ -27,7 +27,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
-from benchmarks.apps.judge import FASTEST_WITHIN, SAVING_WITHIN, applied_mode  # noqa: E402  (judge.py's criteria)
+from benchmarks.apps.judge import FASTEST_WITHIN, SAVING_WITHIN, applied_mode, held  # noqa: E402  (judge.py's criteria)
 
 LEASES = 3  # the leases an application needs to have measured to say what its leases agree on
 
@@ -142,18 +142,15 @@ def ceilings(rows: list[dict]) -> dict:
             model += within(r["predicted_s"][r["own"]] - r["predicted_s"][r["advised"]], measured)
     savings = {"lease_apps": n, "median_of_leases": fixed, "predicted": model}
 
-    def held(r, mode):
-        return bool(mode in r["walls"] and r["walls"][mode] <= (1 + FASTEST_WITHIN) * min(r["walls"].values()))
-
     n = best = advised = 0
     for g in group(lambda r: (r["gpu"], r["app"])):
         modes = set.intersection(*(set(r["walls"]) for r in g))
         if len(modes) < 2:
             continue
-        mode = max(sorted(modes), key=lambda m: sum(held(r, m) for r in g))
+        mode = max(sorted(modes), key=lambda m: sum(held(r["walls"], m) for r in g))
         n += len(g)
-        best += sum(held(r, mode) for r in g)
-        advised += sum(held(r, measured_mode(r)) for r in g)
+        best += sum(held(r["walls"], mode) for r in g)
+        advised += sum(held(r["walls"], measured_mode(r)) for r in g)
     return {"leases": LEASES, "savings": savings,
             "picks": {"lease_apps": n, "best_mode_afterwards": best, "advised": advised}}
 

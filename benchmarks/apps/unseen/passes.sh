@@ -8,22 +8,17 @@
 # traces/APP-MODE.sqlite, and a context-only program's walls (bare: CUDA's start and exit alone).
 set -u
 OUT="${OUT:-passes-out}"; HERE=$(cd "$(dirname "$0")" && pwd); W="$OUT/passes"; mkdir -p "$W/bin" "$W/traces"
+source "$HERE/rounds.sh"
 APP="${APP:-tiles}"; MODES="${MODES:-pageable managed-prefetch}"; PASSES="${PASSES:-1 2 4}"; TRACE="${TRACE:-}"
 nvcc -O2 -arch=sm_90 -std=c++17 -o "$W/bin/$APP" "$HERE/$APP.cu" > "$W/build.log" 2>&1 || { tail -3 "$W/build.log"; exit 1; }
 printf '#include <cuda_runtime.h>\n#include <cstdio>\nint main(){cudaFree(0);printf("{\\"checksum\\": 0}\\n");return 0;}\n' > "$W/bare.cu"
 nvcc -O2 -arch=sm_90 -o "$W/bin/bare" "$W/bare.cu" >> "$W/build.log" 2>&1
-for m in $TRACE; do
-  nsys profile -t cuda,nvtx --cuda-um-gpu-page-faults=true --cuda-um-cpu-page-faults=true --export sqlite \
-    --force-overwrite true -o "$W/traces/$APP-$m" "$W/bin/$APP" --mem "$m" > "$W/trace-$APP-$m.log" 2>&1
-  rm -f "$W/traces/$APP-$m.nsys-rep"
-done
+for m in $TRACE; do trace_run "$W/traces/$APP-$m" "$W/trace-$APP-$m.log" "$W/bin/$APP" --mem "$m"; done
 runs="bare:-:1"; for m in $MODES; do for p in $PASSES; do runs="$runs $APP:$m:$p"; done; done
-for r in $(seq 1 "${ROUNDS:-5}"); do list=$runs; [ $((r % 2)) = 0 ] && list=$(echo $runs | tr " " "\n" | tac | tr "\n" " ")
-  for x in $list; do IFS=: read -r a m p <<< "$x"
+for r in $(seq 1 "${ROUNDS:-5}"); do
+  for x in $(in_round_order "$r" $runs); do IFS=: read -r a m p <<< "$x"
     args=(); [ "$a" != bare ] && args=(--mem "$m" --passes "$p")
-    s=$(date +%s.%N); out=$("$W/bin/$a" "${args[@]}" 2>>"$W/errors.txt"); rc=$?; e=$(date +%s.%N)
-    sum=$(echo "$out" | tail -1 | python3 -c "import json,sys; print(json.loads(sys.stdin.read() or '{}').get('checksum'))" 2>/dev/null)
-    echo "$a $m $p $r $rc $(python3 -c "print(f'{$e-$s:.4f}')") $sum" >> "$W/walls.txt"; done; done
+    echo "$a $m $p $r $(timed_run "$W/errors.txt" "$W/bin/$a" "${args[@]}")" >> "$W/walls.txt"; done; done
 python3 - "$W/walls.txt" <<'PY'
 import sys, statistics, collections
 t = collections.defaultdict(list)

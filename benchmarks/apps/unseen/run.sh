@@ -2,13 +2,14 @@
 # Applications written to check advice on programs the model was not built from (each fixed before its
 # first measurement). On a GPU machine, from the checkout's root, after `source .device/bootstrap.sh`:
 #   ROUNDS=5 bash benchmarks/apps/unseen/run.sh
-# Builds each (a .py program runs under python3), traces its own mode (the first listed) with Nsight Systems,
+# Builds each (a .py program runs under python3), traces its own mode (the first listed) with Nsight Systems (rounds.sh),
 # advises from the trace (umprof advise, text and --json), then times every mode by wall clock (process start to exit) in rounds,
 # the even rounds in reverse order. Writes $OUT/unseen.tar.gz: traces/, advise-*.txt|json, walls.txt
 # ("app mode round exit seconds checksum"). two_gpus drives every GPU of the machine and runs only where ONLY names it
 # (ONLY=two_gpus, on a machine of several GPUs).
 set -u
 OUT="${OUT:-unseen-out}"; HERE=$(cd "$(dirname "$0")" && pwd); W="$OUT/unseen"; mkdir -p "$W/bin" "$W/traces"
+source "$HERE/rounds.sh"
 declare -A MODES=(
   [jacobi]="pageable pinned registered managed managed-prefetch"
   [particles]="managed managed-prefetch managed-advise-accessed-by-gpu managed-advise-prefer-gpu pinned registered pinned-sampled registered-sampled"
@@ -46,19 +47,15 @@ for a in $apps; do
     nvcc -O2 -arch=sm_90 -std=c++17 -o "$W/bin/$a" "$HERE/$a.cu" > "$W/build-$a.log" 2>&1 || { echo "build $a failed"; tail -3 "$W/build-$a.log"; }
   fi
   own=${MODES[$a]%% *}
-  nsys profile -t cuda,nvtx --cuda-graph-trace=node --cuda-um-gpu-page-faults=true --cuda-um-cpu-page-faults=true \
-    --export sqlite --force-overwrite true -o "$W/traces/$a" "$W/bin/$a" --mem "$own" > "$W/trace-$a.log" 2>&1
-  rm -f "$W/traces/$a.nsys-rep"
+  trace_run "$W/traces/$a" "$W/trace-$a.log" "$W/bin/$a" --mem "$own"
   python3 -m umprof advise "$W/traces/$a.sqlite" > "$W/advise-$a.txt" 2>&1; echo "advise $a: rc $?"
   python3 -m umprof advise "$W/traces/$a.sqlite" --json > "$W/advise-$a.json" 2>/dev/null
   head -30 "$W/advise-$a.txt"
 done
 runs=""; for a in $apps; do for m in ${MODES[$a]}; do runs="$runs $a:$m"; done; done
-for r in $(seq 1 "${ROUNDS:-5}"); do list=$runs; [ $((r % 2)) = 0 ] && list=$(echo $runs | tr " " "\n" | tac | tr "\n" " ")
-  for am in $list; do a=${am%%:*}; m=${am#*:}
-    s=$(date +%s.%N); out=$("$W/bin/$a" --mem "$m" 2>>"$W/errors.txt"); rc=$?; e=$(date +%s.%N); line=$(echo "$out" | tail -1)
-    sum=$(echo "$line" | python3 -c "import json,sys; print(json.loads(sys.stdin.read() or '{}').get('checksum'))" 2>/dev/null)
-    echo "$a $m $r $rc $(python3 -c "print(f'{$e-$s:.4f}')") $sum" >> "$W/walls.txt"; done; done
+for r in $(seq 1 "${ROUNDS:-5}"); do
+  for am in $(in_round_order "$r" $runs); do a=${am%%:*}; m=${am#*:}
+    echo "$a $m $r $(timed_run "$W/errors.txt" "$W/bin/$a" --mem "$m")" >> "$W/walls.txt"; done; done
 python3 - "$W/walls.txt" <<'PY'
 import sys, statistics, collections
 t = collections.defaultdict(list)
