@@ -41,27 +41,34 @@ FREE = ("cudaFreeHost", "cudaHostUnregister", "cudaFree_", "cudaStreamDestroy")
 WORK = ("cudaMemcpy", "cudaMemPrefetch", "cudaLaunchKernel")
 
 
-def trace(out: Path, only: list[str], rounds: int) -> list[str]:
-    """Every mode of the applications ``only`` names: one nsys trace each, and ``rounds`` untraced runs
-    (run_apps.py's rounds); what does not agree with the own mode's checksum, a line each."""
+def trace(out: Path, only: list[str], rounds: int, modes: list[str] | None = None) -> list[str]:
+    """Every mode of the applications ``only`` names (or those of ``modes`` each has, its own mode always):
+    one nsys trace each, and ``rounds`` untraced runs (run_apps.py's rounds); what does not agree with the
+    own mode's checksum, a line each."""
     from run_apps import APPS, TRACE, build, checksums_disagree, lease_header, time_modes
 
     cmds = build(out, None, only)
     modes_dir = out / "modes"
     modes_dir.mkdir(parents=True, exist_ok=True)
     doc = lease_header(rounds)
+    chosen = {name: modes_of(APPS[name], modes) for name in cmds}
     for name, cmd in cmds.items():
-        for m in APPS[name]:
+        for m in chosen[name]:
             stem = modes_dir / f"{name}-{m}"
             subprocess.run(TRACE + ["-o", str(stem)] + cmd + ["--mem", m], check=True, capture_output=True)
             Path(f"{stem}.nsys-rep").unlink(missing_ok=True)
         doc["apps"][name] = {"own_mode": APPS[name][0],
                              "modes": {m: {"wall_s": [], "loop_s": [], "marks_s": [], "checksum": None}
-                                       for m in APPS[name]}}
+                                       for m in chosen[name]}}
     time_modes(doc, cmds, rounds, out / "modes.json")
     bad = checksums_disagree(doc)
     (out / "modes.json").write_text(json.dumps(doc, indent=1))
     return bad
+
+
+def modes_of(app_modes: list[str], modes: list[str] | None) -> list[str]:
+    """An application's modes (its own first) that ``modes`` names, its own always; all of them for None."""
+    return [m for i, m in enumerate(app_modes) if i == 0 or modes is None or m in modes]
 
 
 def phases(sqlite: Path) -> dict[str, float]:
@@ -153,6 +160,8 @@ def main():
     t.add_argument("--only", default="upload_once,table_loop",
                    help="the applications, comma-separated (default: upload_once,table_loop)")
     t.add_argument("--rounds", type=int, default=3, help="untraced runs of every mode (default: 3)")
+    t.add_argument("--modes", default=None,
+                   help="only these modes, comma-separated (each application's own mode is always traced)")
     r = sub.add_parser("read", help="read the traces into phases beside the model's")
     r.add_argument("out", type=Path, help="what `trace` wrote")
     r.add_argument("--json", type=Path, default=None, help="also write the parts, the traced and the model's, here")
@@ -163,7 +172,11 @@ def main():
         unknown = sorted(set(a.only.split(",")) - set(APPS))
         if unknown:
             t.error(f"option '--only': no application {', '.join(unknown)} (there are: {', '.join(APPS)})")
-        bad = trace(a.out, a.only.split(","), a.rounds)
+        modes = a.modes.split(",") if a.modes else None
+        known = {m for ms in APPS.values() for m in ms}
+        if modes and set(modes) - known:
+            t.error(f"option '--modes': no mode {', '.join(sorted(set(modes) - known))} (there are: {', '.join(sorted(known))})")
+        bad = trace(a.out, a.only.split(","), a.rounds, modes)
         if bad:
             print("checksums differ: " + "; ".join(bad))
             raise SystemExit(1)

@@ -35,3 +35,10 @@ def test_untraced_parts_are_medians_of_the_programs_own_marks():
     assert parts["run"] == pytest.approx(0.1) and parts["free"] == pytest.approx(0.1)
     assert parts["outside"] == pytest.approx(0.3)  # 1.0 - 0.65, 1.2 - 0.9, 1.1 - 0.8
     assert _mode_phases().untraced_parts({"wall_s": [1.0], "marks_s": [None]}) is None
+
+
+def test_a_subset_of_modes_keeps_the_own_mode_first():
+    mp = _mode_phases()
+    own_first = ["managed", "pinned", "managed-prefetch", "pageable"]
+    assert mp.modes_of(own_first, ["pageable", "managed-prefetch"]) == ["managed", "managed-prefetch", "pageable"]
+    assert mp.modes_of(own_first, None) == own_first
