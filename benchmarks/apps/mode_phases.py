@@ -3,9 +3,9 @@
 `judge.py` times every mode of an application by wall clock; this says which phase a mode's time
 differs in. On a GPU machine (nvcc and nsys on PATH), from the checkout's root:
 
-    python3 benchmarks/apps/mode_phases.py trace OUT_DIR [--only upload_once,table_loop] [--rounds 3]
+    python3 benchmarks/apps/mode_phases.py trace OUT_DIR [--only upload_once,table_loop] [--rounds 3] [--modes M,M]
 
-builds the applications, traces every mode once (``OUT_DIR/modes/<app>-<mode>.sqlite``) and times
+builds the applications, traces every mode (or those ``--modes`` names, the own mode always) once (``OUT_DIR/modes/<app>-<mode>.sqlite``) and times
 each untraced in run_apps.py's rounds (``OUT_DIR/modes.json``: each run's wall time, the parts the program
 times itself, ``marks_s``, and its checksum, which every mode must share with the own mode's; a file
 `judge.py` judges as it judges run_apps.py's, with the own mode's trace as ``<app>.sqlite``). Then, anywhere:
@@ -175,7 +175,8 @@ def main():
         modes = a.modes.split(",") if a.modes else None
         known = {m for ms in APPS.values() for m in ms}
         if modes and set(modes) - known:
-            t.error(f"option '--modes': no mode {', '.join(sorted(set(modes) - known))} (there are: {', '.join(sorted(known))})")
+            t.error(f"option '--modes': no mode {', '.join(sorted(set(modes) - known))} "
+                    f"(there are: {', '.join(sorted(known))})")
         bad = trace(a.out, a.only.split(","), a.rounds, modes)
         if bad:
             print("checksums differ: " + "; ".join(bad))
