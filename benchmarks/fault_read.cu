@@ -65,7 +65,11 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--mib")) mib = strtoull(argv[i + 1], nullptr, 10);
         else { fprintf(stderr, "unknown option %s\n", argv[i]); return 2; }
     }
-    if (iters < 2 || mib < 1) { fprintf(stderr, "--iters must be at least 2 and --mib positive\n"); return 2; }
+    if (iters < 2) {
+        fprintf(stderr, "option --iters: expected at least 2 (the first is not counted), got %d\n", iters);
+        return 2;
+    }
+    if (mib < 1) { fprintf(stderr, "option --mib: expected a positive size in MiB, got %zu\n", mib); return 2; }
     size_t free_b = 0, total_b = 0;
     CHECK(cudaMemGetInfo(&free_b, &total_b));
     const size_t bytes = mib << 20, n = bytes / 4;

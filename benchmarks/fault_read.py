@@ -27,11 +27,14 @@ extern "C" __global__ void write_kernel(unsigned *out, size_t n, unsigned it) {
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--mib", type=int, default=64)
-    ap.add_argument("--iters", type=int, default=20)
+    ap.add_argument("--mib", type=int, default=64, help="the buffer's size in MiB (default: 64)")
+    ap.add_argument("--iters", type=int, default=20,
+                    help="iterations a case, the first not counted (default: 20; at least 2)")
     a = ap.parse_args()
-    if a.iters < 2 or a.mib < 1:
-        ap.error("--iters must be at least 2 and --mib positive")
+    if a.iters < 2:
+        ap.error(f"option '--iters': expected at least 2 (the first is not counted), got {a.iters}")
+    if a.mib < 1:
+        ap.error(f"option '--mib': expected a positive size in MiB, got {a.mib}")
     import pycuda.autoinit  # noqa: F401  (the context)
     import pycuda.driver as cuda
     from pycuda.compiler import SourceModule
