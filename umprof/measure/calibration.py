@@ -5,7 +5,7 @@ A full calibration is every scenario of ``scenarios/calibration/`` as its file s
 minutes on an H100 or an H200). A quick one measures the host's writes and reads, the copies each
 way (whole and in parts), allocation and first touch (of numpy's and of malloc's pages, copied in and
 stored word by word), and
-managed memory's faults back to the host, at fewer sizes and with shorter sampling (about a
+managed memory's faults back to the host (read back by numpy and word by word), at fewer sizes and with shorter sampling (about a
 minute), and takes the kernels' passes and the access patterns' ratios, which belong to the GPU
 model, from that model's shipped calibration.
 """
@@ -36,7 +36,7 @@ PROFILES = {
                  "the kernels and access patterns from the GPU model's shipped calibration",
         scenarios=("calibration-loop-sizes", "calibration-loop-steady", "calibration-loop-setup",
                    "calibration-loop-setup-malloc", "calibration-loop-setup-stores", "calibration-loop-host",
-                   "calibration-loop-host-read", "calibration-loop-copies"),
+                   "calibration-loop-host-read", "calibration-loop-read-words", "calibration-loop-copies"),
         axes={"calibration-loop-sizes": {"bytes": "16MiB,256MiB"},
               "calibration-loop-steady": {"bytes": "64KiB,1MiB"},
               "calibration-loop-setup": {"bytes": "64KiB,16MiB,256MiB,1GiB"},
@@ -44,6 +44,7 @@ PROFILES = {
               "calibration-loop-setup-stores": {"bytes": "16MiB,256MiB"},
               "calibration-loop-host": {"bytes": "16MiB,256MiB"},
               "calibration-loop-host-read": {"bytes": "16MiB,256MiB"},
+              "calibration-loop-read-words": {"bytes": "16MiB,256MiB"},
               "calibration-loop-copies": {"copies": "32,512,2048"}},
         timing={"timeout": 0.1},
         needs_base=True),

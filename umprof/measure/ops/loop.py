@@ -16,7 +16,9 @@ equal parts, each a synchronous cudaMemcpy (the first iteration's whole-buffer c
 does (a fresh mapping, no huge-page advice) instead of as a numpy array, and the timed free gives its pages
 back to the kernel as an application's free() of it does (strategies.release_pages). With ``first_write``
 = stores the host's first write stores each word as a program computes its data, instead of copying the
-data in (FIRST_WRITES says why the two differ).
+data in (FIRST_WRITES says why the two differ). With ``host_reader`` = words the host reads the buffer back
+as a compiled program does, each word added in turn into a double (HOST_READERS says why it differs from
+numpy's sum).
 
 The first iteration is one phase, ``first`` (it moves the whole buffer); the later ones are
 timed phase by phase (summed over them, so a sample's total is the whole run) and, by the
@@ -160,6 +162,11 @@ class LoopRun(CaseRun):
         self.copies = p.get("copies") or 1
         self.host_pages = p.get("host_pages") or "numpy"
         self.first_write = p.get("first_write") or "copy"
+        self.host_reader = p.get("host_reader") or "numpy"
+        if self.host_reader == "words":
+            from umprof.measure import host_read
+
+            host_read.prepare()  # nvcc's build and the library's loading stay outside every timed phase
         if st.pipelined and self.pattern == "random":
             raise CaseSkipped(f"{st.name} runs the kernel chunk by chunk; a random pass reaches the whole buffer, "
                               "so its work cannot be split into chunks")
@@ -247,7 +254,7 @@ class LoopRun(CaseRun):
                 total += int(self.results_host[c])
                 r = min(b, self.hr_words)
                 if r > a:
-                    self._host_sum = int(view[a:r].sum(dtype=np.uint64))
+                    self._host_sum = self._read(view[a:r])
                 spent["wait_s"] += t1 - t0
                 spent["host_read_s"] += clock() - t1
         if not first:  # where the host's time went, summed over the steady iterations as the phase is
@@ -255,6 +262,15 @@ class LoopRun(CaseRun):
             for k, v in spent.items():
                 acc[k] = acc.get(k, 0.0) + v
         return total & MASK64
+
+    def _read(self, words: np.ndarray) -> int:
+        """The host's read of ``words``: numpy's sum, or each word in turn as a compiled program adds them
+        (``host_reader``); the sum kept, so that no reader can skip the read."""
+        if self.host_reader == "words":
+            from umprof.measure.host_read import sum_words
+
+            return int(sum_words(words))
+        return int(words.sum(dtype=np.uint64))
 
     def _phase(self, timer, name, steady, gpu=True, **kw):
         """A timed phase in the steady iterations; in the first (timed as a whole), the same step
@@ -290,7 +306,7 @@ class LoopRun(CaseRun):
                     st.to_host(s, buf, 4 * back)
         if self.hr_words:
             with self._phase(timer, "host_read", steady, gpu=False):
-                self._host_sum = int(view[:self.hr_words].sum(dtype=np.uint64))
+                self._host_sum = self._read(view[:self.hr_words])
         return int(self.result_host[0])
 
     def sample(self, timer):
@@ -396,6 +412,12 @@ FRACTION = dict(kind="float", minimum=0.0, maximum=1.0)
 # not in the caches read every line first. Memory whose pages fault in as they are written (pageable,
 # managed) has each page zeroed by the kernel just before, so the stores after it find it cached.
 FIRST_WRITES = ("copy", "stores")
+# how the host reads the buffer back (the host_read phase): "numpy", a vectorized sum (a Python program's
+# read, and umprof's loop until 0.35.0), or "words", each word added in turn into a double, as a compiled
+# program's loop over a kernel's output does (kernels/host_read.c). On managed pages the GPU holds they
+# fault back differently: on an H200 (2026-12-03, benchmarks/fault_read.cu) a 64 MiB buffer read so took
+# 8-20 ms beyond the same read of pinned memory, numpy's 5-7 ms.
+HOST_READERS = ("numpy", "words")
 
 OP = register(Op(
     name="loop",
@@ -426,6 +448,9 @@ OP = register(Op(
         AxisSpec("first_write", "choice", default=("copy",), choices=FIRST_WRITES, quiet_default=True,
                  about="how the host writes the buffer first: a copy of its data (memcpy, which stores large "
                        "copies around the caches) or stores word by word, as a program computes its data"),
+        AxisSpec("host_reader", "choice", default=("numpy",), choices=HOST_READERS, quiet_default=True,
+                 about="how the host reads the buffer back: numpy's vectorized sum, or each word added in turn "
+                       "into a double, as a compiled program's loop does"),
     ]),
     default_kernel=KERNEL,
     kernel_signature=SIGNATURE,
