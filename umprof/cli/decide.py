@@ -8,7 +8,7 @@ from umprof import api
 from umprof.cli import common
 from umprof.core.errors import UsageError
 from umprof.model.recommend import VERIFY_ROUNDS
-from umprof.model.workload import FIRST_WRITES, HOST_PAGES, PATTERNS, from_mapping
+from umprof.model.workload import FIRST_WRITES, HOST_PAGES, HOST_READERS, PATTERNS, from_mapping
 
 
 def _workloads(files, options: dict):
@@ -58,6 +58,9 @@ def _workloads(files, options: dict):
 @click.option("--first-write", type=click.Choice(FIRST_WRITES), default=None,
               help="How the host writes the buffer first: copy (its data copied in, as umprof's loop does) or stores "
                    "(each word stored as a program computes it) [copy].")
+@click.option("--host-reader", type=click.Choice(HOST_READERS), default=None,
+              help="How the host reads the buffer back: numpy (a vectorized sum, a Python program's read) or words "
+                   "(each word in turn, a compiled program's loop) [numpy].")
 @click.option("--split/--in-place", "split", default=None,
               help="Whether the host reads another part of the buffer than it writes (separate input and output "
                    "buffers) or the part it wrote [in place: the one layout --verify measures].")
@@ -81,8 +84,8 @@ def _workloads(files, options: dict):
               help="GPUs to answer for: an index, a list (0,1) or all; each gets its own calibration and ranking "
                    "(with --from: the calibration rows measured on that GPU). Default: 0.")
 def recommend(sources, gpu_name, calibrate_now, workload_files, size, reuse, touched, pattern, stride, iterations,
-              host_writes, gpu_writes, host_reads, pingpong, copies, host_pages, first_write, split, steady, as_json, fits, verify,
-              verify_top, verify_rounds, measured, output, force, device_index):
+              host_writes, gpu_writes, host_reads, pingpong, copies, host_pages, first_write, host_reader, split, steady,
+              as_json, fits, verify, verify_top, verify_rounds, measured, output, force, device_index):
     """Rank the host-memory strategies for a workload, with predicted time per phase and the reason.
 
     Each answer has two figures: setup (allocation, registration, first touch, free) and the
@@ -100,7 +103,7 @@ def recommend(sources, gpu_name, calibrate_now, workload_files, size, reuse, tou
     workloads = _workloads(workload_files, dict(bytes=size, reuse=reuse, touched=touched, pattern=pattern, stride=stride,
                                                 iterations=iterations, host_writes=host_writes, gpu_writes=gpu_writes,
                                                 host_reads=host_reads, pingpong=pingpong, copies=copies, host_pages=host_pages,
-                                                first_write=first_write, split=split,
+                                                first_write=first_write, host_reader=host_reader, split=split,
                                                 fits=fits))
     if verify_top != "all" and (not verify_top.isdigit() or int(verify_top) < 1):
         raise UsageError(f"option '--verify-top': expected a positive integer or 'all', got {verify_top!r}")

@@ -343,7 +343,8 @@ def workload_of(app: Application, one_pass: bool = False, one_dataset: bool = Fa
     w = Workload(bytes=int(total), name=app.name.rsplit("/", 1)[-1] or "application", iterations=int(its),
                  host_writes=writes, gpu_writes=round(gpu_writes, 6), host_reads=reads,
                  copies=copies if app.strategy != "pinned-pipelined" else 1, kernel_s=kernel_s,
-                 host_pages="numpy" if is_python(app) else "malloc", first_write="stores", split=split)
+                 host_pages="numpy" if is_python(app) else "malloc", first_write="stores",
+                 host_reader="numpy" if is_python(app) else "words", split=split)
     how = (f"{'copies' if explicit else 'unified-memory migrations'}: {format_size(b_in)} in and {format_size(b_out)} "
            f"out at most in an iteration make the buffer ({format_size(total)}); each steady iteration moves "
            f"{format_size(per.get(prefix + 'h2d_bytes', 0))} in and {format_size(per.get(prefix + 'd2h_bytes', 0))} out"
@@ -358,6 +359,7 @@ def workload_of(app: Application, one_pass: bool = False, one_dataset: bool = Fa
            + ("; its pageable memory priced as a C program's malloc'd pages" if w.host_pages == "malloc" else
               "; its pageable memory priced as numpy's arrays (a Python program)")
            + "; its first write as stores word by word (a program computing its data)"
+           + ("; its host's reads back word by word (compiled code's loop)" if w.host_reader == "words" else "")
            + ("; the host writes the input and reads the output apart" if split else ""))
     return w, how
 

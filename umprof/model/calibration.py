@@ -220,6 +220,17 @@ PARTS_UNMEASURED = ("this calibration did not measure copies in parts (calibrati
                     "the copies are priced as copies of their size made one an iteration, without each call's "
                     "latency, which on an H100 priced 16 KiB copies from pinned memory at half of pageable "
                     "memory's where they measured alike; `umprof calibrate` measures it")
+# calibration-loop-read-words: the whole-buffer loop (sizes) of pinned and of the managed ways whose host reads
+# fault pages back (on-demand, prefer-gpu, prefetched) at 1-256 MiB, the host reading the buffer back with
+# numpy's sum and, as a compiled program does, each word in turn (the loop's host_reader). The two readers
+# pay for the same pages' faults differently (on an H200, 2026-12-03, benchmarks/fault_read.cu: at 64 MiB after
+# a kernel that read and wrote the buffer, a C program's read took 8.1-9.4 ms beyond pinned memory's, numpy's
+# 5-7 ms and the calibration's 3.3 ms; in this loop on one H200 lease, 2026-12-04, the words reader's extra
+# came 1.4-3.4 ms above numpy's at 64 MiB and 11-13 ms at 256 MiB). A workload read back word by word (Workload.host_reader: every compiled
+# program `umprof advise` reads) prices its faulting read as numpy's (``fault_read``) plus the difference of the
+# two readers' extras beyond pinned memory in the same run (``fault_read_words``), where the calibration
+# measured it. Its loops answer for that curve alone: their gaps and sizes are no whole-buffer loop's.
+READ_WORDS_LOOP = "read-words"
 # calibration-loop-walk: a warp-pages pass over 16 pages (a sixteenth of 16 MiB), one warp each: one
 # warp's walk of a page, which bounds every warp-pages pass from below (see Calibration._pass).
 WALK_LOOP = "walk"
@@ -294,6 +305,8 @@ class CalibrationCurves:
         self.setup_rows, ok = ok[setup_loop], ok[~setup_loop]
         parts_loop = ok["base_scenario"] == CALIBRATION_PREFIX + PARTS_LOOP
         self.parts_rows, ok = ok[parts_loop], ok[~parts_loop]
+        read_loop = ok["base_scenario"] == CALIBRATION_PREFIX + READ_WORDS_LOOP
+        self.read_rows, ok = ok[read_loop], ok[~read_loop]
         self.ok = ok
         self.strategies = sorted(ok["axis.strategy"].unique())
         for s in self.strategies:
@@ -402,6 +415,20 @@ class CalibrationCurves:
         rows = rows[rows["axis.first_write"] == "stores"]
         return frozenset(zip(rows["axis.strategy"], rows["axis.host_pages"]))
 
+    def measures_read_words(self, strategy) -> bool:
+        """Whether the calibration measured the strategy's faulting read made word by word beside numpy's and pinned
+        memory's (READ_WORDS_LOOP)."""
+        return strategy in self._read_words_measured
+
+    @functools.cached_property
+    def _read_words_measured(self) -> frozenset:
+        rows = self.read_rows
+        if rows.empty or "axis.host_reader" not in rows.columns:
+            return frozenset()
+        by = rows[rows["phase"] == "host_read"].groupby("axis.strategy")["axis.host_reader"].agg(set)
+        both = {s for s, readers in by.items() if {"numpy", "words"} <= readers}
+        return frozenset(both - {"pinned"}) if "pinned" in both else frozenset()
+
     def _host_step_beside(self, strategy, ref, name) -> dict:
         """A plan's own host step (the staging ring's threads disturb the host's writes and reads of the
         buffer) as its ratio to the memory it borrows in the same run, size by size, times that memory's
@@ -452,6 +479,8 @@ class CalibrationCurves:
                                 host_reads=0.0)
         if name == "fault_read":
             return self._select(strategy, "sizes", "host_read", **WHOLE_LOOP)
+        if name == "fault_read_words":
+            return self._fault_read_words(strategy)
         if name == "local_read":  # managed pages read where they are (READ_MOSTLY's copies)
             return self._select(strategy, "host-read", "host_read", reuse=1, host_writes=0.0, gpu_writes=0.0,
                                 host_reads=1.0)
@@ -508,6 +537,29 @@ class CalibrationCurves:
         copied = self.curve(strategy, "host_init", pages)
         return {b: float(np.interp(math.log2(b), np.log2(sizes), ratio)) * copied(b)
                 for b in sorted(set(sizes) | set(copied.xs))}
+
+    def _fault_read_words(self, strategy) -> dict[float, float]:
+        """The host's read of the strategy's pages faulting back, made word by word as a compiled program makes it
+        (READ_WORDS_LOOP): numpy's faulting read (``fault_read``) plus, size by size, how much more the words
+        reader's read took beyond pinned memory's than numpy's did, in the same run (the median over the runs;
+        neither extra below nothing); none where the calibration did not measure it."""
+        rows = self.read_rows
+        if not self.measures_read_words(strategy):
+            return {}
+
+        def read(s, reader, run):
+            return self._select(s, READ_WORDS_LOOP, "host_read", rows=run, host_reader=reader, **WHOLE_LOOP)
+
+        more: dict[float, list[float]] = {}
+        for _, run in (rows.groupby(RUN, dropna=False) if RUN in rows.columns else [(0, rows)]):
+            words, words_ref = read(strategy, "words", run), read("pinned", "words", run)
+            numpy_, numpy_ref = read(strategy, "numpy", run), read("pinned", "numpy", run)
+            for b in set(words) & set(words_ref) & set(numpy_) & set(numpy_ref):
+                more.setdefault(b, []).append(max(words[b] - words_ref[b], 0.0) - max(numpy_[b] - numpy_ref[b], 0.0))
+        if not more:
+            return {}
+        numpy_read = self.curve(strategy, "fault_read")
+        return {b: max(numpy_read(b) + statistics.median(d), 1e-7) for b, d in sorted(more.items())}
 
     def _parts(self, strategy, direction: str) -> dict[float, float]:
         """One copy's bytes → its seconds, from calibration-loop-copies (PARTS_LOOP): the steady

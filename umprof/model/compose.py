@@ -56,7 +56,10 @@ class PhaseComposition(CalibrationCurves):
         if br:
             remote = min(pages.read_remote_bytes, br)
             if k in ("on-demand", "prefetch"):
-                ph["host_read"] = local(self._managed_local_read(strategy), br - remote) + c("fault_read", remote)
+                # a compiled program's loop waits on each page in turn, where numpy's sum reads ahead of its faults
+                words = w.host_reader == "words" and self.measures_read_words(strategy)
+                ph["host_read"] = local(self._managed_local_read(strategy), br - remote) \
+                    + c("fault_read_words" if words else "fault_read", remote)
             elif k == "read-mostly":
                 ph["host_read"] = local(self.curve(strategy, "local_read"), br)
             else:

@@ -20,7 +20,9 @@ which fault in and are page-locked 4 KiB at a time where the host gives huge pag
 ``first_write`` says how the host writes the buffer first: ``copy`` (its data copied in, memcpy, as
 umprof's loop does; the default) or ``stores`` (each word stored as a program computes it: an
 application read from its trace), which page-locked memory takes longer to absorb than memory whose pages
-fault in as they are written. ``split`` says where the host reads: by default (false) the part of the buffer
+fault in as they are written. ``host_reader`` says how the host reads the buffer back: ``numpy`` (a vectorized sum, a
+Python program's read; the default) or ``words`` (each word added in turn, a compiled program's loop), which waits
+longer on managed pages faulting back from the GPU. ``split`` says where the host reads: by default (false) the part of the buffer
 it wrote (one buffer updated in place: umprof's loop), and with ``split = true`` another part, after the part it
 writes (an application's separate input and output buffers: the host writes the input, the GPU writes the
 output, the host reads that). It changes what managed memory moves (the host's writes land on pages the
@@ -42,7 +44,7 @@ from pathlib import Path
 from umprof.core.errors import UsageError
 from umprof.core.units import format_size, parse_size
 from umprof.measure.ops.lifecycle import PAGE_BYTES, PAGE_WORDS, PATTERNS  # noqa: F401 (the op's granule and patterns)
-from umprof.measure.ops.loop import FIRST_WRITES
+from umprof.measure.ops.loop import FIRST_WRITES, HOST_READERS
 from umprof.measure.strategies import HOST_PAGES
 
 
@@ -67,6 +69,7 @@ class Workload:
     kernel_bytes: int = 0  # the most those kernels moved of the buffer per iteration (from a trace); 0: not known
     host_pages: str = "numpy"  # how its pageable memory is backed: a Python program's numpy arrays, or C's malloc
     first_write: str = "copy"  # how the host writes the buffer first: its data copied in, or stored word by word
+    host_reader: str = "numpy"  # how the host reads it back: numpy's vectorized sum, or word by word (compiled code)
     split: bool = False  # the host reads another part than it writes (separate input and output buffers)
 
     def __post_init__(self):
@@ -96,6 +99,8 @@ class Workload:
             parts.append(f"{self.host_pages}'d pages")
         if self.first_write != "copy":
             parts.append("first written by stores")
+        if self.host_reader != "numpy":
+            parts.append("read back word by word")
         if self.split:
             parts.append("input and output apart")
         if self.kernel_s > 0:
@@ -147,6 +152,7 @@ class Workload:
             "stride": [self.stride], "iterations": [iterations or self.iterations],
             "host_writes": [self.host_writes], "gpu_writes": [self.gpu_writes], "host_reads": [self.host_reads],
             "copies": [self.copies], "host_pages": [self.host_pages], "first_write": [self.first_write],
+            "host_reader": [self.host_reader],
         }
 
 
@@ -232,6 +238,9 @@ def _check(w: Workload) -> None:
     if w.first_write not in FIRST_WRITES:
         bad("first_write", "one of " + ", ".join(FIRST_WRITES) + " (how the host writes the buffer first: its "
             "data copied in, or stored word by word as a program computes it)")
+    if w.host_reader not in HOST_READERS:
+        bad("host_reader", "one of " + ", ".join(HOST_READERS) + " (how the host reads the buffer back: numpy's "
+            "vectorized sum, or each word in turn as a compiled program's loop)")
     if not isinstance(w.split, bool):
         bad("split", "true or false (whether the host reads another part of the buffer than it writes: "
             "separate input and output buffers)")

@@ -236,6 +236,19 @@ def test_recommend_prices_a_first_write_by_stores_with_first_write():
     assert bad.exit_code == 2 and "--first-write" in bad.output and "Traceback" not in bad.output
 
 
+def test_recommend_reads_back_word_by_word_with_host_reader():
+    """--host-reader words: the workload read back as a compiled program's loop reads it (the JSON says so); a value
+    that is neither reader is a usage error naming the option."""
+    import json
+
+    r = CliRunner().invoke(cli, ["recommend", "--gpu", "H200", "--bytes", "64MiB", "--host-reader", "words", "--json"])
+    assert r.exit_code == 0, r.output
+    (rec,) = json.loads(r.stdout)["recommendations"]
+    assert rec["workload"]["host_reader"] == "words"
+    bad = CliRunner().invoke(cli, ["recommend", "--gpu", "H200", "--bytes", "64MiB", "--host-reader", "simd"])
+    assert bad.exit_code == 2 and "--host-reader" in bad.output and "Traceback" not in bad.output
+
+
 def test_recommend_puts_input_and_output_apart_with_split():
     """--split: the host writes one half and reads the other; on-demand managed memory's host writes fault back
     from the GPU (priced above the in-place loop's), copies move the same bytes; too large a share of reads apart

@@ -57,6 +57,8 @@ def test_setup_calls_that_repeat_without_gpu_work_are_no_loop(tmp_path):
     assert w.host_pages == "malloc" and "malloc'd pages" in adv.mapping
     # a program computes what it writes: its first write is priced as stores word by word
     assert w.first_write == "stores" and "first write as stores" in adv.mapping
+    # and its host reads back as compiled code's loop does, word by word
+    assert w.host_reader == "words" and "reads back word by word" in adv.mapping
     # copies in and out: an input and an output, apart
     assert w.split and "reads the output apart" in adv.mapping
 
@@ -415,6 +417,7 @@ def test_a_python_application_is_told_its_change_in_pycuda_and_pins_rather_than_
     change is said in pycuda's calls; a C application's ties keep CHANGE_COST's order and the CUDA runtime's words."""
     (adv,) = api.advise(fixture("pycuda_loop", tmp_path))
     assert advise.is_python(adv.app)
+    assert adv.workload.host_reader == "numpy" and "word by word (compiled" not in adv.mapping  # numpy reads its arrays
     a = adv.loop_advice
     assert a.tie and "pageable-registered" in a.note and "pinned" in a.note
     assert a.strategy == "pinned" and a.change.startswith("allocate the host arrays with pycuda.driver.pagelocked_empty")

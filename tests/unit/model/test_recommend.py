@@ -296,6 +296,59 @@ def test_a_first_write_by_stores_takes_the_stores_setup_loop_where_it_measured_t
     assert ratio.measures_stores("pinned") and not ratio.measures_stores("zero-copy")
 
 
+def test_a_read_back_word_by_word_adds_the_words_reader_s_extra_fault_cost_where_the_calibration_measured_it():
+    """calibration-loop-read-words prices a compiled program's faulting read (Workload.host_reader = words) as numpy's
+    plus how much more the words reader's read took beyond pinned memory's than numpy's did in the same run; a
+    strategy it did not measure, a workload read by numpy, a calibration without the loop and every other step
+    keep what they had; the loop's rows enter no other curve."""
+    import pandas as pd
+
+    from umprof.model.calibration import CALIBRATION_PREFIX, RUN
+    from umprof.model.predict import Calibration
+
+    rs = ResultSet.load(data.CAL)
+    f = rs.frame
+    sizes = f[(f["scenario"] == CALIBRATION_PREFIX + "sizes") & f["axis.strategy"].isin(["pinned", "managed"])
+              & f["axis.bytes"].isin([16 * MiB, 64 * MiB, 256 * MiB])]
+    numpy_rows = sizes.assign(scenario=CALIBRATION_PREFIX + "read-words", **{"axis.host_reader": "numpy"})
+    # word by word: pinned memory's read 10 ms slower an iteration (the loop's own adds), managed memory's 25 ms
+    words = sizes.assign(scenario=CALIBRATION_PREFIX + "read-words", **{"axis.host_reader": "words"})
+    slower = {"pinned": 0.010, "managed": 0.025}
+    read = words["phase"] == "host_read"
+    words.loc[read, "time_median_s"] += 2 * words.loc[read, "axis.strategy"].map(slower)  # 2 steady iterations
+    plain = Calibration(f, rs.devices[0])
+    both = Calibration(pd.concat([f, numpy_rows, words], ignore_index=True), rs.devices[0])
+    assert both.measures_read_words("managed") and not both.measures_read_words("pinned")
+    assert not both.measures_read_words("managed-prefetch") and not plain.measures_read_words("managed")
+    b = 64 * MiB
+    assert both.curve("managed", "fault_read_words")(b) == pytest.approx(plain.curve("managed", "fault_read")(b) + 0.015)
+    for s, name in (("managed", "fault_read"), ("managed", "host_read"), ("pinned", "host_read"), ("managed", "gap"),
+                    ("managed", "migrate")):
+        assert both.curve(s, name)(b) == pytest.approx(plain.curve(s, name)(b)), (s, name)
+    w = Workload(bytes=b, iterations=10, host_writes=1.0, gpu_writes=1.0, host_reads=1.0)
+    by_words = replace(w, host_reader="words")
+    assert both.predict("managed", by_words).steady["host_read"] == pytest.approx(
+        both.predict("managed", w).steady["host_read"] + 0.015)
+    for cal, s, work in ((both, "pinned", by_words), (both, "managed-prefetch", by_words), (plain, "managed", by_words),
+                         (both, "managed", w)):
+        assert cal.predict(s, work).steady == pytest.approx(plain.predict(s, w).steady), (s, work.host_reader)
+    # two runs: each run's extra beyond its own pinned memory's, the median over the runs; never below numpy's own
+    again = pd.concat([numpy_rows, words]).assign(**{RUN: 1})
+    again.loc[(again["axis.host_reader"] == "words") & (again["phase"] == "host_read"), "time_median_s"] += 0.02
+    pooled = Calibration(pd.concat([f.assign(**{RUN: 0}), numpy_rows.assign(**{RUN: 0}), words.assign(**{RUN: 0}),
+                                    again], ignore_index=True), rs.devices[0])
+    assert pooled.curve("managed", "fault_read_words")(b) == pytest.approx(
+        pooled.curve("managed", "fault_read")(b) + 0.015)  # (0.015 + 0.015) / 2: the run's extras cancel
+    cheap = words.assign(time_median_s=numpy_rows["time_median_s"].to_numpy())
+    cheap.loc[(cheap["axis.strategy"] == "pinned") & (cheap["phase"] == "host_read"), "time_median_s"] += 1.0
+    floor = Calibration(pd.concat([f, numpy_rows, cheap], ignore_index=True), rs.devices[0])
+    numpy_extra = plain.curve("managed", "fault_read")(b) - (
+        sizes[(sizes["axis.strategy"] == "pinned") & (sizes["phase"] == "host_read") & (sizes["axis.bytes"] == b)]
+        ["time_median_s"].iloc[0] / 2)
+    assert floor.curve("managed", "fault_read_words")(b) == pytest.approx(
+        plain.curve("managed", "fault_read")(b) - max(numpy_extra, 0.0))
+
+
 def test_copies_in_parts_cost_what_the_calibration_measured_of_copies_that_size_back_to_back():
     """calibration-loop-copies times an iteration's copies made in many synchronous parts: a part's time
     (its call's latency in it) prices an application's records up to the largest part measured, from
@@ -528,7 +581,8 @@ def test_no_prediction_reads_a_curve_its_calibration_never_measured(shipped, mon
             (16 * MiB, 1024 * MiB), (0.0, 1.0), (0.0, 1.0), (0.0, 1.0), (0.05, 1.0), ("streaming", "random", "warp-pages"),
             ("numpy", "malloc"), ("copy", "stores")):
         cal.rank(Workload(bytes=b, host_writes=hw, gpu_writes=gw, host_reads=hr, touched=t, pattern=pattern,
-                          iterations=5, host_pages=pages, first_write=first))
+                          iterations=5, host_pages=pages, first_write=first,
+                          host_reader="words" if pages == "malloc" else "numpy"))
     assert read <= {("managed-advise-read-mostly", "pass_rw")}, read
 
 

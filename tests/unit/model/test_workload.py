@@ -57,7 +57,7 @@ def test_workload_maps_onto_the_loop_axes():
     (case,) = verification_scenario(w, ["pinned"]).cases()
     assert case.params == {"strategy": "pinned", "bytes": 64 * MiB, "reuse": 2, "touched": 0.25, "pattern": "strided",
                            "stride": 16, "host_writes": 0.1, "gpu_writes": 0.0, "host_reads": 1.0, "iterations": 5,
-                           "copies": 1, "host_pages": "numpy", "first_write": "copy"}
+                           "copies": 1, "host_pages": "numpy", "first_write": "copy", "host_reader": "numpy"}
     # records copied one by one: the strategies that copy make them in parts, the others none
     records = Workload(bytes=MiB, copies=64)
     parts = {c.params["strategy"]: c.params["copies"] for c in verification_scenario(
@@ -74,6 +74,9 @@ def test_workload_maps_onto_the_loop_axes():
     stored = Workload(bytes=MiB, first_write="stores")
     assert {c.params["first_write"] for c in verification_scenario(stored, ["pageable", "pinned", "managed"]).cases()} \
         == {"stores"}
+    # read back word by word: every strategy's loop reads its buffer so
+    words = Workload(bytes=MiB, host_reader="words")
+    assert {c.params["host_reader"] for c in verification_scenario(words, ["pinned", "managed"]).cases()} == {"words"}
     # one iteration: the verification runs three, so the steady iteration is measured too
     (one,) = verification_scenario(Workload(bytes=MiB), ["pinned"]).cases()
     assert one.params["iterations"] == 3
@@ -103,6 +106,14 @@ def test_the_first_write_is_copy_or_stores():
     assert "first written by stores" in Workload(bytes=MiB, first_write="stores").describe()
     with pytest.raises(UsageError, match="first_write.*copy, stores"):
         Workload(bytes=MiB, first_write="memset")
+
+
+def test_the_host_reads_back_with_numpy_or_word_by_word():
+    assert Workload(bytes=MiB).host_reader == "numpy" and "word by word" not in Workload(bytes=MiB).describe()
+    assert "read back word by word" in Workload(bytes=MiB, host_reader="words").describe()
+    assert from_mapping({"bytes": "1MiB", "host_reader": "words"}, "x").host_reader == "words"
+    with pytest.raises(UsageError, match="wl.toml: key 'host_reader': expected one of numpy, words .*got 'bytes'"):
+        from_mapping({"bytes": "1MiB", "host_reader": "bytes"}, "wl.toml")
 
 
 def test_split_puts_the_host_s_reads_apart_from_its_writes():
