@@ -36,7 +36,7 @@ def _workloads(files, options: dict):
               help="Where no calibration answers for this GPU, measure one first (about 5 minutes) instead of saying so.")
 @click.option("--workload", "workload_files", multiple=True, type=click.Path(dir_okay=False), metavar="FILE",
               help="A workload TOML file ([workload] or [[workload]] tables; see scenarios/workloads/example.toml).")
-@click.option("--bytes", "size", metavar="SIZE", default=None, help="The buffer's size: 64MiB, 1GiB (a multiple of 64 KiB).")
+@click.option("--bytes", "bytes", metavar="SIZE", default=None, help="The buffer's size: 64MiB, 1GiB (a multiple of 64 KiB).")
 @click.option("--reuse", type=int, default=None, help="Kernel passes per iteration [1].")
 @click.option("--touched", type=float, default=None, help="Fraction of the 64 KiB pages each pass touches, in (0, 1] [1.0].")
 @click.option("--pattern", type=click.Choice(PATTERNS), default=None,
@@ -58,9 +58,8 @@ def _workloads(files, options: dict):
 @click.option("--first-write", type=click.Choice(FIRST_WRITES), default=None,
               help="How the host writes the buffer first: copy (its data copied in, as umprof's loop does) or stores "
                    "(each word stored as a program computes it) [copy].")
-@click.option("--host-reader", type=click.Choice(HOST_READERS), default=None,
-              help="How the host reads the buffer back: numpy (a vectorized sum, a Python program's read) or words "
-                   "(each word in turn, a compiled program's loop) [numpy].")
+@click.option("--host-reader", type=click.Choice(HOST_READERS), default=None, help="How the host reads the buffer "
+              "back: numpy (a vectorized sum, a Python program's) or words (a compiled program's loop) [numpy].")
 @click.option("--split/--in-place", "split", default=None,
               help="Whether the host reads another part of the buffer than it writes (separate input and output "
                    "buffers) or the part it wrote [in place: the one layout --verify measures].")
@@ -83,9 +82,8 @@ def _workloads(files, options: dict):
 @click.option("--device", "device_index", type=common.DEVICES, default=None,
               help="GPUs to answer for: an index, a list (0,1) or all; each gets its own calibration and ranking "
                    "(with --from: the calibration rows measured on that GPU). Default: 0.")
-def recommend(sources, gpu_name, calibrate_now, workload_files, size, reuse, touched, pattern, stride, iterations,
-              host_writes, gpu_writes, host_reads, pingpong, copies, host_pages, first_write, host_reader, split, steady,
-              as_json, fits, verify, verify_top, verify_rounds, measured, output, force, device_index):
+def recommend(sources, gpu_name, calibrate_now, workload_files, steady, as_json, verify, verify_top, verify_rounds,
+              measured, output, force, device_index, **workload):
     """Rank the host-memory strategies for a workload, with predicted time per phase and the reason.
 
     Each answer has two figures: setup (allocation, registration, first touch, free) and the
@@ -97,14 +95,11 @@ def recommend(sources, gpu_name, calibrate_now, workload_files, size, reuse, tou
     from umprof.model.recommend import drift_note
     from umprof.views.terminal import print_recommendation, runs_agreement, verification_summary
 
-    if steady and iterations is not None:
+    if steady and workload["iterations"] is not None:
         raise UsageError("options '--steady' and '--iterations': --steady ranks by one steady iteration, which the number "
                          "of iterations does not change; give --iterations N to rank the whole run, or --steady alone")
-    workloads = _workloads(workload_files, dict(bytes=size, reuse=reuse, touched=touched, pattern=pattern, stride=stride,
-                                                iterations=iterations, host_writes=host_writes, gpu_writes=gpu_writes,
-                                                host_reads=host_reads, pingpong=pingpong, copies=copies, host_pages=host_pages,
-                                                first_write=first_write, host_reader=host_reader, split=split,
-                                                fits=fits))
+    # the workload's options, as the workload's keys name them (--bytes is "bytes")
+    workloads = _workloads(workload_files, workload)
     if verify_top != "all" and (not verify_top.isdigit() or int(verify_top) < 1):
         raise UsageError(f"option '--verify-top': expected a positive integer or 'all', got {verify_top!r}")
     if gpu_name is not None and (verify or device_index is not None):

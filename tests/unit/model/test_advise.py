@@ -383,7 +383,7 @@ def test_an_h200_trace_is_advised_from_the_h200_s_calibration():
     pinned memory is in."""
     trace = ROOT / "tests" / "fixtures" / "traces" / "h200-stream_loop.sqlite"
     (adv,) = api.advise(trace)
-    assert adv.app.gpu == "NVIDIA H200" and "NVIDIA H200" in adv.calibration and "10 runs pooled" in adv.calibration
+    assert adv.app.gpu == "NVIDIA H200" and "NVIDIA H200" in adv.calibration and "12 runs pooled" in adv.calibration
     assert adv.app.strategy == "pageable" and adv.app.loop.iterations == 40
     assert adv.workload.bytes == 128 * 2**20 and adv.workload.host_writes == 0.5 and adv.workload.iterations == 40
     loop = adv.loop_advice
