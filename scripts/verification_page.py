@@ -469,7 +469,8 @@ def staging_section() -> list[str]:
              "cost. Below each, the sweep of threads and slot size. Each run is the rule as shipped, on its own lease, "
              "oldest first: the ring's share of its ceiling moves by 10-20% from lease to lease with the host copy it is "
              "measured against. Runs named *native* measured the native ring of 0.5.0 and later, whose threads are "
-             "native (kernels/staging_ring.c; native-c on the H100 and native-b on the H200: 0.6.0); the others, the ring of Python threads before it, and their host copy ran on "
+             "native (kernels/staging_ring.c; native-c on the H100 and native-b on the H200: 0.6.0; native-d on the H100: "
+             "0.35.0, without the sweep); the others, the ring of Python threads before it, and their host copy ran on "
              "Python threads too.", ""]
     from umprof.core.results import ResultSet, read_header
 
