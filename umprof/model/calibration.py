@@ -8,9 +8,7 @@ past them), each per iteration:
 
 * ``host_write``, ``host_read``: the host's local write and read (calibration-loop-sizes);
   for managed memory also the host's faults back when the pages sit on the GPU, on a write
-  (calibration-loop-host) and on a read (calibration-loop-sizes, where the kernel pulled them:
-  ``fault_read``), and that read made word by word as a compiled program makes it
-  (calibration-loop-read-words: ``fault_read_words``, where the calibration measured it);
+  (calibration-loop-host) and on a read (calibration-loop-sizes, where the kernel pulled them);
 * ``h2d``, ``d2h``: the copies (or prefetches) each way; ``h2d_part``, ``d2h_part``: one copy of
   an application's copies in many parts, its call's latency included (calibration-loop-copies);
 * the kernel: a fixed part (launch, the 8-byte result the host reads back) and each pass,
@@ -256,16 +254,11 @@ def kind(name: str) -> str:
     return "link"
 
 
-def _runs(rows: pd.DataFrame):
-    """The rows of each run the frame pools (column RUN), one run where it pools none."""
-    return [run for _, run in rows.groupby(RUN, dropna=False)] if RUN in rows.columns else [rows]
-
-
 def _ratios_by_run(rows: pd.DataFrame, figures) -> dict[float, list[float]]:
     """Size → the ratio of two figures measured in the same run, one a run that measured both at that size:
     ``figures(run's rows)`` gives (own, reference), each size → seconds."""
     ratios: dict[float, list[float]] = {}
-    for run in _runs(rows):
+    for _, run in (rows.groupby(RUN, dropna=False) if RUN in rows.columns else [(0, rows)]):
         own, base = figures(run)
         for b, t in own.items():
             if base.get(b, 0) > 0:
@@ -550,6 +543,7 @@ class CalibrationCurves:
         (READ_WORDS_LOOP): numpy's faulting read (``fault_read``) plus, size by size, how much more the words
         reader's read took beyond pinned memory's than numpy's did, in the same run (the median over the runs;
         neither extra below nothing); none where the calibration did not measure it."""
+        rows = self.read_rows
         if not self.measures_read_words(strategy):
             return {}
 
@@ -557,7 +551,7 @@ class CalibrationCurves:
             return self._select(s, READ_WORDS_LOOP, "host_read", rows=run, host_reader=reader, **WHOLE_LOOP)
 
         more: dict[float, list[float]] = {}
-        for run in _runs(self.read_rows):
+        for _, run in (rows.groupby(RUN, dropna=False) if RUN in rows.columns else [(0, rows)]):
             words, words_ref = read(strategy, "words", run), read("pinned", "words", run)
             numpy_, numpy_ref = read(strategy, "numpy", run), read("pinned", "numpy", run)
             for b in set(words) & set(words_ref) & set(numpy_) & set(numpy_ref):

@@ -56,8 +56,7 @@ class PhaseComposition(CalibrationCurves):
         if br:
             remote = min(pages.read_remote_bytes, br)
             if k in ("on-demand", "prefetch"):
-                # a compiled program's word-by-word read of faulting pages took longer beyond pinned memory's
-                # than numpy's sum did (64 MiB, H200 and H100): priced where the shipped calibration measured it
+                # a compiled program's loop waits on each page in turn, where numpy's sum reads ahead of its faults
                 words = w.host_reader == "words" and self.measures_read_words(strategy)
                 ph["host_read"] = local(self._managed_local_read(strategy), br - remote) \
                     + c("fault_read_words" if words else "fault_read", remote)
