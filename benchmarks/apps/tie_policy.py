@@ -13,7 +13,8 @@ lease, and its lease's trace is advised at today's model. Compared where both pi
 the fastest or within 5% of it (judge.py's criterion, the advice as applied), and how far behind the fastest it
 measured. Beside them, the prediction's error where a tie is decided: how far the predicted ratio between two measured
 ways misses their measured ratio, over every pair and over the pairs predicted within the tie's error of each other;
-and what the leases' own spread leaves to predict (``ceilings``).
+how often the predicted saving came within 20% of the measured one (``savings``); and what the leases' own spread
+leaves to predict (``ceilings``).
 """
 
 from __future__ import annotations
@@ -109,6 +110,25 @@ def compare(rows: list[dict]) -> dict:
     return out
 
 
+def within_saving(predicted, measured) -> bool:
+    """judge.py's test of a saving: the predicted one within SAVING_WITHIN of the measured one (a plain bool: the
+    predictions are numpy's floats, the counts go to JSON)."""
+    return bool(abs(predicted / measured - 1) <= SAVING_WITHIN)
+
+
+def savings(rows: list[dict]) -> dict:
+    """The predicted saving against the measured one, over each lease-application whose advice, as applied
+    (``measured_mode``), is a change measured both ways: how often it came within SAVING_WITHIN (judge.py's test,
+    without its allowance for the runs' own spread), and the median of |predicted / measured - 1|."""
+    errors = []
+    for r in rows:
+        w, p, a, o, m = r["walls"], r.get("predicted_s", {}), r["advised"], r["own"], measured_mode(r)
+        if m != o and {m, o} <= set(w) and {a, o} <= set(p) and w[o] != w[m]:
+            errors.append(abs((p[o] - p[a]) / (w[o] - w[m]) - 1))
+    return {"lease_apps": len(errors), "within": int(sum(e <= SAVING_WITHIN for e in errors)),
+            "median_error": float(statistics.median(errors)) if errors else None}
+
+
 def ceilings(rows: list[dict]) -> dict:
     """What the leases' own spread leaves to predict, over the applications measured in at least LEASES leases of one
     GPU, each advice judged as applied (``measured_mode``). Savings: each lease-application whose advice was a change
@@ -126,9 +146,6 @@ def ceilings(rows: list[dict]) -> dict:
         w, p, a, o, m = r["walls"], r.get("predicted_s", {}), r["advised"], r["own"], measured_mode(r)
         return a != o and {m, o} <= set(w) and {a, o} <= set(p) and w[o] > w[m]
 
-    def within(predicted, measured):  # a plain bool: the predictions are numpy's floats, the counts go to JSON
-        return bool(abs(predicted / measured - 1) <= SAVING_WITHIN)
-
     n = fixed = model = 0
     for g in group(lambda r: (r["gpu"], r["app"], r["own"], r["advised"])):
         g = [r for r in g if changed(r)]
@@ -138,8 +155,8 @@ def ceilings(rows: list[dict]) -> dict:
         middle = statistics.median(saved)
         for r, measured in zip(g, saved):
             n += 1
-            fixed += within(middle, measured)
-            model += within(r["predicted_s"][r["own"]] - r["predicted_s"][r["advised"]], measured)
+            fixed += within_saving(middle, measured)
+            model += within_saving(r["predicted_s"][r["own"]] - r["predicted_s"][r["advised"]], measured)
     savings = {"lease_apps": n, "median_of_leases": fixed, "predicted": model}
 
     n = best = advised = 0
@@ -171,8 +188,10 @@ def main():
         ap.error(f"{a.traces}: no judged lease's trace found; expected h100/traces/LEASE/APP.sqlite and "
                  "h200/traces/LEASE/APP.sqlite there (the archives results/advise/nvidia-*-traces.tar.xz extracted)")
     result = {"tie": advise.PREDICTION_ERROR, **compare(rows), "pair_errors": pair_errors(rows, advise.PREDICTION_ERROR)}
+    result["savings"] = savings(rows)
     for gpu in ("h100", "h200"):
-        result[gpu] = compare([r for r in rows if r["gpu"] == gpu])
+        result[gpu] = {**compare([r for r in rows if r["gpu"] == gpu]),
+                       "savings": savings([r for r in rows if r["gpu"] == gpu])}
     result["ceilings"] = ceilings(rows)
     print(f"{result['lease_apps']} lease-applications judged; both picks measured in {result['both_measured']}, "
           f"different in {result['differ']}")
@@ -187,6 +206,12 @@ def main():
         print(f"  the predicted ratio of two ways misses the measured one by a median {pe['every']['median']:.1%} "
               f"({pe['every']['pairs']} pairs), {pe['close']['median'] or 0:.1%} where predicted within "
               f"{pe['within']:.0%} ({pe['close']['pairs']} pairs)")
+    sv = result["savings"]
+    if sv["lease_apps"]:
+        print(f"  the predicted saving came within {SAVING_WITHIN:.0%} of the measured one in {sv['within']} of "
+              f"{sv['lease_apps']} (median error {sv['median_error']:.1%}; H100 {result['h100']['savings']['within']} "
+              f"of {result['h100']['savings']['lease_apps']}, H200 {result['h200']['savings']['within']} of "
+              f"{result['h200']['savings']['lease_apps']})")
     c = result["ceilings"]
     if c["savings"]["lease_apps"]:
         s, k = c["savings"], c["picks"]

@@ -79,3 +79,20 @@ def test_the_ceilings_set_each_lease_against_what_the_leases_of_its_application_
     assert out["savings"] == {"lease_apps": 3, "median_of_leases": 2, "predicted": 2}
     # pinned held in two of the three leases (the best mode afterwards), registered in one
     assert out["picks"] == {"lease_apps": 3, "best_mode_afterwards": 2, "advised": 1}
+
+
+def test_the_predicted_saving_is_set_against_the_measured_one_for_each_advice_that_is_a_change():
+    def row(own_s, applied_s, predicted_saving, advised="registered", applied=None):
+        return {"own": "pageable", "advised": advised, "applied": applied or advised,
+                "walls": {"pageable": own_s, applied or advised: applied_s},
+                "predicted_s": {"pageable": np.float64(2.0), advised: np.float64(2.0 - predicted_saving)}}
+
+    rows = [row(2.0, 1.0, 1.1),  # 1.0 measured, 1.1 predicted: within 20%
+            row(2.0, 1.5, 1.0),  # 0.5 measured, 1.0 predicted: 100% off
+            row(2.0, 1.0, 0.9, applied="registered-sampled"),  # judged as applied: within
+            row(2.0, 2.0, 0.3),  # no saving measured: not counted
+            {**row(2.0, 1.0, 0.0, advised="pageable"), "walls": {"pageable": 2.0}}]  # told to keep it: not counted
+    out = _tie_policy().savings(rows)
+    json.dumps(out)
+    assert out["lease_apps"] == 3 and out["within"] == 2
+    assert out["median_error"] == pytest.approx(0.1)
