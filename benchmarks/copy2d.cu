@@ -1,6 +1,6 @@
 // A pitched copy's rate beside a contiguous copy's of the same bytes, by the host memory it reads or writes: 16 MiB
 // as one cudaMemcpy, and as cudaMemcpy2D of 2048 rows of 8 KiB out of rows of 64 KiB (a tile of a larger image, as
-// benchmarks/apps/unseen/tiles.cu copies), each way, from malloc'd (pageable) and cudaMallocHost (pinned) memory.
+// benchmarks/apps/verification/tiles.cu copies), each way, from malloc'd (pageable) and cudaMallocHost (pinned) memory.
 // `umprof advise` prices a copy by its bytes alone; this says what a pitched copy's rows cost beyond that.
 //
 //   nvcc -O2 -arch=sm_90 -o copy2d benchmarks/copy2d.cu && ./copy2d [--reps 20]

@@ -17,7 +17,7 @@ APPS = ROOT / "benchmarks" / "apps"
 
 
 def _trace(nsys, tmp_path, app, *args):
-    exe = tmp_path / Path(app).name  # app: a program of benchmarks/apps ('stream_loop', 'unseen/refine')
+    exe = tmp_path / Path(app).name  # app: a program of benchmarks/apps ('stream_loop', 'verification/refine')
     subprocess.run(["nvcc", "-O2", "-arch=sm_90", "-std=c++17", "-o", str(exe), str(APPS / f"{app}.cu")], check=True)
     rep = exe
     subprocess.run(nsysmod.profile_command(nsys, rep, [str(exe), *args]), check=True, capture_output=True)
@@ -62,10 +62,10 @@ def test_a_trace_without_cuda_is_refused_in_one_line(nsys, tmp_path):
 
 
 def test_a_loop_of_many_launches_over_its_frame_is_priced_as_as_many_passes(nsys, tmp_path):
-    # refine (benchmarks/apps/unseen): each frame copied in from malloc'd memory, 16 launches over it, copied back.
+    # refine (benchmarks/apps/verification): each frame copied in from malloc'd memory, 16 launches over it, copied back.
     # Read as one pass, the ways that leave the frame in host memory had ranked among the first, in the tie; each
     # launch reads it again from host memory
-    rep = _trace(nsys, tmp_path, "unseen/refine", "--frames", "6", "--passes", "16")
+    rep = _trace(nsys, tmp_path, "verification/refine", "--frames", "6", "--passes", "16")
     (adv,) = api.advise(rep)
     assert adv.app.strategy == "pageable" and adv.app.loop.per_iteration["kernels"] == 16
     assert 12 <= adv.workload.reuse <= 16, adv.mapping
@@ -76,11 +76,11 @@ def test_a_loop_of_many_launches_over_its_frame_is_priced_as_as_many_passes(nsys
 
 
 def test_a_managed_program_whose_host_samples_its_pages_is_priced_its_stalls(nsys, tmp_path):
-    # particles (benchmarks/apps/unseen): a managed array the GPU updates each step while the host reads every
+    # particles (benchmarks/apps/verification): a managed array the GPU updates each step while the host reads every
     # 4096th record between kernels, each touch waiting for its page to come back from the GPU. The trace measures
     # those stalls where the GPU idles; priced, the ways that copy save them and the managed ways that leave the pages
     # on the GPU keep them
-    rep = _trace(nsys, tmp_path, "unseen/particles", "--mib", "128", "--steps", "8")
+    rep = _trace(nsys, tmp_path, "verification/particles", "--mib", "128", "--steps", "8")
     (adv,) = api.advise(rep)
     assert adv.app.strategy == "managed" and adv.app.um["cpu_faults"] > 0
     assert adv.workload.bytes == 128 * 2**20, adv.mapping  # its one array

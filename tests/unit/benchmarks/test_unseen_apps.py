@@ -1,4 +1,4 @@
-"""benchmarks/apps/unseen without a GPU: every application there is one run.sh builds and times, in modes its program
+"""benchmarks/apps/verification without a GPU: every application there is one run.sh builds and times, in modes its program
 accepts, and it compiles (CI has nvcc): a program that did not build would cost a lease's timings."""
 
 import py_compile
@@ -10,9 +10,9 @@ import pytest
 
 from tests.unit.data import ROOT, load_script
 
-UNSEEN = ROOT / "benchmarks" / "apps" / "unseen"
+UNSEEN = ROOT / "benchmarks" / "apps" / "verification"
 RUN_SH = (UNSEEN / "run.sh").read_text()
-MODES = load_script("benchmarks/apps/unseen/to_apps_json.py").run_sh_modes(UNSEEN / "run.sh")
+MODES = load_script("benchmarks/apps/verification/to_apps_json.py").run_sh_modes(UNSEEN / "run.sh")
 PROGRAMS = sorted(p.stem for p in [*UNSEEN.glob("*.cu"), *UNSEEN.glob("*.py")] if p.stem != "to_apps_json")
 CUDA_PROGRAMS = sorted(p.stem for p in UNSEEN.glob("*.cu"))
 
@@ -47,7 +47,7 @@ def test_the_python_program_compiles(name, tmp_path):
 
 
 def test_a_variant_is_named_by_its_strategy_and_run_sh_names_every_mode_so():
-    names = load_script("benchmarks/apps/unseen/to_apps_json.py").strategy_name
+    names = load_script("benchmarks/apps/verification/to_apps_json.py").strategy_name
     assert names("registered-sampled") == "pageable-registered-sampled"
     assert names("registered-probe") == "pageable-registered-probe"
     assert names("pinned-sampled") == "pinned-sampled" and names("staged") == "pageable-staged"

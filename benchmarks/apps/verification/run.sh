@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
-# Applications written to check advice on programs the model was not built from (each fixed before its
+# The verification programs: applications written to check advice on programs the model was not built from (each fixed before its
 # first measurement). On a GPU machine, from the checkout's root, after `source .device/bootstrap.sh`:
-#   ROUNDS=5 bash benchmarks/apps/unseen/run.sh
+#   ROUNDS=5 bash benchmarks/apps/verification/run.sh
 # Builds each (a .py program runs under python3), traces its own mode (the first listed) with Nsight Systems (rounds.sh),
 # advises from the trace (umprof advise, text and --json), then times every mode by wall clock (process start to exit) in rounds,
-# the even rounds in reverse order. Writes $OUT/unseen.tar.gz: traces/, advise-*.txt|json, walls.txt
+# the even rounds in reverse order. Writes $OUT/verification.tar.gz: traces/, advise-*.txt|json, walls.txt
 # ("app mode round exit seconds checksum"). two_gpus drives every GPU of the machine and runs only where ONLY names it
 # (ONLY=two_gpus, on a machine of several GPUs).
 set -u
-OUT="${OUT:-unseen-out}"; HERE=$(cd "$(dirname "$0")" && pwd); W="$OUT/unseen"; mkdir -p "$W/bin" "$W/traces"
+OUT="${OUT:-verification-out}"; HERE=$(cd "$(dirname "$0")" && pwd); W="$OUT/verification"; mkdir -p "$W/bin" "$W/traces"
 source "$HERE/rounds.sh"
 declare -A MODES=(
   [jacobi]="pageable pinned registered managed managed-prefetch"
@@ -63,4 +63,4 @@ for line in open(sys.argv[1]):
     a, m, r, rc, s, *_ = line.split(); t[(a, m)].append(float(s))
 for (a, m), v in t.items(): print(f"{a:14s} {m:32s} median {statistics.median(v):.3f} s  runs {len(v)}  spread {max(v)-min(v):.3f}")
 PY
-tar czf "$OUT/unseen.tar.gz" -C "$OUT" unseen && rm -rf "$W"
+tar czf "$OUT/verification.tar.gz" -C "$OUT" verification && rm -rf "$W"

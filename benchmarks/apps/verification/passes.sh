@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# An unseen program timed by wall clock at several --passes, to tell its run's fixed part (allocation, the host's
+# A verification program timed by wall clock at several --passes, to tell its run's fixed part (allocation, the host's
 # first write, its last read, free) from each pass's, and traced in some of its modes. On a GPU machine, from the
 # checkout's root, after `source .device/bootstrap.sh`:
 #   APP=tiles MODES="pageable once managed-prefetch" PASSES="1 2 4" TRACE="pageable managed-prefetch" ROUNDS=5 \
-#     bash benchmarks/apps/unseen/passes.sh
+#     bash benchmarks/apps/verification/passes.sh
 # Writes $OUT/passes.tar.gz of passes/: walls.txt ("app mode passes round exit seconds checksum", rounds alternating in order),
 # traces/APP-MODE.sqlite, and a context-only program's walls (bare: CUDA's start and exit alone).
 set -u

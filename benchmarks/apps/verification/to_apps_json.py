@@ -1,6 +1,6 @@
 """The timings run.sh wrote (walls.txt) as judge.py reads them (an apps.json), each mode under umprof's strategy name.
 
-    python3 benchmarks/apps/unseen/to_apps_json.py WALLS.txt OUT.json --gpu "NVIDIA H200, 580.159.04" --date ISO
+    python3 benchmarks/apps/verification/to_apps_json.py WALLS.txt OUT.json --gpu "NVIDIA H200, 580.159.04" --date ISO
 
 run.sh's modes are umprof's strategy names but for ``registered`` (pageable-registered) and ``staged``
 (pageable-staged); ``MODE-sampled`` (particles copying back only the particles it logs) and ``MODE-probe``

@@ -1,4 +1,4 @@
-// The host memory an unseen program's mode asks for, allocated and freed one way: malloc'd (as written), malloc'd and
+// The host memory a verification program's mode asks for, allocated and freed one way: malloc'd (as written), malloc'd and
 // cudaHostRegister'ed (plain or mapped), cudaMallocHost, cudaHostAlloc write-combined or mapped, cudaMallocManaged.
 // Shared by cadence.cu, render.cu, histogram.cu, requests.cu and tiles.cu.
 #pragma once
