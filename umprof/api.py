@@ -213,7 +213,7 @@ def _result_sets(sources) -> list[ResultSet]:
 def _runs_frame(sets: list[ResultSet], names: list[str] | None = None):
     """The sets' rows as one frame, each marked with the run (file) it came from
     (``umprof.model.predict.RUN``: 0, 1, ...): a case measured in two runs is two samples of it. A
-    file that pools several runs already (a shipped calibration of two leases) keeps them apart.
+    file that pools several runs already (a shipped calibration of several runs) keeps them apart.
     With the sets' ``names``, the frame's ``attrs["runs"]`` names each run, in order ("FILE", or
     "FILE, run k" for the runs a file pools)."""
     import pandas as pd
@@ -315,8 +315,8 @@ def calibration_estimate(profile: str = "full", gpu: str | None = None) -> float
     shipped = ResultSet.load(base.path)
     frame = shipped.frame
     totals = frame[frame["phase"] == "total"]
-    if RUN in totals.columns:  # a shipped calibration of several runs: the first is this release's own; a
-        # scenario measured alone since (another run) is timed by its own run
+    if RUN in totals.columns:  # a shipped calibration of several runs: the first is the full calibration; a
+        # scenario measured alone (another run) is timed by its own run
         totals = totals.iloc[totals[RUN].fillna(0).argsort(kind="stable")]
     totals = totals.drop_duplicates(["scenario", "case"]).set_index(["scenario", "case"])
     rules = shipped.meta.get("timing") or {}

@@ -47,7 +47,7 @@ class CalibrationFile:
     base: str | None  # a quick calibration's shipped base (its file name)
     cases: int
     wall_s: float | None
-    runs: tuple[str, ...] = ()  # a calibration that pools several runs (a shipped one of two leases): each, in words
+    runs: tuple[str, ...] = ()  # a calibration that pools several runs (a shipped one): each, in words
 
     @property
     def name(self) -> str:

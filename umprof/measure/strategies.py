@@ -35,8 +35,8 @@ class Buffer:
 # "numpy": a numpy array, as a Python program's buffers are (numpy advises the kernel to back arrays of
 # 4 MiB and more with huge pages); "malloc": a fresh anonymous mapping with no advice, as a C or C++
 # program's malloc'd (or new'd) buffer of that size is (glibc maps allocations of 128 KiB and more on their
-# own). On a host whose transparent huge pages are given only where advised (both lent GPU hosts of
-# 2026-11), the malloc'd buffer faults in 4 KiB at a time: 1 GiB's first write took 0.46-0.60 s against
+# own). On a host whose transparent huge pages are given only where advised (the H100 and H200 hosts of
+# 2026-11, 16 cores), the malloc'd buffer faults in 4 KiB at a time: 1 GiB's first write took 0.46-0.60 s against
 # numpy's 0.15-0.23 s, its registration 0.26-0.35 s against 0.14-0.23 s (results/first-touch/).
 HOST_PAGES = ("numpy", "malloc")
 
@@ -63,7 +63,7 @@ def pageable_empty(nbytes: int, pages: str = "numpy") -> np.ndarray:
 def release_pages(host: np.ndarray) -> None:
     """Give a "malloc" buffer's pages back to the kernel now, as a C program's free() of it does (glibc
     munmaps an allocation of its own mapping): each touched page unmapped and freed, which the applications'
-    traces measured at 0.04-0.05 s a GiB of 4 KiB pages on both lent hosts (2026-11). madvise(MADV_DONTNEED)
+    traces measured at 0.04-0.05 s a GiB of 4 KiB pages on H100 and H200 hosts (2026-11). madvise(MADV_DONTNEED)
     does that work on the mapping in place, so the arrays that still view it stay valid (they would read
     zeros) and the munmap left to the garbage collector finds nothing to free. numpy's pages are left to
     numpy, as a Python program's are."""

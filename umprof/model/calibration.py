@@ -78,9 +78,9 @@ FETCH_WORDS = 16
 # too: its pages stay on the host and the GPU reads them across the link. Over the verification runs of
 # 2026-11 its host writes and reads took a median 1.00-1.05x pinned memory's in the same workload (H100:
 # 219 writes, 184 reads; H200: 278, 268; quartiles 0.93-1.28, as zero-copy's and mapped memory's 0.93-1.25),
-# where their own calibrated curves said 0.83-1.45x by size: one allocation's luck. Their own curves had
-# priced them up to 17% under pinned memory on the H100, and picked them in 6 of holdout-20's 8 steady
-# iterations, measured 1.07-1.30x the fastest.
+# where their own calibrated curves said 0.83-1.45x by size: one allocation's luck, which priced them up
+# to 17% under pinned memory on the H100 and picked them where they measured 1.07-1.30x the fastest
+# (holdout-20).
 # Pageable memory is not among them: the driver copies into and out of it through its staging buffers
 # (with non-temporal stores, which leave nothing in the host's caches), and its host reads and writes
 # measured 16-45% slower than pinned memory's at 1-16 MiB on the H200 and the H100.
@@ -95,31 +95,28 @@ CACHED_UNLESS_COPIED_INTO = ("pageable",)
 # Write-combined memory is uncached to the host: the CPU reads it without its caches, several times
 # slower than cached memory. Where the calibration's host reads of it measured no slower than
 # WC_CACHED_READ x cached memory's at every size, the platform gave it cached memory's behaviour, and it
-# joins CACHED_HOST. On the H200 and H100 lent in 2026-11 its reads measured 0.89-1.03x pinned memory's
+# joins CACHED_HOST. On the H200 and H100 machines of 2026-11 its reads measured 0.89-1.03x pinned memory's
 # and its writes 0.78-1.17x, while in the verification runs its writes and reads took a median 1.00x and
 # 0.99x pinned memory's in the same workload on the H200 (119 and 96 workloads), 1.00x and 1.01x on the
-# H100 (91 and 74): the calibration's differences were its allocations' luck, which had given
-# write-combined memory a lead of up to 11%.
+# H100 (91 and 74): the calibration's differences were its allocations' luck, which gave write-combined
+# memory a lead of up to 11%.
 WRITE_COMBINED = "write-combined"
 WC_CACHED_READ = 1.5
 # READ_MOSTLY's kernel may not write, so the whole-buffer loop (sizes) never runs it and it has no local
 # host write of its own: the host's write to pages of it that hold no GPU copy is a write to managed memory
-# on the host, which managed memory that prefers the host measures (its pages stay there). Without it those
-# writes had cost nothing, and a buffer the host rewrites whole each step while the GPU reads a little of
-# it was priced at its faults alone: holdout-18's 512 MiB table probed at 2% (H100, three leases) was
-# predicted 0.034 s a steady step against 0.136 s measured, and picked.
+# on the host, which managed memory that prefers the host measures (its pages stay there). Priced at its
+# faults alone, a buffer the host rewrites whole each step while the GPU reads a little of it comes out
+# a quarter of its time (holdout-18's 512 MiB table probed at 2%: 0.034 s a steady step predicted, 0.136 s
+# measured; H100, 2026-11-25).
 # A strategy's single curve taken from another strategy (BORROWS below takes them all but its own).
 CURVE_BORROWS = {("managed-advise-read-mostly", "host_write"): "managed-advise-prefer-host"}
 # Strategies calibrated on calibration-loop-sizes alone, whose kernel and ratios are another's:
 # pageable-staged keeps pageable memory and a cudaMalloc'd buffer and differs in how the copies go (its
-# copies are its own) and in what they leave behind: the ring's threads (up to 12 since 0.3.0) read and
-# write the buffer from other cores, so the host's own writes and reads of it are its own curves too. In
-# the H100 calibration of 2026-11-25 they took 1.15x and 1.33x pageable memory's at 256 MiB, and 1.22x
-# and 1.36x in the staging-loop run of the same lease; taking them from pageable memory had predicted a
-# staged loop's steady iteration 30% short there, and with them that calibration's picks over the
-# H100's six sets went from 60/45 to 61/52 of 78 (calibration-7, measured with 0.2.0's ring of 8 threads:
-# 159/146 to 157/146 over its 13 sets). pinned-pipelined is pinned memory run chunk by chunk (its steps
-# are pinned's, composed per chunk; only its setup is its own).
+# copies are its own) and in what they leave behind: the ring's threads (up to 12) read and write the
+# buffer from other cores, so the host's own writes and reads of it are its own curves too: they took
+# 1.15x and 1.33x pageable memory's at 256 MiB (H100, 16 cores, 2026-11-25), and pageable memory's curves
+# predict a staged loop's steady iteration 30% short. pinned-pipelined is pinned memory run chunk by chunk
+# (its steps are pinned's, composed per chunk; only its setup is its own).
 # The host's time between the steps (the gap) is the borrowed memory's for both: the staging ring's
 # work lies inside its timed copies, and what its loop's wall clock left beyond them was the noise of
 # two large figures' difference (calibration-7: 0 at 64 MiB, 1 ms at 256 MiB and, extrapolated, 4 ms a
@@ -136,16 +133,15 @@ BORROWS = {"pageable-staged": "pageable", "pinned-pipelined": "pinned", "pageabl
 # memory's it borrows, the same malloc'd or pinned pages written before any copy: over the verification
 # sets of 2026-11 it measured a median 1.035x (H100, 510 rounds of a workload) and 1.063x (H200, 746) pageable
 # memory's in the same workload for the staged plan, and 0.99-1.01x pinned memory's for the pipelined and
-# registered ones, where the plans' own curves, a few samples a size, had priced the staged plan's at
-# 0.91x and 0.87x pageable memory's (sets 20-22). Borrowed, the shipped calibrations' whole-run picks over
-# every committed set went from 83 to 86 of 107 (H100) and 117 to 122 of 141 (H200), no set losing one.
+# registered ones, where the plans' own curves, a few samples a size, price the staged plan's at 0.91x
+# and 0.87x pageable memory's (sets 20-22).
 SETUP_CURVES = ("alloc", "free", "first")
 # mapped memory and the registered plan allocate and free alike: malloc'd pages page-locked in place with
 # cuMemHostRegister (DEVICEMAP), cuMemHostUnregister at the end (measure/strategies.py). Over the
 # verification sets of 2026-11 the registered plan's allocation measured a median 1.05x mapped memory's in
 # the same workload (H200, 37 workload runs; H100 1.06x, 45) and its free 1.09x and 1.13x, where each one's
-# own curve, a few samples a size, had priced it at 1.52x (H200) and 0.75x (H100) the other's: the two are
-# priced from the median of both measurements.
+# own curve, a few samples a size, puts it at 1.52x (H200) and 0.75x (H100) the other's: the two are priced
+# from the median of both measurements.
 SAME_SETUP = ("mapped", "pageable-registered")
 SAME_SETUP_STEPS = ("alloc", "free")
 OWN_CURVES = {"pageable-staged": ("h2d", "d2h", "host_write", "host_read") + SETUP_CURVES,
@@ -201,11 +197,12 @@ SETUP_MALLOC_LOOP = "setup-malloc"
 # (the applications' producers wrote 1 GiB of it in 0.20-0.31 s on both GPUs, where the memcpy of
 # calibration-loop-setup took 0.11-0.12 s), while memory whose pages fault in as they are written has each
 # page zeroed just before, in the caches. The loop copies each buffer in too (first_write = copy), so that
-# a run says what storing costs against copying on its own lease. A workload first written by stores
+# a run says what storing costs against copying on its own machine. A workload first written by stores
 # (Workload.first_write: every application `umprof advise` reads) takes its first write from it where the
 # calibration measured the strategy so: that ratio times the copied first write of the other setup loops
-# (on the lent machines of 2026-11-26, at 1 GiB: 1.5-2.1x for page-locked memory, 0.7-1.2x for memory whose
-# pages fault in, by lease); its other setup steps and its steady host writes are as before.
+# (H100 and H200 machines of 16 cores, 2026-11-26, at 1 GiB: 1.5-2.1x for page-locked memory, 0.7-1.2x for
+# memory whose pages fault in, by machine); its other setup steps and its steady host writes are the other
+# loops'.
 SETUP_STORES_LOOP = "setup-stores"
 SETUP_LOOPS = (SETUP_LOOP, SETUP_MALLOC_LOOP, SETUP_STORES_LOOP)
 # calibration-loop-copies: an application's copies in many parts (8 MiB each way per iteration in 8-2048
@@ -225,7 +222,7 @@ PARTS_UNMEASURED = ("this calibration did not measure copies in parts (calibrati
 # numpy's sum and, as a compiled program does, each word in turn (the loop's host_reader). The two readers
 # pay for the same pages' faults differently (on an H200, 2026-12-03, benchmarks/fault_read.cu: at 64 MiB after
 # a kernel that read and wrote the buffer, a C program's read took 8.1-9.4 ms beyond pinned memory's, numpy's
-# 5-7 ms and the calibration's 3.3 ms; in this loop on one H200 lease, 2026-12-04, the words reader's extra
+# 5-7 ms and the calibration's 3.3 ms; in this loop on an H200 of 16 cores, 2026-12-04, the words reader's extra
 # came 1.4-3.4 ms above numpy's at 64 MiB and 11-13 ms at 256 MiB). A workload read back word by word (Workload.host_reader: every compiled
 # program `umprof advise` reads) prices its faulting read as numpy's (``fault_read``) plus the difference of the
 # two readers' extras beyond pinned memory in the same run (``fault_read_words``), where the calibration
@@ -432,9 +429,9 @@ class CalibrationCurves:
     def _host_step_beside(self, strategy, ref, name) -> dict:
         """A plan's own host step (the staging ring's threads disturb the host's writes and reads of the
         buffer) as its ratio to the memory it borrows in the same run, size by size, times that memory's
-        pooled host step: the host's rate differs from lease to lease more than the ratio does, and a run
-        that brings the plan's rows alone (with its references, REFERENCE) must not price it at its own
-        lease's rate."""
+        pooled host step: the host's rate differs from machine to machine more than the ratio does, and a
+        run that brings the plan's rows alone (with its references, REFERENCE) must not price it at its own
+        machine's rate."""
         ratios = _ratios_by_run(pd.concat([self.ok, self.reference_rows]), lambda run: tuple(
             self._select(s, "sizes", name, rows=run, **WHOLE_LOOP) for s in (strategy, ref)))
         if not ratios:  # no run measured both: its own figures as they are
@@ -516,7 +513,7 @@ class CalibrationCurves:
     def _stored_first_write(self, strategy, pages: str) -> dict[float, float]:
         """The strategy's first write by stores (SETUP_STORES_LOOP): where a run of that loop copied the same
         buffer in too, its stores' ratio to its copy, size by size (the median over the runs), times the
-        first write copied in as the other setup loops price it, so that the host's rate on that loop's lease
+        first write copied in as the other setup loops price it, so that the host's rate on that loop's machine
         does not move one strategy against the others; else the stores as measured."""
         rows = self.setup_rows
         rows = rows[rows["base_scenario"] == CALIBRATION_PREFIX + SETUP_STORES_LOOP]

@@ -20,13 +20,12 @@ from umprof.model.predict import Calibration, Prediction
 from umprof.model.workload import Workload, with_fit
 
 CLOSE = 0.05  # within this, two strategies are a close call (and a top pick within it of the fastest counts as right)
-# strategies predicted within this of the fastest are a tie, ordered by ties.CRITERION. Over the 182 workloads of
-# the 13 verification sets judged by calibration-7 (H200 and H100), ordering the top by that criterion within a
-# band of 0, 1, 2, 3 and 5% held 158/144, 157/147, 158/146, 159/146 and 151/143 picks (whole run / steady):
-# within 3% the figures say nothing the criterion cannot (the prediction's own error there), at 5% they do. By
-# the H100 calibration 0.2.0 shipped, over holdout-10, -13..-16 and -18 (78 workloads), the same order within 3%
-# held 63/54 where the figure alone held 66/58 (65/55 within 1%): a cost of a few picks in a hundred, the price
-# of saying which change is smaller where the prediction cannot tell the two apart
+# strategies predicted within this of the fastest are a tie, ordered by ties.CRITERION: within 3% the figures
+# say nothing the criterion cannot (the prediction's own error there), at 5% they do. Over the 182 workloads of
+# 13 verification sets (H200 and H100, 2026-11-22 to -24), ordering the top by that criterion within a band of
+# 0, 1, 2, 3 and 5% held 158/144, 157/147, 158/146, 159/146 and 151/143 picks (whole run / steady): a cost of a
+# few picks in a hundred at most, the price of saying which change is smaller where the prediction cannot tell
+# the two apart
 TIE_ERROR = 0.03
 
 PHASE_WORDS = {
@@ -284,7 +283,7 @@ def verification_rounds(workloads: list[Workload], strategies: list[list[str]], 
     workload in each round, the strategies in the given order in odd rounds and reversed in even
     ones, each case sampled briefly (:func:`verification_timing`), so that a slow spell of the
     machine weighs on one round of a strategy, which the median over the rounds then outvotes.
-    On the lent H200s and H100s the same case measured again in one run differed by a median of
+    On H200 and H100 machines (2026-11) the same case measured again in one run differed by a median of
     4-9%, and by 20-30% for a tenth of the cases; within a case the samples agreed to 1-5%: the
     machine's state moves over seconds (one strategy's three samples all 1.6x slower in their host
     reads, the next strategy's first sample too, and none after it)."""
@@ -462,10 +461,10 @@ def phase_drift(recs: list[Recommendation], frame: pd.DataFrame) -> dict[str, di
     family (host memory: the host's writes and reads; copies; kernels): the median of measured /
     predicted over every verified workload and plain strategy (explicit copies, zero-copy, mapped:
     no managed faults, no plan's own steps) whose step the calibration predicts at DRIFT_FLOOR_S or
-    more. A family far from 1 says the calibration describes another machine or day: on the lent
-    H200 of 2026-11-23 holdout-9's two runs measured host memory at 1.34x and 1.28x
-    calibration-7 (measured on another lease), copies at 1.01x, kernels at 1.05-1.07x; holdout-8,
-    measured on calibration-7's own kind of lease, 1.03x, 0.98x and 1.06x."""
+    more. A family far from 1 says the calibration describes another machine or day: on an H200
+    (2026-11-23) two runs of one verification set measured host memory at 1.34x and 1.28x a
+    calibration measured on another machine, copies at 1.01x, kernels at 1.05-1.07x; a set measured
+    on the calibration's own kind of machine, 1.03x, 0.98x and 1.06x."""
     from umprof.measure import strategies
     from umprof.measure.scenario import is_round_of
     from umprof.model.calibration import BORROWS

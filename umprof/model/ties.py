@@ -22,8 +22,9 @@ CHANGE_COST = {"pageable": 0, "pinned": 1, "pageable-registered": 1, "write-comb
 UNKNOWN_COST = 5
 # In Python: pinned memory is the allocator's own call (pycuda's pagelocked_empty), while page-locking an
 # existing numpy array needs cuda-bindings' cuMemHostRegister and its import (pycuda 2026.1's
-# register_host_memory raised SystemError on one). pycuda_loop page-locked in place ran a median 4% longer
-# than with pinned memory over six leases of both GPUs (0-17%, 2026-11-25/26; its C peers alike within noise).
+# register_host_memory raised SystemError on one). A pycuda loop page-locked in place ran a median 4% longer
+# than with pinned memory (0-17% over six runs on H100 and H200 machines, 2026-11-25/26; its C peers alike
+# within noise).
 PYTHON_CHANGE_COST = {"pageable-registered": 1.25}
 
 

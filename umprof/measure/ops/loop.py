@@ -405,15 +405,15 @@ def _merge(params):
 
 
 FRACTION = dict(kind="float", minimum=0.0, maximum=1.0)
-# how the host writes the buffer first (the host_init phase): "copy", memcpy from the data (umprof's loop
-# until 0.10.0, and what recommend's workloads verify), or "stores", each word stored as a program's
+# how the host writes the buffer first (the host_init phase): "copy", memcpy from the data (the default,
+# and what recommend's workloads verify), or "stores", each word stored as a program's
 # producer stores what it computes. glibc's memcpy writes copies larger than its non-temporal threshold
 # with streaming stores, which skip reading each line for ownership; ordinary stores into memory that is
 # not in the caches read every line first. Memory whose pages fault in as they are written (pageable,
 # managed) has each page zeroed by the kernel just before, so the stores after it find it cached.
 FIRST_WRITES = ("copy", "stores")
 # how the host reads the buffer back (the host_read phase): "numpy", a vectorized sum (a Python program's
-# read, and umprof's loop until 0.35.0), or "words", each word added in turn into a double, as a compiled
+# read, and umprof's loop's by default), or "words", each word added in turn into a double, as a compiled
 # program's loop over a kernel's output does (kernels/host_read.c). On managed pages the GPU holds they
 # fault back differently: on an H200 (2026-12-03, benchmarks/fault_read.cu) a 64 MiB buffer read so took
 # 8-20 ms beyond the same read of pinned memory, numpy's 5-7 ms.
