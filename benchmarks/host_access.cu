@@ -1,7 +1,7 @@
 // The host's own work on a buffer, by how the buffer was allocated: does a producer that computes its values,
 // and a consumer that sums them, run slower in memory the CUDA driver allocated than in malloc'd memory?
 // The held-out shape chunked_pinned (run_apps.VARIANTS: 32 MiB each way, 60 steps, host-bound) ran 17-25%
-// slower with cudaMallocHost buffers than with malloc'd buffers registered in place, on both lent GPUs.
+// slower with cudaMallocHost buffers than with malloc'd buffers registered in place, on an H100 and an H200 (2026-11-27).
 //
 //     nvcc -O2 -std=c++17 -o host_access benchmarks/host_access.cu && ./host_access [MiB] [reps]
 //

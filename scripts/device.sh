@@ -72,7 +72,7 @@ for step in "$@"; do
       timed "setup loop, first write by stores" "$OUT/$gpu-setup-stores.log" python3 -m umprof run \
         calibration-loop-setup-stores -o "$OUT/$gpu-setup-stores.parquet" --force ;;
     malloc)
-      # the setup loop of malloc'd pages twice, numpy's of the same strategies between (one lease's ratio), then
+      # the setup loop of malloc'd pages twice, numpy's of the same strategies between (one machine's ratio), then
       # benchmarks/first_touch.py at 1 GiB
       for run in a numpy b; do
         if [ "$run" = numpy ]; then

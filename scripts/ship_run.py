@@ -1,8 +1,8 @@
 """Add a measured run to a shipped calibration, as a run of its own: a calibration scenario measured alone,
-or an earlier full calibration of the same GPU model (another lease, another host).
+or an earlier full calibration of the same GPU model (another machine).
 
     python3 scripts/ship_run.py SHIPPED.parquet MEASURED.parquet "2026-11-26: calibration-loop-copies"
-    python3 scripts/ship_run.py SHIPPED.parquet OLD.parquet "2026-11-23, another lease: 0.1.0's calibration" \
+    python3 scripts/ship_run.py SHIPPED.parquet OLD.parquet "2026-11-23, another machine: 0.1.0's calibration" \
         --without pageable-staged
     python3 scripts/ship_run.py SHIPPED.parquet NEW.parquet "2026-11-26: the new staging ring" \
         --drop pageable-staged --only pageable-staged
@@ -13,7 +13,7 @@ calibration joins the same way, less the rows of any strategy whose plan has cha
 the staging ring of 0.1.0 and 0.2.0 is not this release's). A strategy whose plan has changed since the
 shipped calibration was measured takes its rows from a new full calibration alone: ``--drop`` takes the
 shipped file's rows of it out, and ``--only`` brings the new run's rows of it and no other strategy's,
-so that every other strategy is priced as before (a run of another lease would move them all). The
+so that every other strategy is priced as before (a run on another machine would move them all). The
 memory such a plan borrows comes along as its reference alone (column ``reference``): the staged plan's
 host steps are its ratio to pageable memory's in the same run. The rows are numbered as a run after the file's
 own (column ``run``; a case measured in several runs pools their samples, case by case), and the run is

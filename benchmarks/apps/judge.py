@@ -5,8 +5,8 @@ fastest measured or within 5% of it, and was the predicted saving within 20% of 
     python3 benchmarks/apps/judge.py APPS.json TRACES_DIR [--gpu NAME] [--json OUT.json]
 
 ``--json`` writes the judgement with the timings it judged (results/advise/*-judged-*.json, which
-docs/verification.md is generated from). A judgement file serves as APPS.json again, and its lease's
-traces are committed (trimmed) in one archive, a folder a lease: to judge again at today's model,
+docs/verification.md is generated from). A judgement file serves as APPS.json again, and its run's
+traces are committed (trimmed) in one archive, a folder a run: to judge again at today's model,
 
     tar xJf results/advise/nvidia-h100-traces.tar.xz -C /tmp
     python3 benchmarks/apps/judge.py results/advise/nvidia-h100-judged-b.json /tmp/traces/b --json OUT.json

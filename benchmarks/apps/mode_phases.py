@@ -45,12 +45,12 @@ def trace(out: Path, only: list[str], rounds: int, modes: list[str] | None = Non
     """Every mode of the applications ``only`` names (or those of ``modes`` each has, its own mode always):
     one nsys trace each, and ``rounds`` untraced runs (run_apps.py's rounds); what does not agree with the
     own mode's checksum, a line each."""
-    from run_apps import APPS, TRACE, build, checksums_disagree, lease_header, time_modes
+    from run_apps import APPS, TRACE, build, checksums_disagree, timings_header, time_modes
 
     cmds = build(out, None, only)
     modes_dir = out / "modes"
     modes_dir.mkdir(parents=True, exist_ok=True)
-    doc = lease_header(rounds)
+    doc = timings_header(rounds)
     chosen = {name: modes_of(APPS[name], modes) for name in cmds}
     for name, cmd in cmds.items():
         for m in chosen[name]:

@@ -11,7 +11,7 @@ every mode the wall time of each run (process start to exit), the loop's own tim
 a slow spell of the machine weighs on one run of each mode rather than on one mode. A mode whose run
 fails is recorded with its error (``error``) and left out of the later rounds; the others go on. NVIDIA's
 cuda-samples (``--samples``) are traced and timed as they are, in one mode. ``--only`` runs the
-applications it names alone (an application added later, on a lease of its own).
+applications it names alone (an application added later, measured in a run of its own).
 """
 
 from __future__ import annotations
@@ -135,7 +135,7 @@ def run_once(cmd: list[str]) -> dict:
     return dict(json.loads(line) if line else {}, wall_s=wall)
 
 
-def lease_header(rounds: int) -> dict:
+def timings_header(rounds: int) -> dict:
     """The timings' document, before any application: the GPU the applications run on (GPU 0, with its
     driver), the date, the host and the rounds."""
     gpu = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader", "--id=0"],
@@ -201,7 +201,7 @@ def main():
     out = a.out
     (out / "traces").mkdir(parents=True, exist_ok=True)
     cmds = build(out, a.samples, only)
-    doc = lease_header(a.rounds)
+    doc = timings_header(a.rounds)
     for name, cmd in cmds.items():  # warm-up (pycuda compiles its kernel once, into its cache) and the trace
         run_once(cmd)
         modes = APPS.get(name, ["as written"])

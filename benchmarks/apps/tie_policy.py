@@ -1,4 +1,4 @@
-"""How the tie rule fares against the fastest prediction on every judged lease: where strategies are predicted within
+"""How the tie rule fares against the fastest prediction on every judged run: where strategies are predicted within
 the prediction's own error, `umprof advise` picks the one that changes least code; would the fastest predicted have
 measured faster?
 
@@ -9,11 +9,11 @@ measured faster?
     python3 benchmarks/apps/tie_policy.py /tmp/tr --error 0.06     # the tie narrower than the prediction's error
 
 Each judged file (results/advise/nvidia-*-judged-*.json) gives an application's modes measured by wall clock in one
-lease, and its lease's trace is advised at today's model. Compared where both picks were measured: how often each was
+run on one GPU machine, and that run's trace is advised at today's model. Compared where both picks were measured: how often each was
 the fastest or within 5% of it (judge.py's criterion, the advice as applied), and how far behind the fastest it
 measured. Beside them, the prediction's error where a tie is decided: how far the predicted ratio between two measured
 ways misses their measured ratio, over every pair and over the pairs predicted within the tie's error of each other;
-how often the predicted saving came within 20% of the measured one (``savings``); and what the leases' own spread
+how often the predicted saving came within 20% of the measured one (``savings``); and what the runs' own spread
 leaves to predict (``ceilings``).
 """
 
@@ -30,11 +30,11 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 from benchmarks.apps.judge import FASTEST_WITHIN, SAVING_WITHIN, applied_mode, held  # noqa: E402  (judge.py's criteria)
 
-LEASES = 3  # the leases an application needs to have measured to say what its leases agree on
+LEASES = 3  # the runs an application needs to have been measured in to say what its runs agree on
 
 
 def lease_apps(traces: Path) -> list[dict]:
-    """Every judged application of every lease whose trace is under ``traces`` (GPU/traces/LEASE/APP.sqlite), with
+    """Every judged application of every run whose trace is under ``traces`` (GPU/traces/RUN/APP.sqlite), with
     its modes' median walls, the advice and the ranking of today's model; those whose trace is not there are named on
     stderr."""
     from umprof import api
@@ -58,14 +58,14 @@ def lease_apps(traces: Path) -> list[dict]:
                          "tie": bool(loop and loop.tie),
                          "fastest_predicted": adv.ranking[0]["strategy"] if adv.ranking else app["own_mode"],
                          "predicted_s": {r["strategy"]: r["predicted_s"] for r in adv.ranking}})
-    if missing and rows:  # a judged lease whose trace the archives do not hold: left out, and said so
+    if missing and rows:  # a judged run whose trace the archives do not hold: left out, and said so
         print(f"no trace for {len(missing)} judged lease-application(s), left out: {', '.join(missing)}", file=sys.stderr)
     return rows
 
 
 def pair_errors(rows: list[dict], within: float) -> dict:
     """How far the predicted ratio between two measured ways misses their measured ratio (as a ratio less one):
-    the median and 90th percentile over every pair of every lease-application, and over the pairs predicted within
+    the median and 90th percentile over every pair of every judged application of a run, and over the pairs predicted within
     ``within`` of each other."""
     every, close = [], []
     for r in rows:
@@ -117,7 +117,7 @@ def within_saving(predicted, measured) -> bool:
 
 
 def savings(rows: list[dict]) -> dict:
-    """The predicted saving against the measured one, over each lease-application whose advice, as applied
+    """The predicted saving against the measured one, over each judged application of a run whose advice, as applied
     (``measured_mode``), is a change measured both ways: how often it came within SAVING_WITHIN (judge.py's test,
     without its allowance for the runs' own spread), and the median of |predicted / measured - 1|."""
     errors = []
@@ -130,12 +130,12 @@ def savings(rows: list[dict]) -> dict:
 
 
 def ceilings(rows: list[dict]) -> dict:
-    """What the leases' own spread leaves to predict, over the applications measured in at least LEASES leases of one
-    GPU, each advice judged as applied (``measured_mode``). Savings: each lease-application whose advice was a change
-    measured both ways, against the median of the savings its leases measured for the same change (a figure fixed per
-    application, known only afterwards): how often that lies within SAVING_WITHIN of the lease's, beside how often
+    """What the runs' own spread leaves to predict, over the applications measured in at least LEASES runs on one
+    GPU, each advice judged as applied (``measured_mode``). Savings: each judged application of a run whose advice was
+    a change measured both ways, against the median of the savings its runs measured for the same change (a figure
+    fixed per application, known only afterwards): how often that lies within SAVING_WITHIN of the run's, beside how often
     the prediction does. Picks: the one mode per application that held (within FASTEST_WITHIN of the fastest) in most
-    of its leases, chosen afterwards: how often it held, beside the advice."""
+    of its runs, chosen afterwards: how often it held, beside the advice."""
     def group(key):
         out = {}
         for r in rows:

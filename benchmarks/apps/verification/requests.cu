@@ -8,8 +8,7 @@
 //   requests [--mem MODE] [--requests 160]
 //
 // Prints one JSON line: its checksum, its loop's time and, in the modes that copy one request at a time, the host's
-// time inside its cudaMemcpy calls (loop_s, copies_s: a trace's copies against the program's own clock; added after
-// its first lease, zzd, which timed it by wall clock alone).
+// time inside its cudaMemcpy calls (loop_s, copies_s: a trace's copies against the program's own clock).
 //
 // pageable is the program as written; the other modes are the ways advice can ask for, applied to the host buffers:
 //   pinned, registered      both buffers from cudaMallocHost / malloc'd and cudaHostRegister'ed, copied as written
