@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The access patterns' GPU check in one command, on the lent machine (or any GPU box with the kit):
+# The access patterns' GPU check in one command, on a GPU machine with the CUDA toolkit:
 #   source .device/bootstrap.sh && bash scripts/device-access.sh
 # GPU tests, the `access` group of scenarios, and a Nsight Compute pass on a stride sweep.
 set -uo pipefail

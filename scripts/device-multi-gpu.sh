@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The multi-GPU check on a machine with two or more GPUs (the lent nvidia-h200-x2), in one command:
+# The multi-GPU check on a machine with two or more GPUs (two H200s, for one), in one command:
 #   source .device/bootstrap.sh && bash scripts/device-multi-gpu.sh
 # 1. the topology (nvidia-smi topo -m beside `umprof devices --device all`);
 # 2. the multi-gpu group (p2p, host-links, um-peers) over every GPU, saved as results;
