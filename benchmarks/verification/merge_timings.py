@@ -8,7 +8,8 @@ import json
 import sys
 from pathlib import Path
 
-from run_gpu import command_text
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from run_gpu import command_text  # noqa: E402 (beside this script)
 
 SAME_MACHINE = ("gpu", "driver", "cpu_count")
 
