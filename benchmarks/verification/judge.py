@@ -61,11 +61,17 @@ MODES = {
 FRAMEWORK = {"cupy_batches": "cupy", "managed_loop": "cuda", "batch_loop": "cuda"}  # else pytorch
 # words that name another framework's API: a change naming one is not written in this program's idiom
 FOREIGN = {
-    "pytorch": ("pycuda", "pagelocked_empty", "cudaHostAlloc", "cudaMallocHost", "cudaHostRegister",
-                "cudaMemcpy", "cudaMemPrefetchAsync", "cupy", "malloc'd"),
-    "cupy": ("pycuda", "pagelocked_empty", "cudaHostAlloc", "cudaMallocHost", "torch", "pin_memory()"),
-    "cuda": ("pycuda", "pagelocked_empty", "torch", "cupy"),
+    "pytorch": ("pycuda", "pagelocked_empty", "memcpy_htod", "memcpy_dtoh", "cuda-bindings", "cuMemHostRegister",
+                "cudaHostAlloc", "cudaMallocHost", "cudaHostRegister", "cudaMemcpy", "cudaMemPrefetchAsync", "cupy",
+                "malloc'd"),
+    "cupy": ("pycuda", "pagelocked_empty", "memcpy_htod", "cuda-bindings", "cuMemHostRegister", "cudaHostAlloc",
+             "cudaMallocHost", "torch", "pin_memory()"),
+    "cuda": ("pycuda", "pagelocked_empty", "cuda-bindings", "numpy", "torch", "cupy"),
 }
+# a change that copies back only the part of a buffer the host reads is applied by the mode's "_window" variant
+# where the program has one (managed_loop's registered_window)
+PART_BACK = "only what the host reads"
+PART_SUFFIX = "_window"
 
 
 def medians(timings: dict, key: str) -> dict:
@@ -105,6 +111,8 @@ def judge_one(program: str, tracer: str, timings: dict, advice: dict | None, key
         return row
     k, change = advised_key(advice)
     mode = MODES.get(program, {}).get(k)
+    if mode and PART_BACK in change and mode + PART_SUFFIX in timings["modes"]:
+        mode += PART_SUFFIX
     row.update(advised=k, mode=mode, idiom=idiom_of(program, change) if k != KEEP else "-")
     if mode is None or mode not in t or base is None:
         row["verdict"] = "unmeasured"
@@ -130,6 +138,8 @@ def judge(timings_dir: Path, advice_dir: Path, key: str = "loop_s") -> list[dict
     rows = []
     for tf in sorted(Path(timings_dir).glob("*.json")):
         timings = json.loads(tf.read_text())
+        if not isinstance(timings, dict) or "modes" not in timings:
+            continue  # not a program's timings (the judge's own output, say)
         program = timings["program"]
         # NAME.TRACER.json, or NAME-rankN.TRACER.json for a job's ranks
         advices = sorted([*Path(advice_dir).glob(f"{program}.*.json"), *Path(advice_dir).glob(f"{program}-rank*.json")])
