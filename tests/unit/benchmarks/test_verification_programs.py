@@ -57,6 +57,10 @@ def test_a_slower_advice_an_unmeasured_one_and_no_advice_are_told_apart():
     assert (slower["mode"], slower["verdict"], slower["idiom"]) == ("registered", "slower", "own")
     assert slower["captured"] < 0
     assert judge.judge_one("managed_loop", "nsys", t, _advice("zero-copy", "x"), "loop_s")["verdict"] == "unmeasured"
+    t["modes"]["registered_window"] = t["modes"]["prefetch"]
+    part = judge.judge_one("managed_loop", "nsys", t, _advice("pageable-registered", "copy back only what the host "
+                                                              "reads"), "loop_s")
+    assert (part["mode"], part["verdict"]) == ("registered_window", "faster")
     assert judge.judge_one("managed_loop", "nsys", t, None, "loop_s")["verdict"] == "no advice"
 
 
