@@ -1,0 +1,119 @@
+"""Check the PyTorch verification programs' logic without a GPU: run every mode of each on a CPU build of
+torch, with small sizes, ``cuda`` devices mapped to the CPU, pinning a no-op and ``torch.cuda`` streams and
+events stand-ins; the checksums of a program's modes must agree.
+
+    python3 cpu_dryrun.py            # every program, every mode
+    python3 cpu_dryrun.py PROGRAM.py --mode MODE [ARGS...]   # one run, its JSON line printed
+
+It checks control flow and results, not speed nor the CUDA semantics (ordering of streams and events).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import runpy
+import subprocess
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+# program -> (modes, small arguments)
+SMALL = {
+    "train_loader.py": (("as_written", "loader_pinned", "dataset_pinned_once", "dataset_on_gpu"),
+                        ["--mib", "16", "--batch", "64", "--epochs", "2"]),
+    "infer_service.py": (("as_written", "pinned_prealloc", "two_streams"), ["--requests", "7", "--height", "16"]),
+    "offload_weights.py": (("as_written", "pinned_once", "pinned_side_stream"),
+                           ["--requests", "3", "--layers", "5", "--dim", "64"]),
+    "pin_per_call.py": (("as_written", "pageable", "pinned_once"), ["--batches", "5", "--rows", "8"]),
+    "small_copies.py": (("as_written", "pinned_each", "packed"), ["--steps", "5", "--layers", "4"]),
+    "resident.py": (("as_written", "pinned_readback"), ["--steps", "5", "--batch", "64"]),
+    "readback.py": (("as_written", "pageable_prealloc", "pinned_prealloc"), ["--steps", "4", "--mib", "1", "--work", "2"]),
+}
+
+
+def _cpu(x):
+    if isinstance(x, str) and x.startswith("cuda"):
+        return "cpu"
+    import torch
+
+    if isinstance(x, torch.device) and x.type == "cuda":
+        return torch.device("cpu")
+    return x
+
+
+def _patch_torch() -> None:
+    import torch
+    import torch.nn as nn
+
+    def mapped(fn):
+        def call(*a, **k):
+            k.pop("pin_memory", None)
+            if "device" in k:
+                k["device"] = _cpu(k["device"])
+            return fn(*[_cpu(v) for v in a], **k)
+        return call
+
+    for name in ("empty", "zeros", "ones", "randn", "rand", "full", "arange", "tensor"):
+        setattr(torch, name, mapped(getattr(torch, name)))
+
+    class Generator(torch.Generator):
+        def __new__(cls, device="cpu"):
+            return torch._C.Generator(device=_cpu(device))
+
+    torch.Generator = Generator
+    torch.Tensor.to = mapped(torch.Tensor.to)
+    torch.Tensor.cuda = lambda self, *a, **k: self
+    torch.Tensor.pin_memory = lambda self, *a, **k: self.clone()
+    nn.Module.to = mapped(nn.Module.to)
+    nn.Module.cuda = lambda self, *a, **k: self
+
+    class Event:
+        def record(self, stream=None): pass
+        def synchronize(self): pass
+        def wait(self, stream=None): pass
+        def query(self): return True
+
+    class Stream:
+        def wait_event(self, event): pass
+        def wait_stream(self, stream): pass
+        def synchronize(self): pass
+        def record_event(self, event=None): return event or Event()
+
+    torch.cuda.Event, torch.cuda.Stream = Event, Stream
+    torch.cuda.stream = lambda s: contextlib.nullcontext()
+    torch.cuda.current_stream = lambda *a: Stream()
+    torch.cuda.synchronize = lambda *a: None
+
+
+def run_one(argv: list[str]) -> None:
+    _patch_torch()
+    sys.path.insert(0, str(HERE))
+    sys.argv = argv
+    runpy.run_path(argv[0], run_name="__main__")
+
+
+def run_all() -> int:
+    bad = 0
+    for prog, (modes, small) in SMALL.items():
+        sums = {}
+        for mode in modes:
+            cmd = [sys.executable, __file__, str(HERE / prog), "--mode", mode, *small]
+            p = subprocess.run(cmd, capture_output=True, text=True)
+            if p.returncode != 0:
+                print(f"{prog} {mode}: exit {p.returncode}\n{p.stderr[-2000:]}")
+                bad += 1
+                continue
+            sums[mode] = json.loads(p.stdout.strip().splitlines()[-1])["checksum"]
+        ref = next(iter(sums.values()), None)
+        agree = all(abs(v - ref) <= 1e-4 * max(1.0, abs(ref)) for v in sums.values())
+        bad += not agree
+        print(f"{prog:20s} {'ok ' if agree else 'DIFFER'} {sums}")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    if len(sys.argv) > 1:
+        run_one(sys.argv[1:])
+    else:
+        sys.exit(run_all())

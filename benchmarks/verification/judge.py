@@ -1,0 +1,187 @@
+"""Judge umprof's advice on the verification programs against their measured modes, offline.
+
+    python3 judge.py TIMINGS_DIR ADVICE_DIR [--json OUT.json] [--time loop|wall]
+
+TIMINGS_DIR holds run_gpu.py's timings (NAME.json: mode -> seconds); ADVICE_DIR holds the advice umprof gave on
+each program's trace of its as_written mode, ``python3 -m umprof advise TRACE --json > NAME.TRACER.json`` (TRACER:
+nsys or kineto; NAME-rankN.TRACER.json for each rank of a job; a file that is not JSON, e.g. umprof's one-line error, counts as "no advice"). For each advice:
+the change it advises is mapped to the program's mode that applies it (MODES below, kept here and never in
+umprof), and that mode's measured median is compared with as_written's: faster (by more than 5%), within 5%, or
+slower; with the share of the best mode's saving it captured. ``idiom`` says whether the change is written in the
+program's own framework (a PyTorch program advised in pycuda's or CUDA C's API is not).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+from pathlib import Path
+
+WITHIN = 0.05  # a mode within 5% of as_written measured the same (rounds on one machine differ by about that)
+KEEP = "keep"  # the advice changes nothing: as_written is the mode that applies it
+
+# program -> advised strategy (umprof's names) or idiom code -> the mode that applies it. A strategy absent from
+# a program's table was not measured on it: judged "unmeasured".
+MODES = {
+    "train_loader": {KEEP: "as_written", "pageable": "as_written", "pinned": "dataset_pinned_once",
+                     "pageable-registered": "dataset_pinned_once", "pageable-staged": "loader_pinned",
+                     "pinned-pipelined": "loader_pinned", "dataloader-pin-memory": "loader_pinned",
+                     "pin-once": "dataset_pinned_once", "keep-on-gpu": "dataset_on_gpu",
+                     "device-resident": "dataset_on_gpu"},
+    "infer_service": {KEEP: "as_written", "pageable": "as_written", "pinned": "pinned_prealloc",
+                      "pageable-registered": "pinned_prealloc", "pageable-staged": "pinned_prealloc",
+                      "pinned-pipelined": "two_streams", "preallocated-pinned": "pinned_prealloc",
+                      "side-stream": "two_streams"},
+    "offload_weights": {KEEP: "as_written", "pageable": "as_written", "pinned": "pinned_once",
+                        "pageable-registered": "pinned_once", "pinned-pipelined": "pinned_side_stream",
+                        "pin-once": "pinned_once", "side-stream": "pinned_side_stream"},
+    "pin_per_call": {KEEP: "as_written", "pageable": "pageable", "pinned": "pinned_once",
+                     "pageable-registered": "pinned_once", "pin-once": "pinned_once"},
+    "small_copies": {KEEP: "as_written", "pageable": "as_written", "pinned": "pinned_each",
+                     "pageable-registered": "pinned_each", "pageable-staged": "packed", "packed-copy": "packed",
+                     "pin-once": "pinned_each"},
+    "resident": {KEEP: "as_written", "pageable": "as_written", "pinned": "pinned_readback",
+                 "preallocated-pinned": "pinned_readback"},
+    "readback": {KEEP: "as_written", "pageable": "pageable_prealloc", "pinned": "pinned_prealloc",
+                 "pageable-registered": "pinned_prealloc", "preallocated-pinned": "pinned_prealloc"},
+    "readback_compute": {KEEP: "as_written", "pinned": "pinned_prealloc", "pageable-registered": "pinned_prealloc",
+                         "preallocated-pinned": "pinned_prealloc"},
+    "managed_loop": {KEEP: "as_written", "managed": "as_written", "managed-prefetch": "prefetch",
+                     "pageable-registered": "registered", "pinned": "registered"},
+    "batch_loop": {KEEP: "as_written", "pinned": "as_written", "pinned-pipelined": "as_written",
+                   "pageable": "pageable", "managed-prefetch": "managed_prefetch"},
+    "cupy_batches": {KEEP: "as_written", "pageable": "as_written", "pinned": "pinned_once",
+                     "pageable-registered": "pinned_once", "pageable-staged": "pinned_staging",
+                     "pin-once": "pinned_once"},
+    "ddp_train": {KEEP: "as_written", "pageable": "as_written", "pinned": "pinned_once",
+                  "pageable-registered": "pinned_once", "pin-once": "pinned_once"},
+}
+FRAMEWORK = {"cupy_batches": "cupy", "managed_loop": "cuda", "batch_loop": "cuda"}  # else pytorch
+# words that name another framework's API: a change naming one is not written in this program's idiom
+FOREIGN = {
+    "pytorch": ("pycuda", "pagelocked_empty", "memcpy_htod", "memcpy_dtoh", "cuda-bindings", "cuMemHostRegister",
+                "cudaHostAlloc", "cudaMallocHost", "cudaHostRegister", "cudaMemcpy", "cudaMemPrefetchAsync", "cupy",
+                "malloc'd"),
+    "cupy": ("pycuda", "pagelocked_empty", "memcpy_htod", "cuda-bindings", "cuMemHostRegister", "cudaHostAlloc",
+             "cudaMallocHost", "torch", "pin_memory()"),
+    "cuda": ("pycuda", "pagelocked_empty", "cuda-bindings", "numpy", "torch", "cupy"),
+}
+# a change that copies back only the part of a buffer the host reads is applied by the mode's "_window" variant
+# where the program has one (managed_loop's registered_window)
+PART_BACK = "only what the host reads"
+PART_SUFFIX = "_window"
+
+
+def medians(timings: dict, key: str) -> dict:
+    """mode -> median seconds (modes with at least one run)."""
+    return {m: statistics.median(v[key]) for m, v in timings["modes"].items() if v.get(key)}
+
+
+def loop_advice(advice: dict) -> dict | None:
+    return next((a for a in advice.get("advice", []) if a.get("flow") == "loop"), None)
+
+
+def advised_key(advice: dict) -> tuple[str, str]:
+    """(the key looked up in MODES, the change's words): an idiom code where umprof gives one, else its
+    strategy; KEEP where it advises no change."""
+    a = loop_advice(advice)
+    if a is None or a.get("strategy") in (None, advice.get("strategy_now")) or (a.get("saving_s") or 0) <= 0:
+        return KEEP, (a or {}).get("change", "")
+    return a.get("idiom") or a["strategy"], a.get("change", "")
+
+
+def idiom_of(program: str, change: str) -> str:
+    """'own' where the change names no other framework's API, else 'foreign: WORD'."""
+    if not change:
+        return "-"
+    hit = [w for w in FOREIGN[FRAMEWORK.get(program, "pytorch")] if w.lower() in change.lower()]
+    return f"foreign: {hit[0]}" if hit else "own"
+
+
+def judge_one(program: str, tracer: str, timings: dict, advice: dict | None, key: str) -> dict:
+    t = medians(timings, key)
+    base = t.get("as_written")
+    best_mode = min(t, key=t.get) if t else None
+    row = {"program": program, "tracer": tracer, "as_written_s": base, "best_mode": best_mode,
+           "best_s": t.get(best_mode), "advised": None, "mode": None, "mode_s": None, "verdict": "no advice",
+           "captured": None, "idiom": "-"}
+    if advice is None:
+        return row
+    k, change = advised_key(advice)
+    mode = MODES.get(program, {}).get(k)
+    if mode and PART_BACK in change and mode + PART_SUFFIX in timings["modes"]:
+        mode += PART_SUFFIX
+    row.update(advised=k, mode=mode, idiom=idiom_of(program, change) if k != KEEP else "-")
+    if mode is None or mode not in t or base is None:
+        row["verdict"] = "unmeasured"
+        return row
+    row["mode_s"] = t[mode]
+    ratio = t[mode] / base
+    row["verdict"] = "faster" if ratio < 1 - WITHIN else "slower" if ratio > 1 + WITHIN else "within 5%"
+    available = base - t[best_mode]
+    if available > WITHIN * base:
+        row["captured"] = round((base - t[mode]) / available, 3)
+    return row
+
+
+def read_advice(path: Path) -> dict | None:
+    try:
+        doc = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    return doc if isinstance(doc, dict) and "advice" in doc else None
+
+
+def judge(timings_dir: Path, advice_dir: Path, key: str = "loop_s") -> list[dict]:
+    rows = []
+    for tf in sorted(Path(timings_dir).glob("*.json")):
+        timings = json.loads(tf.read_text())
+        if not isinstance(timings, dict) or "modes" not in timings:
+            continue  # not a program's timings (the judge's own output, say)
+        program = timings["program"]
+        # NAME.TRACER.json, or NAME-rankN.TRACER.json for a job's ranks
+        advices = sorted([*Path(advice_dir).glob(f"{program}.*.json"), *Path(advice_dir).glob(f"{program}-rank*.json")])
+        for af in advices or [None]:
+            tracer = af.name[len(program) + 1:-len(".json")] if af else "-"
+            rows.append(judge_one(program, tracer, timings, read_advice(af) if af else None, key))
+    return rows
+
+
+def fmt(v, spec=".3f") -> str:
+    return "-" if v is None else format(v, spec)
+
+
+def table(rows: list[dict]) -> str:
+    out = [f"{'program':17s} {'tracer':11s} {'advised':20s} {'-> mode':20s} {'as_written':>10s} {'mode s':>7s} "
+           f"{'best (mode)':>28s} {'verdict':11s} {'captured':>8s}  idiom"]
+    for r in rows:
+        best = f"{fmt(r['best_s'])} ({r['best_mode']})"
+        out.append(f"{r['program']:17s} {r['tracer']:11s} {str(r['advised']):20s} {str(r['mode']):20s} "
+                   f"{fmt(r['as_written_s']):>10s} {fmt(r['mode_s']):>7s} {best:>28s} {r['verdict']:11s} "
+                   f"{fmt(r['captured'], '.0%') if r['captured'] is not None else '-':>8s}  {r['idiom']}")
+    return "\n".join(out)
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("timings", type=Path)
+    p.add_argument("advice", type=Path)
+    p.add_argument("--json", type=Path)
+    p.add_argument("--time", choices=("loop", "wall"), default="loop",
+                   help="the loop's own time (default) or the process's wall time")
+    a = p.parse_args()
+    for d in (a.timings, a.advice):
+        if not d.is_dir():
+            print(f"judge.py: {d}: expected a folder, got {'a file' if d.exists() else 'nothing'}", file=sys.stderr)
+            return 2
+    rows = judge(a.timings, a.advice, f"{a.time}_s")
+    print(table(rows))
+    if a.json:
+        a.json.write_text(json.dumps(rows, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
