@@ -57,6 +57,10 @@ class TraceTables:
     # start, end, pid, device, stream, correlation: CUDA graph launches traced whole (nsys's default
     # --cuda-graph-trace=graph), whose copies and kernels the trace does not hold
     graphs: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=GRAPH_COLUMNS))
+    source: str = "nsys"  # the reader that filled it: "nsys" (SQLite export) or "kineto" (torch.profiler JSON)
+    host: str = ""  # the machine it was recorded on, where the trace names it
+    rank: int | None = None  # a distributed job's rank and world size, where the trace records them
+    world_size: int | None = None
 
     @property
     def has_cuda(self) -> bool:
@@ -74,6 +78,10 @@ def open_trace(path, nsys: str | None = None) -> TraceTables:
         head = f.read(len(SQLITE_MAGIC))
     if head == SQLITE_MAGIC:
         return read_sqlite(path)
+    if head[:2] == b"\x1f\x8b" or head.lstrip()[:1] in (b"{", b"["):  # gzip or JSON: torch.profiler's trace
+        from umprof.nsight.kineto import read_kineto
+
+        return read_kineto(path)
     if path.suffix == NSYS_MAGIC_HINT:
         return read_sqlite(export_sqlite(path, nsys))
     what = "an empty file" if not head else f"{path.suffix or 'no suffix'} content"
