@@ -27,7 +27,9 @@ import numpy as np
 import pandas as pd
 
 from umprof.core.errors import UsageError
-from umprof.nsight.trace_db import GRAPH_COLUMNS, SQLITE_MAGIC, TraceTables
+from umprof.nsight.tables import GRAPH_COLUMNS, TraceTables
+
+SQLITE_MAGIC = b"SQLite format 3\x00"  # what a gzipped Nsight Systems export starts with, decompressed
 
 GZIP_MAGIC = b"\x1f\x8b"
 # Kineto's categories (lower-cased), today's names and PyTorch 1.8-1.9's
