@@ -1,0 +1,190 @@
+"""PyTorch programs' choices priced: synthetic torch.profiler traces of each habit (written as Kineto writes them,
+read by the Kineto reader) and the real ones of tests/fixtures/traces/kineto."""
+
+import orjson
+import pytest
+
+from tests.unit.data import ROOT
+from umprof import api
+from umprof.model.application import applications
+from umprof.model.torch_choices import choices, describe
+from umprof.nsight.kineto import read_kineto
+
+MiB = 1 << 20
+MAIN, PIN_THREAD, PID = 100, 101, 100
+H100 = ROOT / "umprof" / "calibrations" / "nvidia-h100-80gb-hbm3.parquet"
+
+
+@pytest.fixture(scope="module")
+def cal():
+    return api.load_calibration(H100)
+
+
+class Trace:
+    """A torch.profiler trace written event by event (µs, as Kineto writes them) on one host thread."""
+
+    def __init__(self):
+        self.events, self.t, self.corr = [], 1000.0, 1
+
+    def op(self, name, start, dur, tid=MAIN, cat="cpu_op"):
+        self.events.append({"ph": "X", "cat": cat, "name": name, "pid": PID, "tid": tid, "ts": start, "dur": dur})
+
+    def host(self, name, dur, tid=MAIN):
+        self.op(name, self.t, dur, tid)
+        self.t += dur
+
+    def _call(self, name, dur):
+        self.events.append({"ph": "X", "cat": "cuda_runtime", "name": name, "pid": PID, "tid": MAIN, "ts": self.t,
+                            "dur": dur, "args": {"correlation": self.corr}})
+        self.corr += 1
+        return self.corr - 1
+
+    def copy(self, what, nbytes, dur, op="aten::copy_"):
+        """A synchronous copy ('Memcpy HtoD (Pageable -> Device)') inside an op range, and the host waiting for it."""
+        self.op(op, self.t, dur + 12)
+        corr = self._call("cudaMemcpyAsync", 5)
+        self.events.append({"ph": "X", "cat": "gpu_memcpy", "name": what, "pid": 0, "tid": 7, "ts": self.t + 6,
+                            "dur": dur, "args": {"device": 0, "stream": 7, "correlation": corr, "bytes": nbytes}})
+        self.t += dur + 12
+
+    def kernel(self, dur):
+        corr = self._call("cudaLaunchKernel", 4)
+        self.events.append({"ph": "X", "cat": "kernel", "name": "void at::native::vectorized_elementwise_kernel<4>()",
+                            "pid": 0, "tid": 7, "ts": self.t + 5, "dur": dur,
+                            "args": {"device": 0, "stream": 7, "correlation": corr}})
+        self.t += dur + 6
+
+    def read(self, tmp_path):
+        doc = {"traceEvents": self.events + [{"ph": "M", "name": "process_name", "pid": PID, "tid": 0,
+                                              "args": {"name": "python3.11"}}],
+               "deviceProperties": [{"id": 0, "name": "NVIDIA H100 80GB HBM3", "totalGlobalMem": 85045870592}]}
+        path = tmp_path / "trace.json"
+        path.write_bytes(orjson.dumps(doc))
+        t = read_kineto(path)
+        return applications(t)[0], t.ranges
+
+
+def by_code(found):
+    return {c.code: c for c in found}
+
+
+def test_pin_memory_every_step_is_priced_against_pinning_once_and_not_at_all(tmp_path, cal):
+    tr = Trace()
+    for _ in range(10):  # pin 32 MiB (8 ms of host copy), upload it pinned, compute
+        tr.op("aten::pin_memory", tr.t, 8000)
+        tr.op("aten::_pin_memory", tr.t + 10, 7980)
+        tr.t += 8000
+        tr.copy("Memcpy HtoD (Pinned -> Device)", 32 * MiB, 700, op="aten::to")
+        tr.kernel(3000)
+    app, ranges = tr.read(tmp_path)
+    found = by_code(choices(app, ranges, cal))
+    once = found["pin-once"]
+    assert once.saving_s == pytest.approx(9 * 8e-3) and once.conditional and "pin_memory()" in once.idiom
+    assert once.low_s == pytest.approx(9 * 8e-3)  # the GPU was idle while the host pinned
+    drop = found["drop-pin"]
+    pageable = 10 * cal.curve("pageable", "h2d")(32.0 * MiB)
+    assert drop.now_s == pytest.approx(10 * 8e-3 + 10 * 0.7e-3, rel=1e-3)
+    assert drop.saving_s == pytest.approx(drop.now_s - pageable)
+    assert drop.low_s <= drop.saving_s <= drop.high_s <= drop.now_s
+
+
+def test_the_dataloaders_pin_thread_is_priced_by_what_the_loop_waits_for(tmp_path, cal):
+    tr = Trace()
+    for _ in range(6):  # the loop waits 2 ms for each batch, 1.5 ms of it while the pin thread copies
+        tr.op("aten::pin_memory", tr.t + 500, 1500, tid=PIN_THREAD)
+        tr.host("enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__", 2000)
+        tr.copy("Memcpy HtoD (Pinned -> Device)", 16 * MiB, 350, op="aten::to")
+        tr.kernel(4000)
+    app, ranges = tr.read(tmp_path)
+    found = by_code(choices(app, ranges, cal))
+    pin = found["dataloader-pin-thread"]
+    assert pin.now_s == pytest.approx(6 * 1.5e-3) and pin.saving_s == pytest.approx(6 * 1.5e-3)
+    assert pin.high_s == pytest.approx(6 * 1.5e-3) and pin.conditional
+    dataset = found["dataset-pinned-once"]
+    assert dataset.conditional and "TensorDataset" in dataset.why
+    assert dataset.saving_s <= dataset.now_s == pytest.approx(6 * 2e-3 + 6 * 0.35e-3, rel=1e-3)
+
+
+def test_cpu_into_fresh_pageable_tensors_is_priced_against_a_preallocated_pinned_one(tmp_path, cal):
+    tr = Trace()
+    for _ in range(8):  # 32 MiB back at 1.6 GB/s, as traced on an H100
+        tr.kernel(2000)
+        tr.copy("Memcpy DtoH (Device -> Pageable)", 32 * MiB, 32 * MiB / 1.6e9 * 1e6, op="aten::_to_copy")
+    app, ranges = tr.read(tmp_path)
+    out = by_code(choices(app, ranges, cal))["pinned-out"]
+    pinned = 8 * cal.curve("pinned", "d2h")(32.0 * MiB)
+    assert out.predicted_s == pytest.approx(pinned) and out.saving_s == pytest.approx(out.now_s - pinned)
+    assert "copy_(y, non_blocking=True)" in out.idiom and "synchronize()" in out.idiom and "pycuda" not in out.idiom
+    assert out.now_s == pytest.approx(8 * 32 * MiB / 1.6e9, rel=1e-3)
+
+
+def test_layers_offloaded_every_request_are_priced_pinned_and_prefetched(tmp_path, cal):
+    tr = Trace()
+    for _ in range(2):  # requests of 8 layers: 64 MiB of weights up, pageable, then 4 ms of compute
+        for _ in range(8):
+            tr.copy("Memcpy HtoD (Pageable -> Device)", 64 * MiB, 9000, op="aten::to")
+            tr.kernel(4000)
+    app, ranges = tr.read(tmp_path)
+    found = by_code(choices(app, ranges, cal))
+    pinned = cal.curve("pinned", "h2d")(64.0 * MiB)
+    assert found["offload-pinned"].predicted_s == pytest.approx(16 * pinned)
+    prefetched = found["offload-prefetched"]  # each upload hides behind the layer before: only the first shows
+    assert prefetched.predicted_s == pytest.approx(pinned, rel=0.01)
+    assert prefetched.saving_s > found["offload-pinned"].saving_s and "torch.cuda.Stream()" in prefetched.idiom
+    assert prefetched.saving_s <= prefetched.now_s
+
+
+def test_a_dataset_read_in_epochs_is_kept_on_the_gpu_conditionally_unless_the_epochs_are_known(tmp_path, cal):
+    tr = Trace()
+    for _ in range(3 * 8):  # 3 epochs of 8 batches of 16 MiB, pageable
+        tr.copy("Memcpy HtoD (Pageable -> Device)", 16 * MiB, 2300, op="aten::to")
+        tr.kernel(500)
+    app, ranges = tr.read(tmp_path)
+    unknown = by_code(choices(app, ranges, cal))["resident"]
+    assert unknown.conditional and "same data" in unknown.why
+    assert unknown.predicted_s == pytest.approx(cal.curve("pinned", "h2d")(24 * 16.0 * MiB))
+    known = by_code(choices(app, ranges, cal, epochs=3))["resident"]
+    assert not known.conditional and known.predicted_s == pytest.approx(cal.curve("pinned", "h2d")(8 * 16.0 * MiB))
+    assert known.saving_s > unknown.saving_s
+    assert not [c for c in choices(app, ranges, cal, free_bytes=64 * MiB) if c.code == "resident"]  # does not fit
+
+
+def test_the_pinned_allocators_rounding_is_a_host_memory_cost(tmp_path, cal):
+    tr = Trace()
+    for _ in range(4):
+        tr.copy("Memcpy HtoD (Pinned -> Device)", 24 * MiB, 500)
+        tr.kernel(100)
+    app, ranges = tr.read(tmp_path)
+    rounding = by_code(choices(app, ranges, cal))["pinned-rounding"]
+    assert rounding.host_bytes == 8 * MiB and rounding.saving_s == 0 and "power of two" in rounding.idiom
+
+
+def test_pinned_uploads_of_a_power_of_two_are_left_only_the_overlap_and_the_gpu_to_gain(tmp_path, cal):
+    tr = Trace()
+    for _ in range(5):  # pinned copies of a power of two, no pin_memory() in the loop, no copies back
+        tr.copy("Memcpy HtoD (Pinned -> Device)", 32 * MiB, 700)
+        tr.kernel(3000)
+    app, ranges = tr.read(tmp_path)
+    found = by_code(choices(app, ranges, cal))
+    assert set(found) == {"offload-prefetched", "resident"}
+    assert found["offload-prefetched"].saving_s <= found["offload-prefetched"].now_s == pytest.approx(5 * 0.7e-3, rel=1e-3)
+
+
+@pytest.mark.parametrize("name", ["a100-alexnet.json.gz", "a100-trainer-rank0.json.gz"])
+def test_real_traces_savings_stay_within_what_they_touch(name, cal):
+    t = read_kineto(ROOT / "tests" / "fixtures" / "traces" / "kineto" / name)
+    found = choices(applications(t)[0], t.ranges, cal)
+    assert found
+    for c in found:
+        assert 0 <= c.low_s <= c.high_s <= c.now_s and c.low_s <= c.saving_s <= c.now_s + 1e-12, describe(c)
+        assert "pycuda" not in c.idiom and "cudaMallocHost" not in c.idiom
+
+
+def test_alexnets_pageable_uploads_are_priced_from_a_pinned_buffer(cal):
+    t = read_kineto(ROOT / "tests" / "fixtures" / "traces" / "kineto" / "a100-alexnet.json.gz")
+    app = applications(t)[0]
+    found = by_code(choices(app, t.ranges, cal))
+    assert "resident" not in found  # its uploads (the model's weights) are made once, outside any loop
+    up = found["pinned-in"]
+    assert up.now_s == pytest.approx(float(app.copies_waits_s(app.explicit_copies).sum()))
+    assert 0 < up.saving_s < up.now_s

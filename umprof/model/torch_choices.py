@@ -1,0 +1,348 @@
+"""The choices a PyTorch program's author makes about host memory, each priced from its trace.
+
+From an :class:`~umprof.model.application.Application` (its copies with host memory, bytes, stream and call; its
+kernels; its loop) and the trace's ranges (torch.profiler's CPU ops, or ``emit_nvtx``'s NVTX ranges: ``aten::
+pin_memory``, ``aten::copy_``, ``enumerate(DataLoader)#...``), :func:`choices` prices what the program could do
+instead:
+
+* ``pin-once``: ``pin_memory()`` called on the same tensor every step (a host copy each time) against pinning it
+  once; ``drop-pin``: against copying straight from pageable memory, where each step's data is new;
+* ``dataloader-pin-thread``: ``DataLoader(pin_memory=True)``'s pin thread copies every batch once more on the host;
+  ``dataset-pinned-once``: an in-memory dataset pinned once and sliced, instead of the loader;
+* ``resident``: a dataset read in several epochs kept on the GPU where it fits;
+* ``offload-pinned``, ``offload-prefetched``: weights or activations moved to the GPU layer by layer, from pinned
+  memory, and uploaded on a side stream while the previous layer computes;
+* ``pinned-out``: ``.cpu()`` into a fresh pageable tensor each call against a preallocated pinned one;
+  ``pinned-in``: ``.to(device)`` from pageable memory against a preallocated pinned buffer;
+* ``pinned-rounding``: the host memory the pinned caching allocator's power-of-two blocks cost.
+
+Every price comes from the calibration's copy curves (pageable and pinned, each way) and the trace's own times;
+no saving exceeds the time the trace spent in what the change removes, and each has a band (``low_s``, ``high_s``).
+A choice whose saving rests on what the trace cannot show (the same tensor pinned each step, the same data read
+each epoch) is ``conditional``, with why.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from umprof.core.units import format_size, format_time
+from umprof.model.application import Application, _covered, _union
+from umprof.model.frameworks import TORCH_D2H_SYNC, TORCH_SIDE_STREAM
+
+PIN_OPS = ("aten::pin_memory", "aten::_pin_memory")  # pin_memory() as torch.profiler and emit_nvtx name it
+LOADER_RANGE = "enumerate(DataLoader)"  # the range torch.profiler puts around each batch a DataLoader yields
+RECURRING = 3  # calls made this many times are a habit of the loop, not a one-off
+# the calibration's prediction error (verification: median errors 5-15% per set on both GPUs): the band of a
+# saving priced by its curves alone
+PREDICTION_ERROR = 0.10
+# the share of a GPU's memory a dataset may take to be kept there: the model's weights, activations and the
+# caching allocator's reserve need the rest (the trace does not say how much is free)
+RESIDENT_SHARE = 0.5
+OFFLOAD_MIN_BYTES = 1 << 20  # a copy this large, one per layer, is a layer's weights, not a parameter
+OFFLOAD_LAYERS = 4  # this many such uploads with compute between them are layers (or batches) moved step by step
+ROUNDING_SHARE = 0.10  # the pinned allocator's rounding is worth saying past this share of the pinned bytes
+
+
+@dataclass
+class TorchChoice:
+    """One alternative a PyTorch program has: its change in PyTorch's words, and what it saves."""
+
+    code: str  # 'pin-once', 'resident', ... (the module's docstring)
+    idiom: str  # the change, as PyTorch's users write it
+    now_s: float  # what the trace spent in what the change touches
+    predicted_s: float  # the same, after the change
+    saving_s: float
+    low_s: float  # the saving's band
+    high_s: float
+    conditional: bool = False  # the saving holds only where what ``why`` names holds
+    why: str = ""
+    host_bytes: int = 0  # host memory the choice costs (pinned-rounding)
+
+    def to_dict(self) -> dict:
+        return dict(self.__dict__)
+
+
+def choices(app: Application, ranges: pd.DataFrame, cal, epochs: int | None = None,
+            free_bytes: int | None = None) -> list[TorchChoice]:
+    """The priced alternatives of a PyTorch program (see the module's docstring) that save time or cost host memory,
+    the largest saving first.
+    ``ranges``: the trace's ranges (TraceTables.ranges); ``cal``: a :class:`~umprof.model.predict.Calibration`;
+    ``epochs``: how many times the loop reads its data, where known (a nested loop's outer count); ``free_bytes``:
+    the GPU memory free for a dataset, where known (else RESIDENT_SHARE of the GPU's)."""
+    ctx = _Context(app, ranges)
+    found = (_pin_per_call(ctx, cal) + _dataloader(ctx, cal) + _resident(ctx, cal, epochs, free_bytes)
+             + _offload(ctx, cal) + _pinned_out(ctx, cal) + _pinned_in(ctx, cal) + _rounding(ctx))
+    return sorted([c for c in found if c.saving_s > 0 or c.host_bytes], key=lambda c: -c.saving_s)
+
+
+class _Context:
+    """What the prices share: the program's ranges on its thread that makes most CUDA calls (``main``) and on the
+    others, its copies, and when its GPU was busy."""
+
+    def __init__(self, app: Application, ranges: pd.DataFrame):
+        self.app = app
+        r = ranges[ranges["pid"] == app.pid] if "pid" in ranges else ranges
+        self.ranges = r.assign(op=r["name"].astype(str).str.split(",", n=1).str[0].str.strip())
+        tids = app.copies["tid"].dropna()
+        self.main = int(tids.mode().iloc[0]) if len(tids) else None
+        copies = app.explicit_copies
+        busy = pd.concat([copies[["start", "end"]], app.kernels[["start", "end"]]])
+        self.busy = _union(busy["start"].to_numpy(np.int64), busy["end"].to_numpy(np.int64))
+
+    def ops(self, names: tuple, main: bool | None = True) -> pd.DataFrame:
+        """Ranges of the first of ``names`` that the trace holds, on the main thread (True), the others (False)
+        or any (None), in time order."""
+        for name in names:
+            r = self.ranges[self.ranges["op"] == name]
+            if main is not None and self.main is not None:
+                r = r[(r["tid"] == self.main) == main]
+            if len(r):
+                return r.sort_values("start")
+        return self.ranges.iloc[:0]
+
+    def idle_s(self, r: pd.DataFrame) -> float:
+        """Seconds of the ranges during which the GPU did nothing: the host's time nothing hid."""
+        start, end = r["start"].to_numpy(np.int64), r["end"].to_numpy(np.int64)
+        return float(((end - start) - (_covered(self.busy, end) - _covered(self.busy, start))).sum() / 1e9)
+
+    def copies(self, direction: str, host_kind: str | None = None) -> pd.DataFrame:
+        c = self.app.explicit_copies
+        c = c[c["direction"] == direction]
+        return c[c["host_kind"] == host_kind] if host_kind else c
+
+    def waits_s(self, copies: pd.DataFrame) -> float:
+        return float(self.app.copies_waits_s(copies).sum()) if len(copies) else 0.0
+
+
+def _span_s(r: pd.DataFrame) -> float:
+    return float((r["end"] - r["start"]).sum() / 1e9)
+
+
+def _curve_s(cal, memory: str, direction: str, sizes) -> float:
+    curve = cal.curve(memory, direction)
+    return float(sum(curve(float(b)) for b in sizes))
+
+
+def _choice(code, idiom, now, predicted, low, high, conditional=False, why="") -> TorchChoice:
+    """A choice whose saving is bounded by what it touches (``now``) and never below nothing."""
+    clip = lambda s: float(min(max(s, 0.0), now))  # noqa: E731
+    saving = clip(now - predicted)
+    return TorchChoice(code, idiom, now, now - saving, saving, clip(low), clip(high), conditional, why)
+
+
+PIN_ONCE = ("pin the tensor once, where it is made (`x = x.pin_memory()` before the loop), and copy it each step "
+            "with `x.to(device, non_blocking=True)`: `pin_memory()` in the loop copies the whole tensor on the host "
+            "every call")
+DROP_PIN = ("drop the per-call `pin_memory()`: `x.to(device)` from the pageable tensor copies it once, where "
+            "`x.pin_memory().to(device)` copies it twice (PyTorch's pinning guide measures the pair up to 2x slower)")
+
+
+def _pin_per_call(ctx: _Context, cal) -> list[TorchChoice]:
+    """``pin_memory()`` on the loop's thread every step: pinned once instead, or not at all."""
+    pins = ctx.ops(PIN_OPS, main=True)
+    if len(pins) < RECURRING:
+        return []
+    again = pins.iloc[1:]  # pinning once keeps the first
+    pin_s = _span_s(again)
+    out = [_choice("pin-once", PIN_ONCE, pin_s, 0.0, ctx.idle_s(again), pin_s, conditional=True,
+                   why="the same tensor pinned every step, which the trace cannot show; where each step pins new "
+                       "data, see drop-pin")]
+    after = _first_copy_after(ctx.copies("h2d", "pinned"), pins)
+    if len(after):
+        now = _span_s(pins) + ctx.waits_s(after)
+        pageable = _curve_s(cal, "pageable", "h2d", after["bytes"])
+        out.append(_choice("drop-pin", DROP_PIN, now, pageable, now - pageable * (1 + PREDICTION_ERROR),
+                           now - pageable * (1 - PREDICTION_ERROR)))
+    return out
+
+
+def _first_copy_after(copies: pd.DataFrame, r: pd.DataFrame) -> pd.DataFrame:
+    """The first of the copies whose call follows each range's end (the copy of what it pinned)."""
+    if copies.empty:
+        return copies
+    c = copies.sort_values("call_start")
+    at = np.searchsorted(c["call_start"].to_numpy(np.int64), r["end"].to_numpy(np.int64))
+    return c.iloc[np.unique(at[at < len(c)])]
+
+
+LOADER_PIN = ("`DataLoader(pin_memory=True)` copies every batch once more on the host, in its pin thread; where the "
+              "dataset is a tensor in memory, pin it once (`data = data.pin_memory()`) and slice the batches "
+              "(`data[i:i + batch].to(device, non_blocking=True)`) instead of iterating a DataLoader")
+DATASET_PINNED = ("pin the in-memory dataset once (`data = data.pin_memory()`, before the epochs) and slice each "
+                  "batch from it (`data[i:i + batch].to(device, non_blocking=True)`) instead of a DataLoader's "
+                  "per-batch collation and copies")
+
+
+def _dataloader(ctx: _Context, cal) -> list[TorchChoice]:
+    """A DataLoader's batches: the pin thread's extra copy, and the dataset pinned once instead of the loader."""
+    waits = ctx.ops((LOADER_RANGE,), main=True)
+    waits = waits[waits["name"].astype(str).str.startswith(LOADER_RANGE)] if len(waits) else waits
+    if len(waits) < RECURRING:
+        waits = ctx.ranges[(ctx.ranges["name"].astype(str).str.startswith(LOADER_RANGE))]
+        if len(waits) < RECURRING:
+            return []
+    out = []
+    pinning = ctx.ops(PIN_OPS, main=False)
+    if len(pinning):
+        exposed = _overlap_s(pinning, waits)  # the loop waiting on its next batch while the pin thread copied it
+        out.append(_choice("dataloader-pin-thread", LOADER_PIN, _span_s(pinning), _span_s(pinning) - exposed, 0.0,
+                           min(_span_s(pinning), _span_s(waits)), conditional=True,
+                           why="a dataset held in memory as a tensor, which the trace cannot show"))
+    copies = _copies_within(ctx.copies("h2d"), waits, ctx.app)
+    now = _span_s(waits) + ctx.waits_s(copies)
+    pinned = _curve_s(cal, "pinned", "h2d", copies["bytes"])
+    out.append(_choice("dataset-pinned-once", DATASET_PINNED, now, pinned, now - _span_s(waits) - pinned,
+                       now - pinned * (1 - PREDICTION_ERROR), conditional=True,
+                       why="a dataset held in memory as a tensor (a TensorDataset), which the trace cannot show"))
+    return out
+
+
+def _overlap_s(a: pd.DataFrame, b: pd.DataFrame) -> float:
+    """Seconds of ranges ``a`` that fall within ranges ``b``."""
+    u = _union(b["start"].to_numpy(np.int64), b["end"].to_numpy(np.int64))
+    s, e = a["start"].to_numpy(np.int64), a["end"].to_numpy(np.int64)
+    return float((_covered(u, e) - _covered(u, s)).sum() / 1e9)
+
+
+def _copies_within(copies: pd.DataFrame, r: pd.DataFrame, app: Application) -> pd.DataFrame:
+    """The copies made in the loop that the ranges feed: all of the loop's where the trace has one (the batches a
+    loader yields are copied after its range ends), else all."""
+    if app.loop is None:
+        return copies
+    lo, hi = app.loop.span
+    lo = min(lo, int(r["start"].min()))
+    return copies[(copies["start"] >= lo) & (copies["start"] <= hi)]
+
+
+RESIDENT = ("keep the dataset on the GPU: move it once, before the epochs (`data = data.to(device)`, {size}), and "
+            "index the batches there (`batch = data[idx]`) instead of copying each batch every epoch")
+
+
+def _resident(ctx: _Context, cal, epochs: int | None, free_bytes: int | None) -> list[TorchChoice]:
+    """A loop's uploads against the data uploaded once and kept on the GPU, where it fits (uploads made once, outside
+    a loop, are already that)."""
+    loop = ctx.app.loop
+    if loop is None or loop.iterations < RECURRING:
+        return []
+    copies = ctx.app.explicit_copies_within(loop.span)
+    copies = copies[copies["direction"] == "h2d"]
+    if len(copies) < RECURRING:
+        return []
+    total = int(copies["bytes"].sum())
+    data = total // epochs if epochs else total  # unknown epochs: every byte read once, the least it saves
+    room = free_bytes if free_bytes else int(ctx.app.memory_bytes * RESIDENT_SHARE)
+    if not room or data > room:
+        return []
+    now = ctx.waits_s(copies)
+    once = cal.curve("pinned", "h2d")(float(data))
+    if epochs:
+        return [_choice("resident", RESIDENT.format(size=format_size(data)), now, once,
+                        now - once * (1 + PREDICTION_ERROR), now - once * (1 - PREDICTION_ERROR))]
+    largest = cal.curve("pinned", "h2d")(float(copies["bytes"].max()))
+    return [_choice("resident", RESIDENT.format(size=f"at most {format_size(data)}"), now, once, now - once,
+                    now - largest, conditional=True,
+                    why="the same data read in each epoch, which the trace cannot show: the saving is at least the "
+                        "uploads made once and pinned, more where the data repeats")]
+
+
+OFFLOAD_PINNED = ("keep what is uploaded step by step (offloaded weights, a layer at a time, or batches) in pinned "
+                  "memory, pinned once (`w_cpu = w_cpu.pin_memory()` when it is offloaded or loaded), and upload it "
+                  "with `w_cpu.to(device, non_blocking=True)`")
+OFFLOAD_PREFETCHED = ("what is uploaded step by step pinned once (`w_cpu = w_cpu.pin_memory()`), and the next layer "
+                      "or batch uploaded while this one computes: " + TORCH_SIDE_STREAM)
+
+
+def _offload(ctx: _Context, cal) -> list[TorchChoice]:
+    """Large uploads one per layer with compute between them: pinned, then prefetched a layer ahead."""
+    layers = ctx.copies("h2d")
+    layers = layers[layers["bytes"] >= OFFLOAD_MIN_BYTES].sort_values("start")
+    if len(layers) < OFFLOAD_LAYERS:
+        return []
+    compute = _kernel_s_between(ctx.app.kernels, layers)
+    if (compute <= 0).mean() > 0.5:  # uploads back to back: a dataset, not layers
+        return []
+    now = ctx.waits_s(layers)
+    pinned = np.array([cal.curve("pinned", "h2d")(float(b)) for b in layers["bytes"]])
+    # layer i's upload runs beside layer i-1's compute
+    exposed = float(pinned[0] + np.clip(pinned[1:] - compute[:-1], 0, None).sum())
+    out = [_choice("offload-prefetched", OFFLOAD_PREFETCHED, now, exposed, now - pinned.sum(), now - exposed * (1 - PREDICTION_ERROR))]
+    if (layers["host_kind"] == "pageable").any():
+        out.append(_choice("offload-pinned", OFFLOAD_PINNED, now, float(pinned.sum()),
+                           now - pinned.sum() * (1 + PREDICTION_ERROR), now - pinned.sum() * (1 - PREDICTION_ERROR)))
+    return out
+
+
+def _kernel_s_between(kernels: pd.DataFrame, copies: pd.DataFrame) -> np.ndarray:
+    """Kernel seconds from each copy's end to the next copy's start (after the last: to the last kernel's end)."""
+    k = _union(kernels["start"].to_numpy(np.int64), kernels["end"].to_numpy(np.int64))
+    ends = copies["end"].to_numpy(np.int64)
+    nexts = np.append(copies["start"].to_numpy(np.int64)[1:], max(int(kernels["end"].max()) if len(kernels) else 0,
+                                                                  int(ends[-1])))
+    return (_covered(k, np.maximum(nexts, ends)) - _covered(k, ends)) / 1e9
+
+
+PINNED_OUT = ("copy results back into a preallocated pinned tensor, not `.cpu()` into a fresh pageable one each "
+              "call: `out = torch.empty(shape, dtype=dtype, pin_memory=True)` once, then `out.copy_(y, "
+              "non_blocking=True)`; " + TORCH_D2H_SYNC)
+PINNED_IN = ("copy inputs through a preallocated pinned buffer: `buf = torch.empty(shape, dtype=dtype, "
+             "pin_memory=True)` once, then `buf.copy_(torch.from_numpy(frame))` and `buf.to(device, "
+             "non_blocking=True)` (or build each input in `buf.numpy()` directly, which saves the host copy too)")
+
+
+def _pinned_out(ctx: _Context, cal) -> list[TorchChoice]:
+    """Copies back to pageable memory (``.cpu()``) against a preallocated pinned tensor."""
+    back = ctx.copies("d2h", "pageable")
+    if len(back) < RECURRING:
+        return []
+    now, pinned = ctx.waits_s(back), _curve_s(cal, "pinned", "d2h", back["bytes"])
+    return [_choice("pinned-out", PINNED_OUT, now, pinned, now - pinned * (1 + PREDICTION_ERROR),
+                    now - pinned * (1 - PREDICTION_ERROR))]
+
+
+def _pinned_in(ctx: _Context, cal) -> list[TorchChoice]:
+    """Uploads from pageable memory against a preallocated pinned buffer: its host copy the low end, the input
+    built in the buffer the high one."""
+    up = ctx.copies("h2d", "pageable")
+    if len(up) < RECURRING:
+        return []
+    now, pinned = ctx.waits_s(up), _curve_s(cal, "pinned", "h2d", up["bytes"])
+    fill = _curve_s(cal, "pinned", "host_write", up["bytes"])
+    return [_choice("pinned-in", PINNED_IN, now, pinned + fill, now - pinned - fill,
+                    now - pinned * (1 - PREDICTION_ERROR))]
+
+
+ROUNDING = ("PyTorch's pinned memory comes from its caching host allocator, which rounds each block up to a power "
+            "of two: pinned tensors of {sizes} take {extra} more host memory than their data (one of each size); "
+            "sizes just under a power of two waste least")
+
+
+def _rounding(ctx: _Context) -> list[TorchChoice]:
+    """The host memory the pinned allocator's power-of-two blocks add to the program's pinned tensors."""
+    pinned = ctx.app.explicit_copies
+    pinned = pinned[pinned["host_kind"] == "pinned"]
+    sizes = np.unique(pinned["bytes"].dropna().to_numpy(np.int64))
+    sizes = sizes[sizes > 0]
+    if not len(sizes):
+        return []
+    blocks = 2 ** np.ceil(np.log2(sizes)).astype(np.int64)
+    extra = int((blocks - sizes).sum())
+    if extra < ROUNDING_SHARE * sizes.sum():
+        return []
+    shown = ", ".join(format_size(int(s)) for s in sizes[:3]) + (", ..." if len(sizes) > 3 else "")
+    text = ROUNDING.format(sizes=shown, extra=format_size(extra))
+    return [TorchChoice("pinned-rounding", text, 0.0, 0.0, 0.0, 0.0, 0.0, why=f"{len(sizes)} sizes of pinned "
+                        f"copies; blocks of {format_size(int(blocks.sum()))} for {format_size(int(sizes.sum()))}",
+                        host_bytes=extra)]
+
+
+def describe(c: TorchChoice) -> str:
+    """One line: the change, its saving and band, and its condition."""
+    cond = f" (if {c.why})" if c.conditional else ""
+    if c.host_bytes:
+        return f"{c.code}: {c.idiom}"
+    return (f"{c.code}: saves {format_time(c.saving_s)} of {format_time(c.now_s)} "
+            f"({format_time(c.low_s)}-{format_time(c.high_s)}){cond}: {c.idiom}")
