@@ -199,8 +199,8 @@ def _gpu_frame(evs: list, pid: int, flow_ids: _FlowIds) -> tuple[pd.DataFrame, l
         corr = [c if c is not None else flow_ids.of(e) for c, e in zip(corr, evs)]
     df = pd.DataFrame({
         "start": start, "end": end, "pid": np.full(len(evs), pid, dtype=np.int64),
-        "device": pd.array([a.get("device", e.get("pid")) for a, e in zip(args, evs)], dtype="Int64"),
-        "stream": pd.array([a.get("stream", e.get("tid")) for a, e in zip(args, evs)], dtype="Int64"),
+        "device": _ints([a.get("device", e.get("pid")) for a, e in zip(args, evs)]),
+        "stream": _ints([a.get("stream", e.get("tid")) for a, e in zip(args, evs)]),
         "correlation": pd.array(corr, dtype="Int64")})
     df["correlation"] = df["correlation"].replace(0, pd.NA)
     return df, args
@@ -252,9 +252,13 @@ def _calls(evs: list, pid: int) -> pd.DataFrame:
 
 
 def _tids(evs: list) -> pd.arrays.IntegerArray:
-    """Events' thread ids (a name where Kineto gives one instead, as for its own spans: empty)."""
-    tids = [e.get("tid") for e in evs]
-    return pd.array([t if type(t) is int else None for t in tids], dtype="Int64")
+    """Events' thread ids."""
+    return _ints([e.get("tid") for e in evs])
+
+
+def _ints(values: list) -> pd.arrays.IntegerArray:
+    """Integers, a name where a trace gives one instead ('GPU 0', Kineto's own spans) left empty."""
+    return pd.array([v if type(v) is int else None for v in values], dtype="Int64")
 
 
 def _ranges(evs: list, pid: int) -> pd.DataFrame:

@@ -4,6 +4,7 @@ copies, kernels, calls and their joins, ranges, GPUs and ranks; totals against t
 import gzip
 
 import orjson
+import pandas as pd
 import pytest
 
 from tests.unit.data import ROOT
@@ -128,3 +129,14 @@ def test_a_gpu_event_without_correlation_takes_its_flows(tmp_path):
     row = t.copies.iloc[0]
     assert (row["correlation"], row["kind"], row["dst"], row["pid"], row["start"], row["end"]) == \
         (42, "d2h", "pinned", 5, 13000, 17000)
+
+
+def test_a_device_or_stream_named_instead_of_numbered_is_left_empty(tmp_path):
+    events = [{"ph": "X", "cat": "kernel", "name": "k", "pid": "GPU 0", "tid": "stream 7", "ts": 1, "dur": 2,
+               "args": {"correlation": 3}},
+              {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 9, "tid": 9, "ts": 0, "dur": 1,
+               "args": {"correlation": 3}}]
+    path = tmp_path / "t.json"
+    path.write_bytes(orjson.dumps({"traceEvents": events}))
+    k = read_kineto(path).kernels.iloc[0]
+    assert pd.isna(k["device"]) and pd.isna(k["stream"]) and (k["pid"], k["correlation"]) == (9, 3)
