@@ -5,7 +5,8 @@ The evidence (:func:`evidence`), strongest first: a torch.profiler trace is a Py
 ranges (``aten::`` and ``autograd::`` ops, ``ProfilerStep#``: torch.profiler's CPU ops, or NVTX ranges under
 ``torch.autograd.profiler.emit_nvtx``); kernels PyTorch compiled (``at::native::``, ``at::cuda::``,
 ``c10::``) or CuPy compiled (``cupy_``, its elementwise and reduction kernels' names); PyTorch's main thread
-(``pt_main_thread``); a Python interpreter whose CUDA calls are the driver API's (``cuMemcpyHtoD``,
+(``pt_main_thread``); a Python interpreter whose allocator asks ``cudaStreamIsCapturing`` (PyTorch's caching
+allocator, before each new block); a Python interpreter whose CUDA calls are the driver API's (``cuMemcpyHtoD``,
 ``cuLaunchKernel``: pycuda calls no runtime API), which is read as pycuda; else CUDA C/C++.
 
 The changes (:func:`change_for`) are keyed by umprof's strategy names, as its advice names them, plus
@@ -36,6 +37,9 @@ TORCH_SHORT_KERNEL = re.compile(r"^(?:vectorized_elementwise_kernel|unrolled_ele
 CUPY_KERNEL = re.compile(r"^(?:void\s+)?cupy_")  # CuPy names its generated kernels cupy_<op>
 TORCH_THREADS = ("pt_main_thread", "pt_autograd", "pt_data_pin")  # threads PyTorch names
 PYTHON = re.compile(r"python[0-9.]*")
+# the call PyTorch's caching allocator makes before each cudaMalloc of a new block (it must not allocate while a CUDA
+# graph is captured); pycuda never makes it
+TORCH_ALLOCATOR_CALL = "cudaStreamIsCapturing"
 # a share of a Python program's CUDA calls this large made through the driver API marks pycuda (PyTorch and CuPy
 # copy and allocate through the runtime API; pycuda has no runtime calls at all)
 DRIVER_SHARE = 0.5
@@ -73,6 +77,9 @@ def evidence(tables_or_app) -> Detected:
         return Detected("pytorch", f"{torch_kernels} of its {kernels} kernels are PyTorch's (at::native)")
     if facts.threads & set(TORCH_THREADS):
         return Detected("pytorch", f"PyTorch's thread {sorted(facts.threads & set(TORCH_THREADS))[0]}")
+    if facts.python and facts.calls.get(TORCH_ALLOCATOR_CALL):
+        return Detected("pytorch", f"a Python process whose allocator asks {TORCH_ALLOCATOR_CALL} (PyTorch's caching "
+                                   "allocator, before each new block)")
     if facts.python:
         driver, runtime = _api_counts(facts.calls)
         if driver and driver / (driver + runtime) >= DRIVER_SHARE:

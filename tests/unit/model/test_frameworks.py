@@ -70,6 +70,12 @@ def test_pytorchs_main_thread_is_pytorch():
     assert evidence(t) == ("pytorch", "PyTorch's thread pt_main_thread")
 
 
+def test_a_python_program_whose_allocator_asks_about_graph_capture_is_pytorch():
+    t = tables(kernels=["ampere_sgemm_128x64_nn"], calls=["cudaStreamIsCapturing", "cudaMalloc", "cudaLaunchKernel"])
+    assert evidence(t).framework == "pytorch" and "cudaStreamIsCapturing" in evidence(t).why
+    assert detect(tables(process="/usr/bin/app", kernels=["k"], calls=["cudaStreamIsCapturing"])) == "cuda"
+
+
 def test_cupys_kernels_are_cupy():
     t = tables(kernels=["cupy_multiply__float32_float32_float32", "cupy_sum", "ampere_sgemm"],
                calls=["cuLaunchKernel", "cuLaunchKernel", "cudaMemcpyAsync"])
