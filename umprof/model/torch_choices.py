@@ -7,8 +7,10 @@ instead:
 
 * ``pin-once``: ``pin_memory()`` called on the same tensor every step (a host copy each time) against pinning it
   once; ``drop-pin``: against copying straight from pageable memory, where each step's data is new;
-* ``dataloader-pin-thread``: ``DataLoader(pin_memory=True)``'s pin thread copies every batch once more on the host;
-  ``dataset-pinned-once``: an in-memory dataset pinned once and sliced, instead of the loader;
+* ``dataloader-pin-thread``: ``DataLoader(pin_memory=True)`` copies every batch once more on the host (in its pin
+  thread, or in the loop with num_workers=0); ``dataloader-unpinned``: ``pin_memory=False``; ``dataloader-pinned``:
+  a loader of pageable batches made ``pin_memory=True``; ``dataset-pinned-once``: an in-memory dataset pinned once
+  and sliced, instead of the loader;
 * ``resident``: a dataset read in several epochs kept on the GPU where it fits;
 * ``offload-pinned``, ``offload-prefetched``: weights or activations moved to the GPU layer by layer, from pinned
   memory, and uploaded on a side stream while the previous layer computes;
@@ -142,8 +144,10 @@ DROP_PIN = ("drop the per-call `pin_memory()`: `x.to(device)` from the pageable 
 
 
 def _pin_per_call(ctx: _Context, cal) -> list[TorchChoice]:
-    """``pin_memory()`` on the loop's thread every step: pinned once instead, or not at all."""
+    """``pin_memory()`` on the loop's thread every step (not a DataLoader's: ``_dataloader``): pinned once instead,
+    or not at all."""
     pins = ctx.ops(PIN_OPS, main=True)
+    pins = pins[~_within(pins, _loader_ranges(ctx))]
     if len(pins) < RECURRING:
         return []
     again = pins.iloc[1:]  # pinning once keeps the first
@@ -160,6 +164,22 @@ def _pin_per_call(ctx: _Context, cal) -> list[TorchChoice]:
     return out
 
 
+def _loader_ranges(ctx: _Context) -> pd.DataFrame:
+    """The ranges torch.profiler puts around each batch a DataLoader yields, on the loop's thread where it has them."""
+    r = ctx.ranges[ctx.ranges["name"].astype(str).str.startswith(LOADER_RANGE)]
+    main = r[r["tid"] == ctx.main] if ctx.main is not None else r
+    return main if len(main) else r
+
+
+def _within(a: pd.DataFrame, b: pd.DataFrame) -> np.ndarray:
+    """Which of ranges ``a`` lie within one of ranges ``b`` (on any thread)."""
+    if a.empty or b.empty:
+        return np.zeros(len(a), bool)
+    u = _union(b["start"].to_numpy(np.int64), b["end"].to_numpy(np.int64))
+    s, e = a["start"].to_numpy(np.int64), a["end"].to_numpy(np.int64)
+    return (_covered(u, e) - _covered(u, s)) >= (e - s)
+
+
 def _first_copy_after(copies: pd.DataFrame, r: pd.DataFrame) -> pd.DataFrame:
     """The first of the copies whose call follows each range's end (the copy of what it pinned)."""
     if copies.empty:
@@ -169,35 +189,50 @@ def _first_copy_after(copies: pd.DataFrame, r: pd.DataFrame) -> pd.DataFrame:
     return c.iloc[np.unique(at[at < len(c)])]
 
 
-LOADER_PIN = ("`DataLoader(pin_memory=True)` copies every batch once more on the host, in its pin thread; where the "
-              "dataset is a tensor in memory, pin it once (`data = data.pin_memory()`) and slice the batches "
-              "(`data[i:i + batch].to(device, non_blocking=True)`) instead of iterating a DataLoader")
+LOADER_PIN = ("`DataLoader(pin_memory=True)` copies every batch once more on the host (in its pin thread, or in the "
+              "loop itself with num_workers=0); where the dataset is a tensor in memory, pin it once (`data = "
+              "data.pin_memory()`) and slice the batches (`data[i:i + batch].to(device, non_blocking=True)`) instead")
+LOADER_UNPINNED = ("`DataLoader(pin_memory=False)`: the loop no longer waits for the batches' extra host copy, and "
+                   "their uploads come from pageable memory")
+LOADER_PINNED = ("`DataLoader(pin_memory=True, num_workers=2)` or more: the batches are pinned in its pin thread, beside "
+                 "the loop, and uploaded with `batch.to(device, non_blocking=True)`")
 DATASET_PINNED = ("pin the in-memory dataset once (`data = data.pin_memory()`, before the epochs) and slice each "
                   "batch from it (`data[i:i + batch].to(device, non_blocking=True)`) instead of a DataLoader's "
                   "per-batch collation and copies")
+IN_MEMORY = "a dataset held in memory as a tensor (a TensorDataset), which the trace cannot show"
 
 
 def _dataloader(ctx: _Context, cal) -> list[TorchChoice]:
-    """A DataLoader's batches: the pin thread's extra copy, and the dataset pinned once instead of the loader."""
-    waits = ctx.ops((LOADER_RANGE,), main=True)
-    waits = waits[waits["name"].astype(str).str.startswith(LOADER_RANGE)] if len(waits) else waits
+    """A DataLoader's batches: its pinning's extra host copy, the pinning turned off or on, and the dataset pinned
+    once instead of the loader."""
+    waits = _loader_ranges(ctx)
     if len(waits) < RECURRING:
-        waits = ctx.ranges[(ctx.ranges["name"].astype(str).str.startswith(LOADER_RANGE))]
-        if len(waits) < RECURRING:
-            return []
-    out = []
-    pinning = ctx.ops(PIN_OPS, main=False)
-    if len(pinning):
-        exposed = _overlap_s(pinning, waits)  # the loop waiting on its next batch while the pin thread copied it
-        out.append(_choice("dataloader-pin-thread", LOADER_PIN, _span_s(pinning), _span_s(pinning) - exposed, 0.0,
-                           min(_span_s(pinning), _span_s(waits)), conditional=True,
-                           why="a dataset held in memory as a tensor, which the trace cannot show"))
+        return []
     copies = _copies_within(ctx.copies("h2d"), waits, ctx.app)
-    now = _span_s(waits) + ctx.waits_s(copies)
+    pageable = _curve_s(cal, "pageable", "h2d", copies["bytes"])
     pinned = _curve_s(cal, "pinned", "h2d", copies["bytes"])
+    in_loop = ctx.ops(PIN_OPS, main=True)
+    in_loop = in_loop[_within(in_loop, waits)]  # num_workers=0: the loop pins each batch itself
+    beside = ctx.ops(PIN_OPS, main=False)
+    out = []
+    if len(in_loop) or len(beside):
+        pin_s = _span_s(in_loop) + _span_s(beside)
+        exposed = _span_s(in_loop) + _overlap_s(beside, waits)  # the loop waiting while a batch was pinned
+        out.append(_choice("dataloader-pin-thread", LOADER_PIN, pin_s, pin_s - exposed, 0.0,
+                           min(pin_s, _span_s(waits)), conditional=True, why=IN_MEMORY))
+        now = exposed + ctx.waits_s(copies)
+        out.append(_choice("dataloader-unpinned", LOADER_UNPINNED, now, pageable, now - pageable * (1 + PREDICTION_ERROR),
+                           now - pageable * (1 - PREDICTION_ERROR)))
+    elif (copies["host_kind"] == "pageable").any():
+        now = ctx.waits_s(copies)
+        fill = _curve_s(cal, "pinned", "host_write", copies["bytes"])  # the pin thread's copy, where the loop waits
+        out.append(_choice("dataloader-pinned", LOADER_PINNED, now, pinned, now - pinned - fill,
+                           now - pinned * (1 - PREDICTION_ERROR), conditional=True,
+                           why="worker processes that fill the batches ahead of the loop; with num_workers=0 the loop "
+                               "itself pins each batch, which the low end prices"))
+    now = _span_s(waits) + ctx.waits_s(copies)
     out.append(_choice("dataset-pinned-once", DATASET_PINNED, now, pinned, now - _span_s(waits) - pinned,
-                       now - pinned * (1 - PREDICTION_ERROR), conditional=True,
-                       why="a dataset held in memory as a tensor (a TensorDataset), which the trace cannot show"))
+                       now - pinned * (1 - PREDICTION_ERROR), conditional=True, why=IN_MEMORY))
     return out
 
 

@@ -105,6 +105,41 @@ def test_the_dataloaders_pin_thread_is_priced_by_what_the_loop_waits_for(tmp_pat
     assert dataset.saving_s <= dataset.now_s == pytest.approx(6 * 2e-3 + 6 * 0.35e-3, rel=1e-3)
 
 
+@pytest.mark.parametrize("pin_us", [2000, 4000])
+def test_a_loader_pinning_in_the_loop_is_the_loaders_and_priced_turned_off(tmp_path, cal, pin_us):
+    tr = Trace()
+    for _ in range(6):  # num_workers=0: the loop pins each 16 MiB batch inside the loader's range
+        tr.op("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", tr.t, pin_us + 1000, cat="user_annotation")
+        tr.op("aten::pin_memory", tr.t + 1000, pin_us)
+        tr.t += pin_us + 1000
+        tr.copy("Memcpy HtoD (Pinned -> Device)", 16 * MiB, 350, op="aten::to")
+        tr.kernel(4000)
+    app, ranges = tr.read(tmp_path)
+    found = by_code(choices(app, ranges, cal))
+    assert "pin-once" not in found and "drop-pin" not in found  # the loader's pinning, not the program's own
+    assert found["dataloader-pin-thread"].saving_s == pytest.approx(6 * pin_us / 1e6)
+    now = 6 * pin_us / 1e6 + 6 * 0.35e-3
+    pageable = 6 * cal.curve("pageable", "h2d")(16.0 * MiB)  # 14.6 ms on the H100's calibration
+    if pin_us == 2000:  # 14.1 ms now: pageable uploads cost more than the pinning
+        assert pageable > now and "dataloader-unpinned" not in found
+    else:
+        off = found["dataloader-unpinned"]
+        assert off.now_s == pytest.approx(now, rel=1e-3) and off.saving_s == pytest.approx(now - pageable)
+
+
+def test_a_loader_of_pageable_batches_is_priced_pinned(tmp_path, cal):
+    tr = Trace()
+    for _ in range(6):
+        tr.host("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", 1000)
+        tr.copy("Memcpy HtoD (Pageable -> Device)", 16 * MiB, 2300, op="aten::to")
+        tr.kernel(4000)
+    app, ranges = tr.read(tmp_path)
+    pinned = by_code(choices(app, ranges, cal))["dataloader-pinned"]
+    assert pinned.conditional and "num_workers" in pinned.why
+    assert pinned.predicted_s == pytest.approx(6 * cal.curve("pinned", "h2d")(16.0 * MiB))
+    assert pinned.low_s < pinned.saving_s <= pinned.high_s <= pinned.now_s
+
+
 def test_cpu_into_fresh_pageable_tensors_is_priced_against_a_preallocated_pinned_one(tmp_path, cal):
     tr = Trace()
     for _ in range(8):  # 32 MiB back at 1.6 GB/s, as traced on an H100
