@@ -102,8 +102,8 @@ def main():
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
     print(f"synthesised {a.events:,} events ({len(data) / 2**20:.0f} MiB gzipped) in {made:.1f} s")
     # CPU time beside wall time: on a shared machine the wall clock counts other processes' turns
-    print(f"read: {read:.1f} s wall, {read_cpu:.1f} s CPU ({n:,} rows: {len(t.copies):,} copies, {len(t.kernels):,} kernels, "
-          f"{len(t.calls):,} calls, {len(t.ranges):,} ranges)")
+    print(f"read: {read:.1f} s wall, {read_cpu:.1f} s CPU ({n:,} rows: {len(t.copies):,} copies, "
+          f"{len(t.kernels):,} kernels, {len(t.calls):,} calls, {len(t.ranges):,} ranges)")
     print(f"read and advised (api.advise, from the file): {advised:.1f} s wall, {advised_cpu:.1f} s CPU; "
           f"peak memory {peak:.0f} MiB")
     loop = advice[0].app.loop

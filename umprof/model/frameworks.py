@@ -32,8 +32,8 @@ TORCH_KERNEL = re.compile(r"\b(?:at::native::|at::cuda::|at_cuda_detail::|c10::)
 # are PyTorch's own, counted for a Python process only
 TORCH_SHORT_KERNEL = re.compile(r"^(?:vectorized_elementwise_kernel|unrolled_elementwise_kernel|elementwise_kernel|"
                                 r"reduce_kernel|distribution_elementwise_grid_stride_kernel|index_elementwise_kernel|"
-                                r"CatArrayBatchedCopy|indexSelect(?:Large|Small)Index|cunn_|vectorized_layer_norm_kernel|"
-                                r"fused_dropout_kernel)")
+                                r"CatArrayBatchedCopy|indexSelect(?:Large|Small)Index|cunn_|"
+                                r"vectorized_layer_norm_kernel|fused_dropout_kernel)")
 CUPY_KERNEL = re.compile(r"^(?:void\s+)?cupy_")  # CuPy names its generated kernels cupy_<op>
 TORCH_THREADS = ("pt_main_thread", "pt_autograd", "pt_data_pin")  # threads PyTorch names
 PYTHON = re.compile(r"python[0-9.]*")
@@ -156,16 +156,18 @@ PYTORCH_CHANGES = {
     "system": TORCH_NO_IN_PLACE,
     "pageable-registered": "page-lock the existing CPU tensors once, before the loop: `t = t.pin_memory()` (one copy, "
                            "then pinned for good), or in place with `torch.cuda.cudart().cudaHostRegister("
-                           "t.data_ptr(), t.nbytes, 0)` (and `cudaHostUnregister` before `t` is freed); make the copies "
-                           "`.to(device, non_blocking=True)`",
+                           "t.data_ptr(), t.nbytes, 0)` (and `cudaHostUnregister` before `t` is freed); make the "
+                           "copies `.to(device, non_blocking=True)`",
     "pageable-staged": "keep the CPU tensors and copy them through two preallocated pinned buffers "
                        "(`torch.empty(chunk, dtype=dtype, pin_memory=True)`), in turn: the host fills one "
                        "(`buf.copy_(x[i:j])`) while the other's `.to(device, non_blocking=True)` runs on a side "
-                       "`torch.cuda.Stream`, an event per buffer (`ev.record(s)`, `ev.synchronize()` before refilling it)",
+                       "`torch.cuda.Stream`, an event per buffer (`ev.record(s)`, `ev.synchronize()` before "
+                       "refilling it)",
     "pinned-pipelined": "pinned tensors, each iteration's copies and compute in {chunks}: " + TORCH_SIDE_STREAM,
     "managed": TORCH_NO_MANAGED,
     "managed-prefetch": TORCH_NO_MANAGED,
-    **{f"managed-advise-{w}": TORCH_NO_MANAGED for w in ("read-mostly", "prefer-gpu", "prefer-host", "accessed-by-gpu")},
+    **{f"managed-advise-{w}": TORCH_NO_MANAGED
+       for w in ("read-mostly", "prefer-gpu", "prefer-host", "accessed-by-gpu")},
     "resident": "keep the data on the GPU: move it once, before the loop (`data = data.to(device)`{fits}), and index "
                 "the batches there (`batch = data[idx]`) instead of copying each one every epoch",
 }
@@ -182,9 +184,9 @@ CUPY_CHANGES = {
     "write-combined": "allocate the arrays the host only writes with `cupy.cuda.runtime.hostAlloc(nbytes, "
                       "cupy.cuda.runtime.hostAllocWriteCombined)` (a numpy view of it: numpy.ctypeslib.as_array; "
                       "`cupy.cuda.runtime.freeHost` after); keep the copies",
-    "zero-copy": "allocate the host arrays with `cupy.cuda.runtime.hostAlloc(nbytes, cupy.cuda.runtime.hostAllocMapped)` "
-                 "and give the kernels a cupy.ndarray over its `cupy.cuda.runtime.hostGetDevicePointer(ptr, 0)` "
-                 "(cupy.cuda.UnownedMemory); drop the copies",
+    "zero-copy": "allocate the host arrays with `cupy.cuda.runtime.hostAlloc(nbytes, "
+                 "cupy.cuda.runtime.hostAllocMapped)` and give the kernels a cupy.ndarray over its "
+                 "`cupy.cuda.runtime.hostGetDevicePointer(ptr, 0)` (cupy.cuda.UnownedMemory); drop the copies",
     "mapped": "page-lock the existing numpy arrays once, mapped (`cupy.cuda.runtime.hostRegister(a.ctypes.data, "
               "a.nbytes, cupy.cuda.runtime.hostRegisterMapped)`), and give the kernels a cupy.ndarray over "
               "`cupy.cuda.runtime.hostGetDevicePointer(a.ctypes.data, 0)`; drop the copies",

@@ -194,8 +194,8 @@ LOADER_PIN = ("`DataLoader(pin_memory=True)` copies every batch once more on the
               "data.pin_memory()`) and slice the batches (`data[i:i + batch].to(device, non_blocking=True)`) instead")
 LOADER_UNPINNED = ("`DataLoader(pin_memory=False)`: the loop no longer waits for the batches' extra host copy, and "
                    "their uploads come from pageable memory")
-LOADER_PINNED = ("`DataLoader(pin_memory=True, num_workers=2)` or more: the batches are pinned in its pin thread, beside "
-                 "the loop, and uploaded with `batch.to(device, non_blocking=True)`")
+LOADER_PINNED = ("`DataLoader(pin_memory=True, num_workers=2)` or more: the batches are pinned in its pin thread, "
+                 "beside the loop, and uploaded with `batch.to(device, non_blocking=True)`")
 DATASET_PINNED = ("pin the in-memory dataset once (`data = data.pin_memory()`, before the epochs) and slice each "
                   "batch from it (`data[i:i + batch].to(device, non_blocking=True)`) instead of a DataLoader's "
                   "per-batch collation and copies")
@@ -221,8 +221,8 @@ def _dataloader(ctx: _Context, cal) -> list[TorchChoice]:
         out.append(_choice("dataloader-pin-thread", LOADER_PIN, pin_s, pin_s - exposed, 0.0,
                            min(pin_s, _span_s(waits)), conditional=True, why=IN_MEMORY))
         now = exposed + ctx.waits_s(copies)
-        out.append(_choice("dataloader-unpinned", LOADER_UNPINNED, now, pageable, now - pageable * (1 + PREDICTION_ERROR),
-                           now - pageable * (1 - PREDICTION_ERROR)))
+        out.append(_choice("dataloader-unpinned", LOADER_UNPINNED, now, pageable,
+                           now - pageable * (1 + PREDICTION_ERROR), now - pageable * (1 - PREDICTION_ERROR)))
     elif (copies["host_kind"] == "pageable").any():
         now = ctx.waits_s(copies)
         fill = _curve_s(cal, "pinned", "host_write", copies["bytes"])  # the pin thread's copy, where the loop waits
@@ -304,7 +304,8 @@ def _offload(ctx: _Context, cal) -> list[TorchChoice]:
     pinned = np.array([cal.curve("pinned", "h2d")(float(b)) for b in layers["bytes"]])
     # layer i's upload runs beside layer i-1's compute
     exposed = float(pinned[0] + np.clip(pinned[1:] - compute[:-1], 0, None).sum())
-    out = [_choice("offload-prefetched", OFFLOAD_PREFETCHED, now, exposed, now - pinned.sum(), now - exposed * (1 - PREDICTION_ERROR))]
+    out = [_choice("offload-prefetched", OFFLOAD_PREFETCHED, now, exposed, now - pinned.sum(),
+                   now - exposed * (1 - PREDICTION_ERROR))]
     if (layers["host_kind"] == "pageable").any():
         out.append(_choice("offload-pinned", OFFLOAD_PINNED, now, float(pinned.sum()),
                            now - pinned.sum() * (1 + PREDICTION_ERROR), now - pinned.sum() * (1 - PREDICTION_ERROR)))

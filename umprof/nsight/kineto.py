@@ -91,7 +91,8 @@ def read_kineto_folder(folder) -> list[TraceTables]:
     tables = [read_kineto(p, require_cuda=False) for p in kineto_files(folder)]
     cuda = [t for t in tables if t.has_cuda]
     if not cuda:
-        raise UsageError(f"{folder}: none of its {len(tables)} torch.profiler traces holds CUDA activity: {RECORD_CUDA}")
+        raise UsageError(f"{folder}: none of its {len(tables)} torch.profiler traces holds CUDA activity: "
+                         f"{RECORD_CUDA}")
     return sorted(cuda, key=lambda t: (t.rank if t.rank is not None else -1, str(t.path)))
 
 
@@ -142,7 +143,8 @@ def _tables(path: Path, events: list, meta: dict) -> TraceTables:
         copies=_copies([e for c in COPY_CATS for e in by_cat.get(c, ())], pid, flow_ids),
         kernels=_gpu_ops([e for c in KERNEL_CATS for e in by_cat.get(c, ())], pid, flow_ids, "name"),
         memsets=_gpu_ops([e for c in MEMSET_CATS for e in by_cat.get(c, ())], pid, flow_ids, "bytes"),
-        calls=_calls(calls, pid), gpu_faults=pd.DataFrame(columns=["start", "end", "pid", "device", "faults", "address"]),
+        calls=_calls(calls, pid),
+        gpu_faults=pd.DataFrame(columns=["start", "end", "pid", "device", "faults", "address"]),
         cpu_faults=pd.DataFrame(columns=["start", "pid", "address"]), ranges=_ranges(ranges, pid), notes=list(NOTES),
         graphs=pd.DataFrame(columns=GRAPH_COLUMNS), source="kineto", host=str(meta.get("host_name") or ""),
         rank=_int_or_none(dist.get("rank")), world_size=_int_or_none(dist.get("world_size")))

@@ -202,7 +202,8 @@ def test_pinned_uploads_of_a_power_of_two_are_left_only_the_overlap_and_the_gpu_
     app, ranges = tr.read(tmp_path)
     found = by_code(choices(app, ranges, cal))
     assert set(found) == {"offload-prefetched", "resident"}
-    assert found["offload-prefetched"].saving_s <= found["offload-prefetched"].now_s == pytest.approx(5 * 0.7e-3, rel=1e-3)
+    prefetched = found["offload-prefetched"]
+    assert prefetched.saving_s <= prefetched.now_s == pytest.approx(5 * 0.7e-3, rel=1e-3)
 
 
 @pytest.mark.parametrize("name", ["a100-alexnet.json.gz", "a100-trainer-rank0.json.gz"])

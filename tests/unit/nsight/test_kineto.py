@@ -74,7 +74,8 @@ def test_kernels_launched_by_driver_calls_and_the_old_category_names_join():
     driver = read_kineto(KINETO / "a100-triton-driver.json.gz")
     assert driver.kernels.merge(driver.calls, on="correlation")["name_y"].tolist() == ["cuLaunchKernel"]
     old = read_kineto(KINETO / "torch-1.x-categories.json.gz")  # Kernel, Runtime
-    assert len(old.kernels) == 4 and set(old.kernels.merge(old.calls, on="correlation")["name_y"]) == {"cudaLaunchKernel"}
+    assert len(old.kernels) == 4
+    assert set(old.kernels.merge(old.calls, on="correlation")["name_y"]) == {"cudaLaunchKernel"}
 
 
 def test_a_folder_of_ranks_reads_one_table_set_per_rank():
