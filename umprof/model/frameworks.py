@@ -172,6 +172,7 @@ PYTORCH_CHANGES = {
                 "the batches there (`batch = data[idx]`) instead of copying each one every epoch",
 }
 CUPY_PINNED_POOL = "cupy.cuda.set_pinned_memory_allocator(cupy.cuda.PinnedMemoryPool().malloc)"
+CUPY_DEVICE_POINTER = "`cupy.cuda.runtime.pointerGetAttributes(a.ctypes.data).devicePointer`"
 CUPY_MANAGED = "cupy.cuda.set_allocator(cupy.cuda.MemoryPool(cupy.cuda.malloc_managed).malloc)"
 CUPY_ADVICE = {"read-mostly": "cudaMemAdviseSetReadMostly, the GPU only reads them",
                "prefer-gpu": "cudaMemAdviseSetPreferredLocation, the GPU",
@@ -181,15 +182,15 @@ CUPY_CHANGES = {
     "pageable": "keep the numpy arrays and their `cupy.asarray` / `.get()` copies as they are",
     "pinned": "allocate the host arrays pinned, once, with `cupyx.empty_pinned(shape, dtype)` (freed blocks return to "
               f"CuPy's pinned pool: `{CUPY_PINNED_POOL}`), and copy with `d.set(h)` / `d.get(out=h)`",
-    "write-combined": "allocate the arrays the host only writes with `cupy.cuda.runtime.hostAlloc(nbytes, "
-                      "cupy.cuda.runtime.hostAllocWriteCombined)` (a numpy view of it: numpy.ctypeslib.as_array; "
+    "write-combined": "allocate the arrays the host only writes with `cupy.cuda.runtime.hostAlloc(nbytes, 4)` (4: "
+                      "cudaHostAllocWriteCombined; a numpy view of it with numpy.ctypeslib.as_array, "
                       "`cupy.cuda.runtime.freeHost` after); keep the copies",
-    "zero-copy": "allocate the host arrays with `cupy.cuda.runtime.hostAlloc(nbytes, "
-                 "cupy.cuda.runtime.hostAllocMapped)` and give the kernels a cupy.ndarray over its "
-                 "`cupy.cuda.runtime.hostGetDevicePointer(ptr, 0)` (cupy.cuda.UnownedMemory); drop the copies",
+    "zero-copy": "allocate the host arrays with `cupy.cuda.runtime.hostAlloc(nbytes, 2)` (2: cudaHostAllocMapped) "
+                 "and give the kernels a cupy.ndarray over its device pointer "
+                 f"({CUPY_DEVICE_POINTER}, wrapped in cupy.cuda.UnownedMemory); drop the copies",
     "mapped": "page-lock the existing numpy arrays once, mapped (`cupy.cuda.runtime.hostRegister(a.ctypes.data, "
-              "a.nbytes, cupy.cuda.runtime.hostRegisterMapped)`), and give the kernels a cupy.ndarray over "
-              "`cupy.cuda.runtime.hostGetDevicePointer(a.ctypes.data, 0)`; drop the copies",
+              "a.nbytes, 2)`, 2: cudaHostRegisterMapped), and give the kernels a cupy.ndarray over their device "
+              f"pointers ({CUPY_DEVICE_POINTER}); drop the copies",
     "system": "give the kernels a cupy.ndarray over the numpy arrays' own memory (cupy.cuda.UnownedMemory on "
               "a.ctypes.data: HMM); drop the copies",
     "pageable-registered": "page-lock the existing numpy arrays once, before the loop "
