@@ -76,8 +76,8 @@ def choices(app: Application, ranges: pd.DataFrame, cal, epochs: int | None = No
     ``epochs``: how many times the loop reads its data, where known (a nested loop's outer count); ``free_bytes``:
     the GPU memory free for a dataset, where known (else RESIDENT_SHARE of the GPU's)."""
     ctx = _Context(app, ranges)
-    found = (_pin_per_call(ctx, cal) + _dataloader(ctx, cal) + _resident(ctx, cal, epochs, free_bytes)
-             + _offload(ctx, cal) + _pinned_out(ctx, cal) + _pinned_in(ctx, cal) + _rounding(ctx))
+    found = (_pin_per_call(ctx, cal, epochs) + _dataloader(ctx, cal, epochs) + _resident(ctx, cal, epochs, free_bytes)
+             + _offload(ctx, cal, epochs) + _pinned_out(ctx, cal) + _pinned_in(ctx, cal) + _rounding(ctx))
     return sorted([c for c in found if c.saving_s > 0 or c.host_bytes], key=lambda c: -c.saving_s)
 
 
@@ -143,20 +143,24 @@ DROP_PIN = ("drop the per-call `pin_memory()`: `x.to(device)` from the pageable 
             "`x.pin_memory().to(device)` copies it twice (PyTorch's pinning guide measures the pair up to 2x slower)")
 
 
-def _pin_per_call(ctx: _Context, cal) -> list[TorchChoice]:
+def _pin_per_call(ctx: _Context, cal, epochs: int | None) -> list[TorchChoice]:
     """``pin_memory()`` on the loop's thread every step (not a DataLoader's: ``_dataloader``): pinned once instead,
     or not at all."""
     pins = ctx.ops(PIN_OPS, main=True)
     pins = pins[~_within(pins, _loader_ranges(ctx))]
     if len(pins) < RECURRING:
         return []
-    again = pins.iloc[1:]  # pinning once keeps the first
-    pin_s = _span_s(again)
-    out = [_choice("pin-once", PIN_ONCE, pin_s, 0.0, ctx.idle_s(again), pin_s, conditional=True,
-                   why="the same tensor pinned every step, which the trace cannot show; where each step pins new "
-                       "data, see drop-pin")]
+    out = []
     after = _first_copy_after(ctx.copies("h2d", "pinned"), pins)
     if len(after):
+        # pinning once copies each distinct tensor once into a block of its own, where pinning every step reuses the
+        # caching allocator's blocks: without the passes over them known, every step's tensor is a new one
+        distinct = after["bytes"].iloc[:max(1, len(after) // (epochs or 1))]
+        once, copies_only = _pin_once_s(cal, distinct), _curve_s(cal, "pinned", "host_write", distinct)
+        pin_s = _span_s(pins)
+        out.append(_choice("pin-once", PIN_ONCE, pin_s, once, pin_s - once * (1 + PREDICTION_ERROR),
+                           pin_s - copies_only, conditional=not epochs,
+                           why="the same tensors pinned in each pass, which the trace cannot show"))
         now = _span_s(pins) + ctx.waits_s(after)
         pageable = _curve_s(cal, "pageable", "h2d", after["bytes"])
         out.append(_choice("drop-pin", DROP_PIN, now, pageable, now - pageable * (1 + PREDICTION_ERROR),
@@ -178,6 +182,12 @@ def _within(a: pd.DataFrame, b: pd.DataFrame) -> np.ndarray:
     u = _union(b["start"].to_numpy(np.int64), b["end"].to_numpy(np.int64))
     s, e = a["start"].to_numpy(np.int64), a["end"].to_numpy(np.int64)
     return (_covered(u, e) - _covered(u, s)) >= (e - s)
+
+
+def _pin_once_s(cal, sizes) -> float:
+    """Pinning tensors of these sizes once: a block of pinned memory each (cudaHostAlloc, as the calibration times
+    cudaMallocHost) and the host's copy into it."""
+    return _curve_s(cal, "pinned", "alloc", sizes) + _curve_s(cal, "pinned", "host_write", sizes)
 
 
 def _first_copy_after(copies: pd.DataFrame, r: pd.DataFrame) -> pd.DataFrame:
@@ -202,7 +212,7 @@ DATASET_PINNED = ("pin the in-memory dataset once (`data = data.pin_memory()`, b
 IN_MEMORY = "a dataset held in memory as a tensor (a TensorDataset), which the trace cannot show"
 
 
-def _dataloader(ctx: _Context, cal) -> list[TorchChoice]:
+def _dataloader(ctx: _Context, cal, epochs: int | None) -> list[TorchChoice]:
     """A DataLoader's batches: its pinning's extra host copy, the pinning turned off or on, and the dataset pinned
     once instead of the loader."""
     waits = _loader_ranges(ctx)
@@ -231,8 +241,10 @@ def _dataloader(ctx: _Context, cal) -> list[TorchChoice]:
                            why="worker processes that fill the batches ahead of the loop; with num_workers=0 the loop "
                                "itself pins each batch, which the low end prices"))
     now = _span_s(waits) + ctx.waits_s(copies)
-    out.append(_choice("dataset-pinned-once", DATASET_PINNED, now, pinned, now - _span_s(waits) - pinned,
-                       now - pinned * (1 - PREDICTION_ERROR), conditional=True, why=IN_MEMORY))
+    once = _pin_once_s(cal, [int(copies["bytes"].sum()) // (epochs or 1)])  # the dataset: what an epoch copies
+    out.append(_choice("dataset-pinned-once", DATASET_PINNED, now, pinned + once, now - _span_s(waits) - pinned - once,
+                       now - pinned * (1 - PREDICTION_ERROR), conditional=True,
+                       why=IN_MEMORY + ("" if epochs else "; the dataset read as large as all the loop copies")))
     return out
 
 
@@ -254,7 +266,8 @@ def _copies_within(copies: pd.DataFrame, r: pd.DataFrame, app: Application) -> p
 
 
 RESIDENT = ("keep the dataset on the GPU: move it once, before the epochs (`data = data.to(device)`, {size}), and "
-            "index the batches there (`batch = data[idx]`) instead of copying each batch every epoch")
+            "index the batches there (`batch = data[idx]`) instead of copying each batch every epoch (a DataLoader "
+            "over it goes too)")
 
 
 def _resident(ctx: _Context, cal, epochs: int | None, free_bytes: int | None) -> list[TorchChoice]:
@@ -272,16 +285,18 @@ def _resident(ctx: _Context, cal, epochs: int | None, free_bytes: int | None) ->
     room = free_bytes if free_bytes else int(ctx.app.memory_bytes * RESIDENT_SHARE)
     if not room or data > room:
         return []
-    now = ctx.waits_s(copies)
-    once = cal.curve("pinned", "h2d")(float(data))
+    loader = _loader_ranges(ctx)  # the batches indexed on the GPU need no DataLoader either
+    now = ctx.waits_s(copies) + (_span_s(loader) if len(loader) >= RECURRING else 0.0)
+    memory = "pinned" if (copies["host_kind"] == "pinned").all() else "pageable"  # the data as it is now
+    once = cal.curve(memory, "h2d")(float(data))  # `data.to(device)`, once
     if epochs:
         return [_choice("resident", RESIDENT.format(size=format_size(data)), now, once,
                         now - once * (1 + PREDICTION_ERROR), now - once * (1 - PREDICTION_ERROR))]
-    largest = cal.curve("pinned", "h2d")(float(copies["bytes"].max()))
+    largest = cal.curve(memory, "h2d")(float(copies["bytes"].max()))
     return [_choice("resident", RESIDENT.format(size=f"at most {format_size(data)}"), now, once, now - once,
                     now - largest, conditional=True,
                     why="the same data read in each epoch, which the trace cannot show: the saving is at least the "
-                        "uploads made once and pinned, more where the data repeats")]
+                        "uploads made once, more where the data repeats")]
 
 
 OFFLOAD_PINNED = ("keep what is uploaded step by step (offloaded weights, a layer at a time, or batches) in pinned "
@@ -291,7 +306,7 @@ OFFLOAD_PREFETCHED = ("what is uploaded step by step pinned once (`w_cpu = w_cpu
                       "or batch uploaded while this one computes: " + TORCH_SIDE_STREAM)
 
 
-def _offload(ctx: _Context, cal) -> list[TorchChoice]:
+def _offload(ctx: _Context, cal, epochs: int | None) -> list[TorchChoice]:
     """Large uploads one per layer with compute between them: pinned, then prefetched a layer ahead."""
     layers = ctx.copies("h2d")
     layers = layers[layers["bytes"] >= OFFLOAD_MIN_BYTES].sort_values("start")
@@ -304,11 +319,16 @@ def _offload(ctx: _Context, cal) -> list[TorchChoice]:
     pinned = np.array([cal.curve("pinned", "h2d")(float(b)) for b in layers["bytes"]])
     # layer i's upload runs beside layer i-1's compute
     exposed = float(pinned[0] + np.clip(pinned[1:] - compute[:-1], 0, None).sum())
-    out = [_choice("offload-prefetched", OFFLOAD_PREFETCHED, now, exposed, now - pinned.sum(),
+    # pinning what is uploaded, once, where it is loaded: outside the loop, unless the run is as short as the trace
+    once = _pin_once_s(cal, layers["bytes"].iloc[:max(1, len(layers) // (epochs or 1))])
+    if (layers["host_kind"] == "pinned").all():
+        once = 0.0
+    out = [_choice("offload-prefetched", OFFLOAD_PREFETCHED, now, exposed, now - pinned.sum() - once,
                    now - exposed * (1 - PREDICTION_ERROR))]
     if (layers["host_kind"] == "pageable").any():
         out.append(_choice("offload-pinned", OFFLOAD_PINNED, now, float(pinned.sum()),
-                           now - pinned.sum() * (1 + PREDICTION_ERROR), now - pinned.sum() * (1 - PREDICTION_ERROR)))
+                           now - pinned.sum() * (1 + PREDICTION_ERROR) - once,
+                           now - pinned.sum() * (1 - PREDICTION_ERROR)))
     return out
 
 
