@@ -20,12 +20,18 @@ instead:
 
 Every price comes from the calibration's copy curves (pageable and pinned, each way) and the trace's own times;
 no saving exceeds the time the trace spent in what the change removes, and each has a band (``low_s``, ``high_s``).
+Pinning data once costs a block of pinned memory and a host copy of each distinct tensor. Where the passes over
+the data are known (``epochs``), that cost is priced in: the run is the trace's. Where they are not, a torch.profiler
+trace is read as a sample of a longer run: the data pinned where it is loaded is priced apart (the band's low end,
+and the choice's ``why``), except for ``pin-once``, whose tensors, pinned anew each step through the caching
+allocator's reused blocks, would each need a block of their own (it is offered only with the passes known).
 A choice whose saving rests on what the trace cannot show (the same tensor pinned each step, the same data read
 each epoch) is ``conditional``, with why.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -242,9 +248,10 @@ def _dataloader(ctx: _Context, cal, epochs: int | None) -> list[TorchChoice]:
                                "itself pins each batch, which the low end prices"))
     now = _span_s(waits) + ctx.waits_s(copies)
     once = _pin_once_s(cal, [int(copies["bytes"].sum()) // (epochs or 1)])  # the dataset: what an epoch copies
-    out.append(_choice("dataset-pinned-once", DATASET_PINNED, now, pinned + once, now - _span_s(waits) - pinned - once,
-                       now - pinned * (1 - PREDICTION_ERROR), conditional=True,
-                       why=IN_MEMORY + ("" if epochs else "; the dataset read as large as all the loop copies")))
+    repaid = _repaid(once, now - pinned, epochs)
+    out.append(_choice("dataset-pinned-once", DATASET_PINNED, now, pinned + (once if epochs else 0.0),
+                       now - _span_s(waits) - pinned - once, now - pinned * (1 - PREDICTION_ERROR), conditional=True,
+                       why=IN_MEMORY + (f"; {repaid}" if repaid else "")))
     return out
 
 
@@ -320,16 +327,26 @@ def _offload(ctx: _Context, cal, epochs: int | None) -> list[TorchChoice]:
     # layer i's upload runs beside layer i-1's compute
     exposed = float(pinned[0] + np.clip(pinned[1:] - compute[:-1], 0, None).sum())
     # pinning what is uploaded, once, where it is loaded: outside the loop, unless the run is as short as the trace
-    once = _pin_once_s(cal, layers["bytes"].iloc[:max(1, len(layers) // (epochs or 1))])
-    if (layers["host_kind"] == "pinned").all():
-        once = 0.0
-    out = [_choice("offload-prefetched", OFFLOAD_PREFETCHED, now, exposed, now - pinned.sum() - once,
-                   now - exposed * (1 - PREDICTION_ERROR))]
-    if (layers["host_kind"] == "pageable").any():
-        out.append(_choice("offload-pinned", OFFLOAD_PINNED, now, float(pinned.sum()),
+    pageable = layers[layers["host_kind"] != "pinned"]
+    once = _pin_once_s(cal, pageable["bytes"].iloc[:max(1, len(pageable) // (epochs or 1))]) if len(pageable) else 0.0
+    why = _repaid(once, now - float(pinned.sum()), epochs)
+    out = [_choice("offload-prefetched", OFFLOAD_PREFETCHED, now, exposed + (once if epochs else 0.0),
+                   now - pinned.sum() - once, now - exposed * (1 - PREDICTION_ERROR), conditional=bool(why), why=why)]
+    if len(pageable):
+        out.append(_choice("offload-pinned", OFFLOAD_PINNED, now, float(pinned.sum()) + (once if epochs else 0.0),
                            now - pinned.sum() * (1 + PREDICTION_ERROR) - once,
-                           now - pinned.sum() * (1 - PREDICTION_ERROR)))
+                           now - pinned.sum() * (1 - PREDICTION_ERROR), conditional=bool(why), why=why))
     return out
+
+
+def _repaid(once: float, per_run: float, epochs: int | None) -> str:
+    """Where a one-time pinning is priced apart (the passes unknown: the trace a sample of a longer run), what it
+    costs and how long a run repays it; '' where it is priced in (the passes known) or costs nothing."""
+    if epochs or once <= 0:
+        return ""
+    runs = once / per_run if per_run > 0 else math.inf
+    return (f"pinning the data once costs {format_time(once)}, once (where it is loaded, outside the loop); a run "
+            f"{runs:.1f}x as long as the trace's repays it")
 
 
 def _kernel_s_between(kernels: pd.DataFrame, copies: pd.DataFrame) -> np.ndarray:
