@@ -254,3 +254,13 @@ def test_alexnets_pageable_uploads_are_priced_from_a_pinned_buffer(cal):
     up = found["pinned-in"]
     assert up.now_s == pytest.approx(float(app.copies_waits_s(app.explicit_copies).sum()))
     assert 0 < up.saving_s < up.now_s
+
+
+def test_pinned_uploads_are_told_only_the_side_stream(tmp_path, cal):
+    tr = Trace()
+    for _ in range(6):
+        tr.copy("Memcpy HtoD (Pinned -> Device)", 32 * MiB, 700)
+        tr.kernel(3000)
+    app, ranges = tr.read(tmp_path)
+    prefetched = by_code(choices(app, ranges, cal))["offload-prefetched"]
+    assert "torch.cuda.Stream()" in prefetched.idiom and "pin_memory()" not in prefetched.idiom
