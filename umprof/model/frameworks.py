@@ -74,7 +74,7 @@ def evidence(tables_or_app) -> Detected:
     if torch_ranges:
         return Detected("pytorch", f"{torch_ranges} PyTorch op ranges (aten::*)")
     if torch_kernels / kernels >= KERNEL_SHARE:
-        return Detected("pytorch", f"{torch_kernels} of its {kernels} kernels are PyTorch's (at::native)")
+        return Detected("pytorch", f"{torch_kernels} of its {kernels} kernels are PyTorch's (ATen's)")
     if facts.threads & set(TORCH_THREADS):
         return Detected("pytorch", f"PyTorch's thread {sorted(facts.threads & set(TORCH_THREADS))[0]}")
     if facts.python and facts.calls.get(TORCH_ALLOCATOR_CALL):

@@ -129,3 +129,17 @@ def test_cupys_idioms():
 
 def test_a_strategy_this_module_leaves_to_the_advice_is_empty():
     assert change_for("cuda", "pinned") == "" and change_for("pycuda", "pinned") == ""
+
+
+TORCH = TRACES / "torch"  # programs traced by nsys on an H100 (2026-12-06): PyTorch, CuPy and CUDA C
+MADE_WITH = {"h100-cupy_batches": "cupy", "h100-batch_loop": "cuda", "h100-managed_loop": "cuda",
+             "h100-ddp_train-rank0": "pytorch", "h100-infer_service": "pytorch", "h100-offload_weights": "pytorch",
+             "h100-pin_per_call": "pytorch", "h100-readback": "pytorch", "h100-train_loader": "pytorch"}
+
+
+@pytest.mark.skipif(not TORCH.is_dir(), reason="the verification programs' traces are not in this checkout")
+@pytest.mark.parametrize("name, framework", sorted(MADE_WITH.items()))
+def test_real_programs_frameworks(name, framework, tmp_path):
+    t = open_trace(sqlite(f"torch/{name}.sqlite.gz", tmp_path))
+    assert detect(t) == framework
+    assert detect(applications(t)[0]) == framework

@@ -141,3 +141,19 @@ def test_a_device_or_stream_named_instead_of_numbered_is_left_empty(tmp_path):
     path.write_bytes(orjson.dumps({"traceEvents": events}))
     k = read_kineto(path).kernels.iloc[0]
     assert pd.isna(k["device"]) and pd.isna(k["stream"]) and (k["pid"], k["correlation"]) == (9, 3)
+
+
+TORCH = ROOT / "tests" / "fixtures" / "traces" / "torch"  # PyTorch programs traced on an H100 (2026-12-06)
+TORCH_TRACES = sorted(TORCH.glob("*.json.gz")) if TORCH.is_dir() else []
+
+
+@pytest.mark.skipif(not TORCH_TRACES, reason="the PyTorch programs' torch.profiler traces are not in this checkout")
+@pytest.mark.parametrize("path", TORCH_TRACES, ids=lambda p: p.name)
+def test_pytorch_programs_traces_read_whole(path):
+    events = orjson.loads(gzip.decompress(path.read_bytes()))["traceEvents"]
+    t = read_kineto(path)
+    copies, kernels = of_cat(events, "gpu_memcpy"), of_cat(events, "kernel")
+    assert int(t.copies["bytes"].sum()) == sum(e["args"]["bytes"] for e in copies)
+    assert int((t.kernels["end"] - t.kernels["start"]).sum()) == sum(round(e["dur"] * 1000) for e in kernels)
+    assert t.copies["correlation"].isin(t.calls["correlation"]).all()  # every copy joined to its call
+    assert t.gpus["name"].tolist() == ["NVIDIA H100 80GB HBM3"]
