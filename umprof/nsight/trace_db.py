@@ -13,12 +13,12 @@ and a trace without a table reads as an empty one. Times are nanoseconds on the 
 from __future__ import annotations
 
 import sqlite3
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
 
 from umprof.core.errors import UsageError
+from umprof.nsight.tables import GRAPH_COLUMNS, TraceTables  # noqa: F401 (TraceTables is imported from here)
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 NSYS_MAGIC_HINT = ".nsys-rep"
@@ -27,7 +27,6 @@ COPY_KINDS = {0: "unknown", 1: "h2d", 2: "d2h", 3: "h2a", 4: "a2h", 5: "a2a", 6:
               9: "h2h", 10: "p2p", 11: "um_h2d", 12: "um_d2h", 13: "um_d2d"}
 MEM_KINDS = {0: "unknown", 1: "pageable", 2: "pinned", 3: "device", 4: "array", 5: "managed", 6: "device",
              7: "managed"}
-GRAPH_COLUMNS = ["start", "end", "device", "stream", "correlation", "pid"]  # TraceTables.graphs
 PID_SHIFT = 24  # a globalTid / globalPid holds the process id in bits 24..47
 # What a trace without one of these tables lacks, said in its notes (nsys leaves out a table it has no rows for)
 MISSING = {"CUPTI_ACTIVITY_KIND_MEMCPY": "no memory copies",
@@ -37,30 +36,6 @@ MISSING = {"CUPTI_ACTIVITY_KIND_MEMCPY": "no memory copies",
                                             "--cuda-um-gpu-page-faults=true)",
            "CUDA_UM_CPU_PAGE_FAULT_EVENTS": "no unified-memory CPU page faults (none, or traced without "
                                             "--cuda-um-cpu-page-faults=true)"}
-
-
-@dataclass
-class TraceTables:
-    """What a trace holds, one DataFrame per kind of record (times in ns)."""
-
-    path: Path
-    gpus: pd.DataFrame  # device, name, memory_bytes
-    processes: pd.DataFrame  # pid, name
-    copies: pd.DataFrame  # start, end, pid, device, stream, correlation, bytes, kind, src, dst, cause, address
-    kernels: pd.DataFrame  # start, end, pid, device, stream, correlation, name
-    memsets: pd.DataFrame  # start, end, pid, device, stream, correlation, bytes
-    calls: pd.DataFrame  # start, end, pid, tid, correlation, name (CUDA runtime and driver API calls)
-    gpu_faults: pd.DataFrame  # start, end, pid, device, faults, address
-    cpu_faults: pd.DataFrame  # start, pid, address
-    ranges: pd.DataFrame  # start, end, pid, tid, name (NVTX push/pop and start/end ranges)
-    notes: list = field(default_factory=list)
-    # start, end, pid, device, stream, correlation: CUDA graph launches traced whole (nsys's default
-    # --cuda-graph-trace=graph), whose copies and kernels the trace does not hold
-    graphs: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=GRAPH_COLUMNS))
-
-    @property
-    def has_cuda(self) -> bool:
-        return bool(len(self.copies) or len(self.kernels) or len(self.memsets))
 
 
 def open_trace(path, nsys: str | None = None) -> TraceTables:
@@ -74,6 +49,10 @@ def open_trace(path, nsys: str | None = None) -> TraceTables:
         head = f.read(len(SQLITE_MAGIC))
     if head == SQLITE_MAGIC:
         return read_sqlite(path)
+    if head[:2] == b"\x1f\x8b" or head.lstrip()[:1] in (b"{", b"["):  # gzip or JSON: torch.profiler's trace
+        from umprof.nsight.kineto import read_kineto
+
+        return read_kineto(path)
     if path.suffix == NSYS_MAGIC_HINT:
         return read_sqlite(export_sqlite(path, nsys))
     what = "an empty file" if not head else f"{path.suffix or 'no suffix'} content"

@@ -1,0 +1,423 @@
+"""The choices a PyTorch program's author makes about host memory, each priced from its trace.
+
+From an :class:`~umprof.model.application.Application` (its copies with host memory, bytes, stream and call; its
+kernels; its loop) and the trace's ranges (torch.profiler's CPU ops, or ``emit_nvtx``'s NVTX ranges: ``aten::
+pin_memory``, ``aten::copy_``, ``enumerate(DataLoader)#...``), :func:`choices` prices what the program could do
+instead:
+
+* ``pin-once``: ``pin_memory()`` called on the same tensor every step (a host copy each time) against pinning it
+  once; ``drop-pin``: against copying straight from pageable memory, where each step's data is new;
+* ``dataloader-pin-thread``: ``DataLoader(pin_memory=True)`` copies every batch once more on the host (in its pin
+  thread, or in the loop with num_workers=0); ``dataloader-unpinned``: ``pin_memory=False``; ``dataloader-pinned``:
+  a loader of pageable batches made ``pin_memory=True``; ``dataset-pinned-once``: an in-memory dataset pinned once
+  and sliced, instead of the loader;
+* ``resident``: a dataset read in several epochs kept on the GPU where it fits;
+* ``offload-pinned``, ``offload-prefetched``: weights or activations moved to the GPU layer by layer, from pinned
+  memory, and uploaded on a side stream while the previous layer computes;
+* ``pinned-out``: ``.cpu()`` into a fresh pageable tensor each call against a preallocated pinned one;
+  ``pinned-in``: ``.to(device)`` from pageable memory against a preallocated pinned buffer;
+* ``pinned-rounding``: the host memory the pinned caching allocator's power-of-two blocks cost.
+
+Every price comes from the calibration's copy curves (pageable and pinned, each way) and the trace's own times;
+no saving exceeds the time the trace spent in what the change removes, and each has a band (``low_s``, ``high_s``).
+Pinning data once costs a block of pinned memory and a host copy of each distinct tensor. Where the passes over
+the data are known (``epochs``), that cost is priced in: the run is the trace's. Where they are not, a torch.profiler
+trace is read as a sample of a longer run: the data pinned where it is loaded is priced apart (the band's low end,
+and the choice's ``why``), except for ``pin-once``, whose tensors, pinned anew each step through the caching
+allocator's reused blocks, would each need a block of their own (it is offered only with the passes known).
+A choice whose saving rests on what the trace cannot show (the same tensor pinned each step, the same data read
+each epoch) is ``conditional``, with why.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from umprof.core.units import format_size, format_time
+from umprof.model.application import Application, _covered, _union
+from umprof.model.frameworks import TORCH_D2H_SYNC, TORCH_SIDE_STREAM
+
+PIN_OPS = ("aten::pin_memory", "aten::_pin_memory")  # pin_memory() as torch.profiler and emit_nvtx name it
+LOADER_RANGE = "enumerate(DataLoader)"  # the range torch.profiler puts around each batch a DataLoader yields
+RECURRING = 3  # calls made this many times are a habit of the loop, not a one-off
+# the calibration's prediction error (verification: median errors 5-15% per set on both GPUs): the band of a
+# saving priced by its curves alone
+PREDICTION_ERROR = 0.10
+# the share of a GPU's memory a dataset may take to be kept there: the model's weights, activations and the
+# caching allocator's reserve need the rest (the trace does not say how much is free)
+RESIDENT_SHARE = 0.5
+OFFLOAD_MIN_BYTES = 1 << 20  # a copy this large, one per layer, is a layer's weights, not a parameter
+OFFLOAD_LAYERS = 4  # this many such uploads with compute between them are layers (or batches) moved step by step
+ROUNDING_SHARE = 0.10  # the pinned allocator's rounding is worth saying past this share of the pinned bytes
+
+
+@dataclass
+class TorchChoice:
+    """One alternative a PyTorch program has: its change in PyTorch's words, and what it saves."""
+
+    code: str  # 'pin-once', 'resident', ... (the module's docstring)
+    idiom: str  # the change, as PyTorch's users write it
+    now_s: float  # what the trace spent in what the change touches
+    predicted_s: float  # the same, after the change
+    saving_s: float
+    low_s: float  # the saving's band
+    high_s: float
+    conditional: bool = False  # the saving holds only where what ``why`` names holds
+    why: str = ""
+    host_bytes: int = 0  # host memory the choice costs (pinned-rounding)
+
+    def to_dict(self) -> dict:
+        return dict(self.__dict__)
+
+
+def choices(app: Application, ranges: pd.DataFrame, cal, epochs: int | None = None,
+            free_bytes: int | None = None) -> list[TorchChoice]:
+    """The priced alternatives of a PyTorch program (see the module's docstring) that save time or cost host memory,
+    the largest saving first.
+    ``ranges``: the trace's ranges (TraceTables.ranges); ``cal``: a :class:`~umprof.model.predict.Calibration`;
+    ``epochs``: how many times the loop reads its data, where known (a nested loop's outer count); ``free_bytes``:
+    the GPU memory free for a dataset, where known (else RESIDENT_SHARE of the GPU's)."""
+    ctx = _Context(app, ranges)
+    found = (_pin_per_call(ctx, cal, epochs) + _dataloader(ctx, cal, epochs) + _resident(ctx, cal, epochs, free_bytes)
+             + _offload(ctx, cal, epochs) + _pinned_out(ctx, cal) + _pinned_in(ctx, cal) + _rounding(ctx))
+    return sorted([c for c in found if c.saving_s > 0 or c.host_bytes], key=lambda c: -c.saving_s)
+
+
+class _Context:
+    """What the prices share: the program's ranges on its thread that makes most CUDA calls (``main``) and on the
+    others, its copies, and when its GPU was busy."""
+
+    def __init__(self, app: Application, ranges: pd.DataFrame):
+        self.app = app
+        r = ranges[ranges["pid"] == app.pid] if "pid" in ranges else ranges
+        self.ranges = r.assign(op=r["name"].astype(str).str.split(",", n=1).str[0].str.strip())
+        tids = app.copies["tid"].dropna()
+        self.main = int(tids.mode().iloc[0]) if len(tids) else None
+        copies = app.explicit_copies
+        busy = pd.concat([copies[["start", "end"]], app.kernels[["start", "end"]]])
+        self.busy = _union(busy["start"].to_numpy(np.int64), busy["end"].to_numpy(np.int64))
+
+    def ops(self, names: tuple, main: bool | None = True) -> pd.DataFrame:
+        """Ranges of the first of ``names`` that the trace holds, on the main thread (True), the others (False)
+        or any (None), in time order."""
+        for name in names:
+            r = self.ranges[self.ranges["op"] == name]
+            if main is not None and self.main is not None:
+                r = r[(r["tid"] == self.main) == main]
+            if len(r):
+                return r.sort_values("start")
+        return self.ranges.iloc[:0]
+
+    def idle_s(self, r: pd.DataFrame) -> float:
+        """Seconds of the ranges during which the GPU did nothing: the host's time nothing hid."""
+        start, end = r["start"].to_numpy(np.int64), r["end"].to_numpy(np.int64)
+        return float(((end - start) - (_covered(self.busy, end) - _covered(self.busy, start))).sum() / 1e9)
+
+    def copies(self, direction: str, host_kind: str | None = None) -> pd.DataFrame:
+        c = self.app.explicit_copies
+        c = c[c["direction"] == direction]
+        return c[c["host_kind"] == host_kind] if host_kind else c
+
+    def waits_s(self, copies: pd.DataFrame) -> float:
+        return float(self.app.copies_waits_s(copies).sum()) if len(copies) else 0.0
+
+
+def _span_s(r: pd.DataFrame) -> float:
+    return float((r["end"] - r["start"]).sum() / 1e9)
+
+
+def _curve_s(cal, memory: str, direction: str, sizes) -> float:
+    curve = cal.curve(memory, direction)
+    return float(sum(curve(float(b)) for b in sizes))
+
+
+def _choice(code, idiom, now, predicted, low, high, conditional=False, why="") -> TorchChoice:
+    """A choice whose saving is bounded by what it touches (``now``) and never below nothing."""
+    clip = lambda s: float(min(max(s, 0.0), now))  # noqa: E731
+    saving = clip(now - predicted)
+    return TorchChoice(code, idiom, now, now - saving, saving, clip(low), clip(high), conditional, why)
+
+
+PIN_ONCE = ("pin the tensor once, where it is made (`x = x.pin_memory()` before the loop), and copy it each step "
+            "with `x.to(device, non_blocking=True)`: `pin_memory()` in the loop copies the whole tensor on the host "
+            "every call")
+DROP_PIN = ("drop the per-call `pin_memory()`: `x.to(device)` from the pageable tensor copies it once, where "
+            "`x.pin_memory().to(device)` copies it twice (PyTorch's pinning guide measures the pair up to 2x slower)")
+
+
+def _pin_per_call(ctx: _Context, cal, epochs: int | None) -> list[TorchChoice]:
+    """``pin_memory()`` on the loop's thread every step (not a DataLoader's: ``_dataloader``): pinned once instead,
+    or not at all."""
+    pins = ctx.ops(PIN_OPS, main=True)
+    pins = pins[~_within(pins, _loader_ranges(ctx))]
+    if len(pins) < RECURRING:
+        return []
+    out = []
+    after = _first_copy_after(ctx.copies("h2d", "pinned"), pins)
+    if len(after):
+        # pinning once copies each distinct tensor once into a block of its own, where pinning every step reuses the
+        # caching allocator's blocks: without the passes over them known, every step's tensor is a new one
+        distinct = after["bytes"].iloc[:max(1, len(after) // (epochs or 1))]
+        once, copies_only = _pin_once_s(cal, distinct), _curve_s(cal, "pinned", "host_write", distinct)
+        pin_s = _span_s(pins)
+        out.append(_choice("pin-once", PIN_ONCE, pin_s, once, pin_s - once * (1 + PREDICTION_ERROR),
+                           pin_s - copies_only, conditional=not epochs,
+                           why="the same tensors pinned in each pass, which the trace cannot show"))
+        now = _span_s(pins) + ctx.waits_s(after)
+        pageable = _curve_s(cal, "pageable", "h2d", after["bytes"])
+        out.append(_choice("drop-pin", DROP_PIN, now, pageable, now - pageable * (1 + PREDICTION_ERROR),
+                           now - pageable * (1 - PREDICTION_ERROR)))
+    return out
+
+
+def _loader_ranges(ctx: _Context) -> pd.DataFrame:
+    """The ranges torch.profiler puts around each batch a DataLoader yields, on the loop's thread where it has them."""
+    r = ctx.ranges[ctx.ranges["name"].astype(str).str.startswith(LOADER_RANGE)]
+    main = r[r["tid"] == ctx.main] if ctx.main is not None else r
+    return main if len(main) else r
+
+
+def _within(a: pd.DataFrame, b: pd.DataFrame) -> np.ndarray:
+    """Which of ranges ``a`` lie within one of ranges ``b`` (on any thread)."""
+    if a.empty or b.empty:
+        return np.zeros(len(a), bool)
+    u = _union(b["start"].to_numpy(np.int64), b["end"].to_numpy(np.int64))
+    s, e = a["start"].to_numpy(np.int64), a["end"].to_numpy(np.int64)
+    return (_covered(u, e) - _covered(u, s)) >= (e - s)
+
+
+def _pin_once_s(cal, sizes) -> float:
+    """Pinning tensors of these sizes once: a block of pinned memory each (cudaHostAlloc, as the calibration times
+    cudaMallocHost) and the host's copy into it."""
+    return _curve_s(cal, "pinned", "alloc", sizes) + _curve_s(cal, "pinned", "host_write", sizes)
+
+
+def _first_copy_after(copies: pd.DataFrame, r: pd.DataFrame) -> pd.DataFrame:
+    """The first of the copies whose call follows each range's end (the copy of what it pinned)."""
+    if copies.empty:
+        return copies
+    c = copies.sort_values("call_start")
+    at = np.searchsorted(c["call_start"].to_numpy(np.int64), r["end"].to_numpy(np.int64))
+    return c.iloc[np.unique(at[at < len(c)])]
+
+
+LOADER_PIN = ("`DataLoader(pin_memory=True)` copies every batch once more on the host (in its pin thread, or in the "
+              "loop itself with num_workers=0); where the dataset is a tensor in memory, pin it once (`data = "
+              "data.pin_memory()`) and slice the batches (`data[i:i + batch].to(device, non_blocking=True)`) instead")
+LOADER_UNPINNED = ("`DataLoader(pin_memory=False)`: the loop no longer waits for the batches' extra host copy, and "
+                   "their uploads come from pageable memory")
+LOADER_PINNED = ("`DataLoader(pin_memory=True, num_workers=2)` or more: the batches are pinned in its pin thread, "
+                 "beside the loop, and uploaded with `batch.to(device, non_blocking=True)`")
+DATASET_PINNED = ("pin the in-memory dataset once (`data = data.pin_memory()`, before the epochs) and slice each "
+                  "batch from it (`data[i:i + batch].to(device, non_blocking=True)`) instead of a DataLoader's "
+                  "per-batch collation and copies")
+IN_MEMORY = "a dataset held in memory as a tensor (a TensorDataset), which the trace cannot show"
+
+
+def _dataloader(ctx: _Context, cal, epochs: int | None) -> list[TorchChoice]:
+    """A DataLoader's batches: its pinning's extra host copy, the pinning turned off or on, and the dataset pinned
+    once instead of the loader."""
+    waits = _loader_ranges(ctx)
+    if len(waits) < RECURRING:
+        return []
+    copies = _copies_within(ctx.copies("h2d"), waits, ctx.app)
+    pageable = _curve_s(cal, "pageable", "h2d", copies["bytes"])
+    pinned = _curve_s(cal, "pinned", "h2d", copies["bytes"])
+    in_loop = ctx.ops(PIN_OPS, main=True)
+    in_loop = in_loop[_within(in_loop, waits)]  # num_workers=0: the loop pins each batch itself
+    beside = ctx.ops(PIN_OPS, main=False)
+    out = []
+    if len(in_loop) or len(beside):
+        pin_s = _span_s(in_loop) + _span_s(beside)
+        exposed = _span_s(in_loop) + _overlap_s(beside, waits)  # the loop waiting while a batch was pinned
+        out.append(_choice("dataloader-pin-thread", LOADER_PIN, pin_s, pin_s - exposed, 0.0,
+                           min(pin_s, _span_s(waits)), conditional=True, why=IN_MEMORY))
+        now = exposed + ctx.waits_s(copies)
+        out.append(_choice("dataloader-unpinned", LOADER_UNPINNED, now, pageable,
+                           now - pageable * (1 + PREDICTION_ERROR), now - pageable * (1 - PREDICTION_ERROR)))
+    elif (copies["host_kind"] == "pageable").any():
+        now = ctx.waits_s(copies)
+        fill = _curve_s(cal, "pinned", "host_write", copies["bytes"])  # the pin thread's copy, where the loop waits
+        out.append(_choice("dataloader-pinned", LOADER_PINNED, now, pinned, now - pinned - fill,
+                           now - pinned * (1 - PREDICTION_ERROR), conditional=True,
+                           why="worker processes that fill the batches ahead of the loop; with num_workers=0 the loop "
+                               "itself pins each batch, which the low end prices"))
+    now = _span_s(waits) + ctx.waits_s(copies)
+    once = _pin_once_s(cal, [int(copies["bytes"].sum()) // (epochs or 1)])  # the dataset: what an epoch copies
+    repaid = _repaid(once, now - pinned, epochs)
+    out.append(_choice("dataset-pinned-once", DATASET_PINNED, now, pinned + (once if epochs else 0.0),
+                       now - _span_s(waits) - pinned - once, now - pinned * (1 - PREDICTION_ERROR), conditional=True,
+                       why=IN_MEMORY + (f"; {repaid}" if repaid else "")))
+    return out
+
+
+def _overlap_s(a: pd.DataFrame, b: pd.DataFrame) -> float:
+    """Seconds of ranges ``a`` that fall within ranges ``b``."""
+    u = _union(b["start"].to_numpy(np.int64), b["end"].to_numpy(np.int64))
+    s, e = a["start"].to_numpy(np.int64), a["end"].to_numpy(np.int64)
+    return float((_covered(u, e) - _covered(u, s)).sum() / 1e9)
+
+
+def _copies_within(copies: pd.DataFrame, r: pd.DataFrame, app: Application) -> pd.DataFrame:
+    """The copies made in the loop that the ranges feed: all of the loop's where the trace has one (the batches a
+    loader yields are copied after its range ends), else all."""
+    if app.loop is None:
+        return copies
+    lo, hi = app.loop.span
+    lo = min(lo, int(r["start"].min()))
+    return copies[(copies["start"] >= lo) & (copies["start"] <= hi)]
+
+
+RESIDENT = ("keep the dataset on the GPU: move it once, before the epochs (`data = data.to(device)`, {size}), and "
+            "index the batches there (`batch = data[idx]`) instead of copying each batch every epoch (a DataLoader "
+            "over it goes too)")
+
+
+def _resident(ctx: _Context, cal, epochs: int | None, free_bytes: int | None) -> list[TorchChoice]:
+    """A loop's uploads against the data uploaded once and kept on the GPU, where it fits (uploads made once, outside
+    a loop, are already that)."""
+    loop = ctx.app.loop
+    if loop is None or loop.iterations < RECURRING:
+        return []
+    copies = ctx.app.explicit_copies_within(loop.span)
+    copies = copies[copies["direction"] == "h2d"]
+    if len(copies) < RECURRING:
+        return []
+    total = int(copies["bytes"].sum())
+    data = total // epochs if epochs else total  # unknown epochs: every byte read once, the least it saves
+    room = free_bytes if free_bytes else int(ctx.app.memory_bytes * RESIDENT_SHARE)
+    if not room or data > room:
+        return []
+    loader = _loader_ranges(ctx)  # the batches indexed on the GPU need no DataLoader either
+    now = ctx.waits_s(copies) + (_span_s(loader) if len(loader) >= RECURRING else 0.0)
+    memory = "pinned" if (copies["host_kind"] == "pinned").all() else "pageable"  # the data as it is now
+    once = cal.curve(memory, "h2d")(float(data))  # `data.to(device)`, once
+    if epochs:
+        return [_choice("resident", RESIDENT.format(size=format_size(data)), now, once,
+                        now - once * (1 + PREDICTION_ERROR), now - once * (1 - PREDICTION_ERROR))]
+    largest = cal.curve(memory, "h2d")(float(copies["bytes"].max()))
+    return [_choice("resident", RESIDENT.format(size=f"at most {format_size(data)}"), now, once, now - once,
+                    now - largest, conditional=True,
+                    why="the same data read in each epoch, which the trace cannot show: the saving is at least the "
+                        "uploads made once, more where the data repeats")]
+
+
+OFFLOAD_PINNED = ("keep what is uploaded step by step (offloaded weights, a layer at a time, or batches) in pinned "
+                  "memory, pinned once (`w_cpu = w_cpu.pin_memory()` when it is offloaded or loaded), and upload it "
+                  "with `w_cpu.to(device, non_blocking=True)`")
+OFFLOAD_SIDE_STREAM = "upload the next layer or batch while this one computes: " + TORCH_SIDE_STREAM
+OFFLOAD_PREFETCHED = ("what is uploaded step by step pinned once (`w_cpu = w_cpu.pin_memory()`), and the next layer "
+                      "or batch uploaded while this one computes: " + TORCH_SIDE_STREAM)
+
+
+def _offload(ctx: _Context, cal, epochs: int | None) -> list[TorchChoice]:
+    """Large uploads one per layer with compute between them: pinned, then prefetched a layer ahead."""
+    layers = ctx.copies("h2d")
+    layers = layers[layers["bytes"] >= OFFLOAD_MIN_BYTES].sort_values("start")
+    if len(layers) < OFFLOAD_LAYERS:
+        return []
+    compute = _kernel_s_between(ctx.app.kernels, layers)
+    if (compute <= 0).mean() > 0.5:  # uploads back to back: a dataset, not layers
+        return []
+    now = ctx.waits_s(layers)
+    pinned = np.array([cal.curve("pinned", "h2d")(float(b)) for b in layers["bytes"]])
+    # layer i's upload runs beside layer i-1's compute
+    exposed = float(pinned[0] + np.clip(pinned[1:] - compute[:-1], 0, None).sum())
+    # pinning what is uploaded, once, where it is loaded: outside the loop, unless the run is as short as the trace
+    pageable = layers[layers["host_kind"] != "pinned"]
+    once = _pin_once_s(cal, pageable["bytes"].iloc[:max(1, len(pageable) // (epochs or 1))]) if len(pageable) else 0.0
+    why = _repaid(once, now - float(pinned.sum()), epochs)
+    idiom = OFFLOAD_PREFETCHED if len(pageable) else OFFLOAD_SIDE_STREAM  # already pinned: only the stream to add
+    out = [_choice("offload-prefetched", idiom, now, exposed + (once if epochs else 0.0),
+                   now - pinned.sum() - once, now - exposed * (1 - PREDICTION_ERROR), conditional=bool(why), why=why)]
+    if len(pageable):
+        out.append(_choice("offload-pinned", OFFLOAD_PINNED, now, float(pinned.sum()) + (once if epochs else 0.0),
+                           now - pinned.sum() * (1 + PREDICTION_ERROR) - once,
+                           now - pinned.sum() * (1 - PREDICTION_ERROR), conditional=bool(why), why=why))
+    return out
+
+
+def _repaid(once: float, per_run: float, epochs: int | None) -> str:
+    """Where a one-time pinning is priced apart (the passes unknown: the trace a sample of a longer run), what it
+    costs and how long a run repays it; '' where it is priced in (the passes known) or costs nothing."""
+    if epochs or once <= 0:
+        return ""
+    runs = once / per_run if per_run > 0 else math.inf
+    return (f"pinning the data once costs {format_time(once)}, once (where it is loaded, outside the loop); a run "
+            f"{runs:.1f}x as long as the trace's repays it")
+
+
+def _kernel_s_between(kernels: pd.DataFrame, copies: pd.DataFrame) -> np.ndarray:
+    """Kernel seconds from each copy's end to the next copy's start (after the last: to the last kernel's end)."""
+    k = _union(kernels["start"].to_numpy(np.int64), kernels["end"].to_numpy(np.int64))
+    ends = copies["end"].to_numpy(np.int64)
+    nexts = np.append(copies["start"].to_numpy(np.int64)[1:], max(int(kernels["end"].max()) if len(kernels) else 0,
+                                                                  int(ends[-1])))
+    return (_covered(k, np.maximum(nexts, ends)) - _covered(k, ends)) / 1e9
+
+
+PINNED_OUT = ("copy results back into a preallocated pinned tensor, not `.cpu()` into a fresh pageable one each "
+              "call: `out = torch.empty(shape, dtype=dtype, pin_memory=True)` once, then `out.copy_(y, "
+              "non_blocking=True)`; " + TORCH_D2H_SYNC)
+PINNED_IN = ("copy inputs through a preallocated pinned buffer: `buf = torch.empty(shape, dtype=dtype, "
+             "pin_memory=True)` once, then `buf.copy_(torch.from_numpy(frame))` and `buf.to(device, "
+             "non_blocking=True)` (or build each input in `buf.numpy()` directly, which saves the host copy too)")
+
+
+def _pinned_out(ctx: _Context, cal) -> list[TorchChoice]:
+    """Copies back to pageable memory (``.cpu()``) against a preallocated pinned tensor."""
+    back = ctx.copies("d2h", "pageable")
+    if len(back) < RECURRING:
+        return []
+    now, pinned = ctx.waits_s(back), _curve_s(cal, "pinned", "d2h", back["bytes"])
+    return [_choice("pinned-out", PINNED_OUT, now, pinned, now - pinned * (1 + PREDICTION_ERROR),
+                    now - pinned * (1 - PREDICTION_ERROR))]
+
+
+def _pinned_in(ctx: _Context, cal) -> list[TorchChoice]:
+    """Uploads from pageable memory against a preallocated pinned buffer: its host copy the low end, the input
+    built in the buffer the high one."""
+    up = ctx.copies("h2d", "pageable")
+    if len(up) < RECURRING:
+        return []
+    now, pinned = ctx.waits_s(up), _curve_s(cal, "pinned", "h2d", up["bytes"])
+    fill = _curve_s(cal, "pinned", "host_write", up["bytes"])
+    return [_choice("pinned-in", PINNED_IN, now, pinned + fill, now - pinned - fill,
+                    now - pinned * (1 - PREDICTION_ERROR))]
+
+
+ROUNDING = ("PyTorch's pinned memory comes from its caching host allocator, which rounds each block up to a power "
+            "of two: pinned tensors of {sizes} take {extra} more host memory than their data (one of each size); "
+            "sizes just under a power of two waste least")
+
+
+def _rounding(ctx: _Context) -> list[TorchChoice]:
+    """The host memory the pinned allocator's power-of-two blocks add to the program's pinned tensors."""
+    pinned = ctx.app.explicit_copies
+    pinned = pinned[pinned["host_kind"] == "pinned"]
+    sizes = np.unique(pinned["bytes"].dropna().to_numpy(np.int64))
+    sizes = sizes[sizes > 0]
+    if not len(sizes):
+        return []
+    blocks = 2 ** np.ceil(np.log2(sizes)).astype(np.int64)
+    extra = int((blocks - sizes).sum())
+    if extra < ROUNDING_SHARE * sizes.sum():
+        return []
+    shown = ", ".join(format_size(int(s)) for s in sizes[:3]) + (", ..." if len(sizes) > 3 else "")
+    text = ROUNDING.format(sizes=shown, extra=format_size(extra))
+    return [TorchChoice("pinned-rounding", text, 0.0, 0.0, 0.0, 0.0, 0.0, why=f"{len(sizes)} sizes of pinned "
+                        f"copies; blocks of {format_size(int(blocks.sum()))} for {format_size(int(sizes.sum()))}",
+                        host_bytes=extra)]
+
+
+def describe(c: TorchChoice) -> str:
+    """One line: the change, its saving and band, and its condition."""
+    cond = f" (if {c.why})" if c.conditional else ""
+    if c.host_bytes:
+        return f"{c.code}: {c.idiom}"
+    return (f"{c.code}: saves {format_time(c.saving_s)} of {format_time(c.now_s)} "
+            f"({format_time(c.low_s)}-{format_time(c.high_s)}){cond}: {c.idiom}")
