@@ -11,6 +11,7 @@ changed and how)::
 import json
 import math
 import os
+import re
 
 import pytest
 
@@ -58,3 +59,11 @@ def test_the_advice_on_each_fixture_trace_is_its_golden_file(stem):
 
 def test_every_golden_file_has_its_trace():
     assert {p.stem for p in traced.GOLDEN.glob("*.json")} == set(traced.stems())
+
+
+@pytest.mark.parametrize("stem", ["h100-stream_loop", "h200-particles", "h200-two_gpus", "h100-vectorAdd"])
+def test_limits_and_notes_carry_a_stable_code_beside_their_text(stem):
+    for d in (a.to_dict() for a in traced.advice(*traced.split(stem))):
+        assert d["schema"] == 2
+        for x in d["limits"] + d["notes"]:
+            assert set(x) == {"code", "text"} and re.fullmatch(r"[a-z]+(-[a-z0-9]+)*", x["code"]) and x["text"], x

@@ -10,6 +10,12 @@ from umprof.model.application import Application
 from umprof.model.workload import Workload
 
 
+# the advise JSON's shape: 2 gives limits and notes as {"code", "text"}; a tool reading it checks this first
+SCHEMA = 2
+# the application's notes (umprof.model.application) carry no code of their own: each is named by how it begins
+NOTE_CODES = (("the trace holds", "other-processes"), ("its process drives", "several-gpus"))
+
+
 class Limit(str):
     """A limit of the advice or a note on it: its text (it is the string), and ``code``, a stable kebab-case name that
     tools match on instead of the words."""
@@ -83,8 +89,9 @@ class AppAdvice:
             "workload": None if self.workload is None else {"text": self.workload.describe(), "read_as": self.mapping,
                                                              **self.workload.__dict__},
             "ranking": self.ranking, "excluded": self.excluded,
-            "advice": [x.to_dict() for x in self.advice], "verdict": self.verdict, "limits": self.limits,
-            "notes": a.notes,
+            "advice": [x.to_dict() for x in self.advice], "verdict": self.verdict,
+            "limits": [coded(x).to_dict() for x in self.limits], "notes": [coded(x).to_dict() for x in a.notes],
+            "schema": SCHEMA,
         }
 
 
@@ -99,6 +106,13 @@ def _loop_dict(a: Application) -> dict | None:
         "before": None if loop.lead is None else {
             "iterations": loop.lead.iterations, "calls_per_iteration": loop.lead.period,
             "steady_s": loop.lead.steady_s, "per_iteration": loop.lead.per_iteration}}
+
+
+def coded(x: str) -> Limit:
+    """A limit or note as a Limit: itself, or a note of the application's named by how it begins (NOTE_CODES)."""
+    if isinstance(x, Limit):
+        return x
+    return Limit(next((code for start, code in NOTE_CODES if x.startswith(start)), "application-note"), x)
 
 
 def plain(v):
