@@ -6,6 +6,8 @@ pipeline, a module a step:
 - read (``workload``, ``read``): the application's loop as umprof's workload, ranked by the calibration of its GPU;
 - adjust (``rules``, a module a rule): what the trace measured corrects the calibration's prices, in seconds, for the
   program as it runs now and for the ways each rule applies to;
+- bound (``bounds``): no way predicted below what its copies, kernels and host work need, no saving above the time
+  the change removes;
 - rank, choose (``pipeline``): every way's predicted time; the fastest, or among those within the prediction's own
   error the one that changes least code, kept where its saving is within the loop's noise;
 - explain (``explain``, ``changes``, ``flows``): the change in the program's own calls, what bounds the saving (each

@@ -16,6 +16,7 @@ from umprof.core.units import format_time
 from umprof.model import ties
 from umprof.model.advice import explain
 from umprof.model.advice import thresholds as th
+from umprof.model.advice.bounds import Bounds, bound_limit, bounded_saving, bounds
 from umprof.model.advice.changes import change_text, framework_of, is_python
 from umprof.model.advice.flows import flow_advice
 from umprof.model.advice.read import Reading, choose_reading
@@ -33,7 +34,9 @@ class Adjusted(NamedTuple):
     time (``whole``), the ways ranked fastest first, the rules' adjustments by name, and what later steps read of
     them."""
     now: float
-    whole: dict
+    whole: dict  # each way's predicted time, held within its bounds (``bounds``)
+    model_whole: dict  # as the rules priced it, before the bounds
+    bounds: Bounds
     ranked: list
     rules: dict
     overlap: float
@@ -61,7 +64,7 @@ def advise(app: Application, cal: Calibration, source: str = "") -> AppAdvice:
     if r.workload is None:
         return _nothing_to_price(app, r, out)
     out.mapping, out.workload, out.excluded = r.how, r.workload, r.excluded
-    a = adjust(app, cal, r, idle, n_threads, now_s)
+    a = adjust(app, cal, r, idle, n_threads, now_s, out.link_bytes_per_s)
     out.mapping += a.lead_words
     if r.current is None:
         out.limits.append(Limit("current-way-unpriced", f"its current way ({app.strategy}) is not one umprof predicts "
@@ -83,8 +86,10 @@ def _nothing_to_price(app: Application, r: Reading, out: AppAdvice) -> AppAdvice
     return out
 
 
-def adjust(app: Application, cal: Calibration, r: Reading, idle, n_threads: int, now_s: float) -> Adjusted:
-    """Every rule's adjustment of the reading's prices, summed: the time now and each way's predicted time."""
+def adjust(app: Application, cal: Calibration, r: Reading, idle, n_threads: int, now_s: float,
+           link_bytes_per_s: float) -> Adjusted:
+    """Every rule's adjustment of the reading's prices, summed: the time now and each way's predicted time, held
+    within its physical bounds (``bounds``)."""
     by_threads, overlap = threads.adjust(app, r, n_threads)
     by_lead, lead_ways, lead_words = lead.adjust(app, cal, r)
     pin = pinning.adjust(app, r)
@@ -101,9 +106,12 @@ def adjust(app: Application, cal: Calibration, r: Reading, idle, n_threads: int,
     rules["carried"], is_carried = carried.adjust(app, cal, r, idle, now, priced)
     rules["threads"] = by_threads
     order = ("lead", "allocations_beyond", "carried", "threads", "host_faults", "gpu_faults", "pinning")
-    whole = {p.strategy: _summed(now if p is r.base else p.whole_s, p.strategy, rules, order) for p in ranked}
-    ranked = sorted(ranked, key=lambda p: whole[p.strategy])
-    return Adjusted(now, whole, ranked, rules, overlap, is_carried, lead_words)
+    model_whole = {p.strategy: _summed(now if p is r.base else p.whole_s, p.strategy, rules, order) for p in ranked}
+    b = bounds(app, r, rules, list(model_whole), link_bytes_per_s, now_s)
+    whole = {s: now - bounded_saving(now - t, s, b, now_s) for s, t in model_whole.items()}
+    # ways held to the same bound keep the calibration's order among them
+    ranked = sorted(ranked, key=lambda p: (whole[p.strategy], model_whole[p.strategy]))
+    return Adjusted(now, whole, model_whole, b, ranked, rules, overlap, is_carried, lead_words)
 
 
 def _summed(start: float, strategy: str, rules: dict[str, Adjustment], names: tuple) -> float:
@@ -118,7 +126,9 @@ def rank(a: Adjusted, now_s: float) -> list[dict]:
     for p in a.ranked:
         saving = a.now - a.whole[p.strategy]
         out.append({"strategy": p.strategy, "predicted_s": now_s - saving, "saving_s": saving,
-                    "model_whole_s": p.whole_s, "model_steady_s": p.steady_s})
+                    "model_saving_s": a.now - a.model_whole[p.strategy], "floor_s": a.bounds.floor[p.strategy],
+                    "removable_s": a.bounds.removable[p.strategy], "model_whole_s": p.whole_s,
+                    "model_steady_s": p.steady_s})
     return out
 
 
@@ -174,6 +184,7 @@ def _explain(app: Application, cal: Calibration, r: Reading, a: Adjusted, c: Cho
                    + host_faults.touches_unseen_limit(app, w, stall_s, r.one_pass)
                    + gpu_faults.gpu_stall_limit(app, base, gpu_s, keeping)
                    + explain.moving_limits(app, c.saving, r.host_now, c.pick, moving)
+                   + bound_limit(c.pick.strategy, a.now - a.model_whole[c.pick.strategy], c.saving, a.bounds)
                    + explain.run_limits(app, idle, r.one_pass, a.carried)
                    + explain.passes_limit(w)
                    + threads.threads_limit(app, base, n_threads, a.overlap, c.saving)
