@@ -134,7 +134,7 @@ def test_samples_that_move_little_are_told_so(tmp_path):
     (adv,) = traced.advice("vectorAdd")
     assert adv.app.loop is None and adv.loop_advice.strategy == "pageable" and adv.loop_advice.saving_s == 0
     assert any("no host-memory strategy can save much more" in x for x in adv.limits)
-    assert "near its best; keep it" in adv.verdict
+    assert "within the prediction's own error on a saving (9.5% of it): keep it." in adv.verdict
     (adv,) = traced.advice("simpleStreams")
     assert adv.app.loop is not None and adv.app.loop.iterations >= 50  # the streamed loop, the run's later half
 
@@ -901,8 +901,13 @@ def test_a_process_driving_two_gpus_is_advised_on_each(tmp_path):
     trace = traced.path("two_gpus", gpu="h200")
     found = api.advise(trace)
     assert sorted(a.app.device for a in found) == [0, 1] and len({a.app.pid for a in found}) == 1
-    assert {a.loop_advice.strategy for a in found} == {"pageable-registered"}
-    assert 0.47 * 0.75 < sum(a.loop_advice.saving_s for a in found) < 0.47 * 1.2
+    # each GPU's saving as priced, 0.18 s of its 3.15 s, is within the prediction's own error on a saving: kept, the
+    # candidates named (do no harm; the program as a whole measured 0.47 s faster registered)
+    assert {a.ranking[0]["strategy"] for a in found} <= {"pageable-registered", "pinned", "pinned-pipelined"}
+    assert 0.47 * 0.75 < sum(max(r["saving_s"] for r in a.ranking) for a in found) < 0.47 * 1.2
+    for a in found:
+        assert a.loop_advice.strategy == "pageable" and "within the prediction's own error" in a.loop_advice.note
+        assert "pageable-registered" in a.loop_advice.note
     for a in found:
         (note,) = [x for x in a.app.notes if "drives 2 GPUs" in x]
         assert "(0, 1)" in note and "the sum of the GPUs'" in note
@@ -1120,8 +1125,13 @@ def test_a_table_copied_in_again_unchanged_is_told_what_copying_it_once_saves_at
     assert loop.iterations == 60 and 0.016 < loop.per_iteration["h2d_s"] < 0.018
     (note,) = [x for x in adv.limits if "copied once" in x]
     assert "100MiB an iteration" in note and "at most 1.01 s less over its 60 iterations" in note
-    # its advice, as priced (every byte rewritten each batch): page-locking in place, 0.84 s saved (0.83 measured)
-    assert adv.loop_advice.strategy == "pageable-registered" and 0.7 < adv.loop_advice.saving_s < 1.0
+    # as priced (every byte rewritten each batch), page-locking in place saves 0.84 s (0.83 measured); but the
+    # calibration prices the program as it runs 51% above its traced time (a host rewriting what it does not touch):
+    # it cannot see this program well, and advises no change (do no harm)
+    saving = {r["strategy"]: r["saving_s"] for r in adv.ranking}
+    assert 0.7 < saving["pageable-registered"] < 1.0
+    assert adv.loop_advice.strategy == "pageable" and adv.loop_advice.saving_s == 0
+    assert any(x.code == "cannot-see-program" for x in adv.limits)
 
 
 @pytest.mark.parametrize("name, advised", [("cadence", "pageable-registered"), ("arrays", "pinned")])
@@ -1293,9 +1303,13 @@ def test_passes_over_one_dataset_carried_out_and_back_price_managed_memory_movin
     app, a = adv.app, adv.loop_advice
     per = app.loop.per_iteration
     assert app.strategy == "pageable" and per["h2d_bytes"] == per["d2h_bytes"] == 512 * 2**20
-    assert a.strategy in ("managed", "managed-prefetch", "managed-advise-prefer-gpu")
-    assert walls[a.strategy] <= 1.05 * min(walls.values())
-    assert a.saving_s <= 1.7 * (walls["pageable"] - walls[a.strategy])  # 2.1x while the first pass counted twice
+    # the managed ways rank first, held to what a change removes (bounds); the calibration prices the program as it
+    # runs 50% above its traced time, so no change is advised from its prices (do no harm)
+    first = adv.ranking[0]
+    assert first["strategy"] in ("managed", "managed-prefetch", "managed-advise-prefer-gpu")
+    assert walls[first["strategy"]] <= 1.05 * min(walls.values())
+    assert first["saving_s"] <= 1.7 * (walls["pageable"] - walls[first["strategy"]])
+    assert a.strategy == "pageable" and any(x.code == "cannot-see-program" for x in adv.limits)
     (note,) = [x for x in adv.limits if "carries out and back" in x]
     assert "managed memory would move once" in note
     # every copy way keeps the program's copies as its iterations price them

@@ -162,7 +162,7 @@ def tie_note(tied: list[Prediction], pick: Prediction, whole: dict) -> str:
     # what the least change gives up, as predicted: on every judged lease the fastest prediction measured within
     # 5% of the fastest way a little more often than the tie's pick (benchmarks/apps/tie_policy.py)
     given_up = (f" ({fastest}, predicted fastest, saves {format_time(whole[pick.strategy] - first)} more)"
-                if pick.strategy != fastest else "")
+                if pick.strategy != fastest and whole[pick.strategy] > first else "")
     return (f"{names}: within {spread:.0%} of each other, predicted (under the prediction's own error, "
             f"{th.PREDICTION_ERROR:.0%}); {pick.strategy} changes the least code{given_up}")
 
@@ -175,7 +175,7 @@ def verdict(app, out: AppAdvice, tied: list[Prediction], now_s: float, base: Pre
         lines.append(f"Its loop: {app.loop.iterations} iterations of {format_time(app.loop.steady_s)} "
                      f"({format_time(now_s)} measured); read as {out.workload.describe()}.")
     if within_noise:
-        lines.append(f"{loop.note}: it is already near its best; keep it.")
+        lines.append(f"{loop.note}: keep it.")
     elif loop.strategy == current and loop.saving_s > 0:  # the way it has, its memory page-locked once
         lines.append("It already uses the strategy predicted fastest"
                      + (" or one within the prediction's error of it" if len(tied) > 1 else "")
@@ -187,10 +187,24 @@ def verdict(app, out: AppAdvice, tied: list[Prediction], now_s: float, base: Pre
                      + (" or one within the prediction's error of it" if len(tied) > 1 else "") + ": keep it.")
     else:
         lines.append(f"Use {loop.strategy}: predicted {format_time(loop.predicted_s)} instead of {format_time(now_s)} "
-                     f"(saves {format_time(loop.saving_s)}, {loop.saving_s / now_s:.0%})"
+                     f"(saves {format_time(loop.saving_s)}, {format_time(loop.saving_low_s)}-"
+                     f"{format_time(loop.saving_high_s)}, {loop.saving_s / now_s:.0%})"
                      + (f"; a tie: {loop.note}" if loop.tie else "") + ".")
     model_now = base.whole_s
     if model_now > 0 and abs(model_now / now_s - 1) > th.MODEL_MISS and base.strategy == current:
         lines.append(f"(The calibration predicts its loop as it runs now at {format_time(model_now)} against "
                      f"{format_time(now_s)} measured: savings are its differences, the rest of the run is its own.)")
     return " ".join(lines)
+
+
+def unseen_note(model_now: float, now_s: float) -> str:
+    """The advice's note where the calibration cannot see the program well (``pipeline.cannot_see``)."""
+    return (f"the calibration prices the program as it runs now at {format_time(model_now)}, "
+            f"{model_now / now_s - 1:.0%} above the {format_time(now_s)} measured: beyond the prediction's own error "
+            f"({th.SAVING_ERROR:.1%}), it cannot see this program well enough to bound a saving")
+
+
+def unseen_limit(model_now: float, now_s: float) -> Limit:
+    """The limit said where the calibration cannot see the program well: no change is advised."""
+    return Limit("cannot-see-program", unseen_note(model_now, now_s) + "; no change is advised from its prices")
+

@@ -21,7 +21,7 @@ from umprof.model.advice.changes import change_text, framework_of, is_python
 from umprof.model.advice.flows import flow_advice
 from umprof.model.advice.read import Reading, choose_reading
 from umprof.model.advice.workload import IN_PLACE
-from umprof.model.advice.result import Advice, AppAdvice, Limit, loop_s
+from umprof.model.advice.result import Advice, AppAdvice, Limit, band, loop_s
 from umprof.model.advice.rules import (Adjustment, allocation, allocations_beyond, carried, gpu_faults, host_faults,
                                        in_place, lead, pageable_copies, pinning, staging, threads)
 from umprof.model.application import Application
@@ -45,8 +45,8 @@ class Adjusted(NamedTuple):
 
 
 class Choice(NamedTuple):
-    """The way chosen, what it saves, the ways tied with it, the tie's note, and whether a saving within the noise
-    kept the way it has."""
+    """The way chosen, what it saves, the ways tied with it, the tie's note, and whether the way it has was kept (a
+    saving within the prediction's own error, or a program the calibration cannot see well)."""
     pick: Prediction
     saving: float
     tied: list
@@ -125,7 +125,9 @@ def rank(a: Adjusted, now_s: float) -> list[dict]:
     out = []
     for p in a.ranked:
         saving = a.now - a.whole[p.strategy]
+        low, high = band(saving, now_s, a.bounds.removable[p.strategy])
         out.append({"strategy": p.strategy, "predicted_s": now_s - saving, "saving_s": saving,
+                    "saving_low_s": low, "saving_high_s": high,
                     "model_saving_s": a.now - a.model_whole[p.strategy], "floor_s": a.bounds.floor[p.strategy],
                     "removable_s": a.bounds.removable[p.strategy], "model_whole_s": p.whole_s,
                     "model_steady_s": p.steady_s})
@@ -134,7 +136,9 @@ def rank(a: Adjusted, now_s: float) -> list[dict]:
 
 def choose(app: Application, r: Reading, a: Adjusted, now_s: float) -> Choice:
     """The fastest way, or among those within the prediction's error of it the current way or the one that changes
-    least code; a saving within the loop's noise keeps the way it has.
+    least code; a saving within the prediction's own error on a saving (SAVING_ERROR), or any saving where the
+    calibration prices the program as it runs above its measured time by more than that (``cannot_see``), keeps the
+    way it has.
 
     The tie is taken on the model's figures of the loop as it runs: several threads' iterations overlapped as the
     loop measured, not one after another (workers, four threads: priced at 1.36 s one after another, its loop
@@ -151,12 +155,38 @@ def choose(app: Application, r: Reading, a: Adjusted, now_s: float) -> Choice:
     saving = a.now - whole[pick.strategy]
     note = explain.tie_note(tied, pick, level)
     pinned_once = a.rules["pinning"].ways.get(base.strategy, 0.0) < 0
-    within_noise = current is not None and saving < th.NOISE * now_s and (pick.strategy != current or pinned_once)
-    if within_noise:  # a change that saves less than the loop's noise is not worth making: keep what it has
-        what = f"{pick.strategy}, page-locked once," if pick is base else pick.strategy
-        note = f"{what} is predicted {format_time(saving)} faster ({saving / now_s:.1%} of the loop): within its noise"
+    unseen = cannot_see(a, r, now_s)
+    kept = current is not None and (pick.strategy != current or pinned_once) \
+        and (saving <= th.SAVING_ERROR * now_s or unseen)
+    if kept:  # do no harm: a change whose saving the prediction's own error (or its miss of the run) can explain
+        note = explain.unseen_note(model_now_s(a, r), now_s) if unseen else _within_error_note(a, r, now_s, pinned_once)
         pick, saving = base, 0.0
-    return Choice(pick, saving, tied, note, within_noise)
+    return Choice(pick, saving, tied, note, kept)
+
+
+def model_now_s(a: Adjusted, r: Reading) -> float:
+    """The calibration's time for the program as it runs now, its host threads' iterations overlapped as measured."""
+    return a.now - (1.0 - a.overlap) * r.base.iterations * r.base.steady_s
+
+
+def cannot_see(a: Adjusted, r: Reading, now_s: float) -> bool:
+    """Whether the calibration prices the program as it runs now above its measured time by more than the
+    prediction's own error: it prices work the program does not do, and no saving from its prices can be bounded
+    (below it, the rest of the run is the program's own work, which every way keeps)."""
+    return model_now_s(a, r) > (1 + th.SAVING_ERROR) * now_s
+
+
+def _within_error_note(a: Adjusted, r: Reading, now_s: float, pinned_once: bool) -> str:
+    """The ways predicted to save something, all within the prediction's own error: named, with the most they save."""
+    saving = {p.strategy: a.now - a.whole[p.strategy] for p in a.ranked}
+    names = [s for s, x in saving.items() if x > 0 and s != r.base.strategy]
+    if pinned_once and saving[r.base.strategy] > 0:
+        names.insert(0, f"{r.base.strategy}, page-locked once,")
+    if not names:
+        return f"no way is predicted faster than {r.base.strategy} as it runs"
+    most = max(saving.values())
+    return (f"{', '.join(names)}: predicted to save at most {format_time(most)} ({most / now_s:.1%} of the loop), "
+            f"within the prediction's own error on a saving ({th.SAVING_ERROR:.1%} of it)")
 
 
 def _change(app: Application, r: Reading, a: Adjusted, c: Choice) -> str:
@@ -173,8 +203,9 @@ def _explain(app: Application, cal: Calibration, r: Reading, a: Adjusted, c: Cho
              n_threads: int, now_s: float) -> None:
     """The advice's lines, limits and verdict."""
     rules, w, base = a.rules, r.workload, r.base
+    low, high = band(c.saving, now_s, a.bounds.removable[c.pick.strategy])
     out.advice.append(Advice("loop", c.pick.strategy, _change(app, r, a, c), now_s, now_s - c.saving, c.saving,
-                             tie=len(c.tied) > 1, note=c.note))
+                             tie=len(c.tied) > 1, note=c.note, saving_low_s=low, saving_high_s=high))
     out.advice += flow_advice(app, cal, framework_of(app))
     keeping = [p.strategy for p in a.ranked if host_faults.keeps_stalls(p.strategy)]
     stall_s, gpu_s = rules["host_faults"].seconds, rules["gpu_faults"].seconds
@@ -189,6 +220,8 @@ def _explain(app: Application, cal: Calibration, r: Reading, a: Adjusted, c: Cho
                    + explain.passes_limit(w)
                    + threads.threads_limit(app, base, n_threads, a.overlap, c.saving)
                    + rules["allocations_beyond"].limits)
+    if cannot_see(a, r, now_s):
+        out.limits.append(explain.unseen_limit(model_now_s(a, r), now_s))
     if any(PARTS_UNMEASURED in p.notes for p in a.ranked):
         out.limits.append(Limit("parts-unmeasured", PARTS_UNMEASURED))
     out.verdict = explain.verdict(app, out, c.tied, now_s, base, c.within_noise)

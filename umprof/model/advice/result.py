@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from umprof.model.advice import thresholds as th
 from umprof.model.application import Application
 from umprof.model.workload import Workload
 
@@ -47,10 +48,22 @@ class Advice:
     saving_s: float
     tie: bool = False  # within the prediction's error of the best
     note: str = ""
+    saving_low_s: float = 0.0  # the saving's band: the prediction's own error either side (thresholds.SAVING_ERROR)
+    saving_high_s: float = 0.0
 
     def to_dict(self) -> dict:
         return {"flow": self.flow, "strategy": self.strategy, "change": self.change, "now_s": self.now_s,
-                "predicted_s": self.predicted_s, "saving_s": self.saving_s, "tie": self.tie, "note": self.note}
+                "predicted_s": self.predicted_s, "saving_s": self.saving_s, "saving_low_s": self.saving_low_s,
+                "saving_high_s": self.saving_high_s, "tie": self.tie, "note": self.note}
+
+
+def band(saving: float, now_s: float, most: float = float("inf")) -> tuple[float, float]:
+    """A saving's band: the prediction's own error on a saving (a share of the time now) either side, the high end no
+    more than ``most`` (what the change removes); none for no saving."""
+    if saving == 0:
+        return 0.0, 0.0
+    err = th.SAVING_ERROR * now_s
+    return saving - err, min(saving + err, max(saving, most))
 
 
 @dataclass
