@@ -56,12 +56,13 @@ def split(stem: str) -> tuple[str, str]:
     return name, gpu
 
 
-def advise_again(adv):
+def advise_again(adv, **kwargs):
     """The advice model run again on a shared advice's application, with the shipped calibration of its GPU, for a
-    test that changes the model (a monkeypatched constant) and compares: the trace is not read again."""
+    test that changes the model (a monkeypatched constant, or advise's other arguments: ``kwargs``) and compares:
+    the trace is not read again."""
     from umprof import api
     from umprof.core import calibrations as store
     from umprof.model.advise import advise
 
     cf = store.for_gpu(adv.app.gpu, adv.app.memory_bytes or None)
-    return advise(adv.app, api._loaded(cf), cf.summary())
+    return advise(adv.app, api._loaded(cf), cf.summary(), **kwargs)

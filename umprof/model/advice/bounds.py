@@ -81,11 +81,12 @@ def host_stalls_s(app: Application) -> float:
 
 
 def bounds(app: Application, r: Reading, rules: dict, strategies: list[str], link_bytes_per_s: float,
-           now_s: float) -> Bounds:
-    """Each way's floor and removable time."""
+           now_s: float, tracer_s: float = 0.0) -> Bounds:
+    """Each way's floor and removable time; the tracing's own time (``tracer_s``, ``rules.tracing``), which lies
+    somewhere in what the trace measured, is never removable."""
     host = host_floor_s(app, r, rules["host_faults"].seconds)
     floor = {s: floor_s(r, link_bytes_per_s, now_s, host, s in rules["carried"].ways) for s in strategies}
-    return Bounds(floor, {s: removable_s(app, r, rules, s, now_s) for s in strategies})
+    return Bounds(floor, {s: max(0.0, removable_s(app, r, rules, s, now_s) - tracer_s) for s in strategies})
 
 
 def bounded_saving(saving: float, strategy: str, b: Bounds, now_s: float) -> float:

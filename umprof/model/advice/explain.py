@@ -173,7 +173,7 @@ def verdict(app, out: AppAdvice, tied: list[Prediction], now_s: float, base: Pre
     lines = [f"{app.name} on {app.gpu}: {current} now ({app.strategy_why})."]
     if app.loop is not None:
         lines.append(f"Its loop: {app.loop.iterations} iterations of {format_time(app.loop.steady_s)} "
-                     f"({format_time(now_s)} measured); read as {out.workload.describe()}.")
+                     f"({_measured(out, now_s)}); read as {out.workload.describe()}.")
     if within_noise:
         lines.append(f"{loop.note}: keep it.")
     elif loop.strategy == current and loop.saving_s > 0:  # the way it has, its memory page-locked once
@@ -208,3 +208,10 @@ def unseen_limit(model_now: float, now_s: float) -> Limit:
     """The limit said where the calibration cannot see the program well: no change is advised."""
     return Limit("cannot-see-program", unseen_note(model_now, now_s) + "; no change is advised from its prices")
 
+
+def _measured(out: AppAdvice, now_s: float) -> str:
+    """The loop's time now in words: as traced, and untraced where the tracing's overhead was taken out."""
+    if not out.tracing_overhead_s:
+        return f"{format_time(now_s)} measured"
+    how = "measured untraced" if out.overhead_from == "wall" else "the tracing's overhead estimated"
+    return f"{format_time(out.traced_s)} traced, {format_time(now_s)} untraced, {how}"

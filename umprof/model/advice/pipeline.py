@@ -23,7 +23,7 @@ from umprof.model.advice.read import Reading, choose_reading
 from umprof.model.advice.workload import IN_PLACE
 from umprof.model.advice.result import Advice, AppAdvice, Limit, band, loop_s
 from umprof.model.advice.rules import (Adjustment, allocation, allocations_beyond, carried, gpu_faults, host_faults,
-                                       in_place, lead, pageable_copies, pinning, staging, threads)
+                                       in_place, lead, pageable_copies, pinning, staging, threads, tracing)
 from umprof.model.application import Application
 from umprof.model.calibration import PARTS_UNMEASURED
 from umprof.model.predict import Calibration, Prediction
@@ -54,17 +54,23 @@ class Choice(NamedTuple):
     within_noise: bool
 
 
-def advise(app: Application, cal: Calibration, source: str = "") -> AppAdvice:
-    """What the application should use, and what that saves (see the module's docstring)."""
+def advise(app: Application, cal: Calibration, source: str = "", wall_s: float | None = None) -> AppAdvice:
+    """What the application should use, and what that saves (see the module's docstring). ``wall_s``: the program's
+    untraced wall time (measured by the user or a runner), from which the tracing's overhead is measured; without
+    it, the overhead is estimated from what the trace recorded (``rules.tracing``)."""
     out = AppAdvice(app=app, calibration=source or cal.source, workload=None, mapping="",
-                    link_bytes_per_s=float(cal.device.get("pcie_bytes_per_s") or math.nan))
+                    link_bytes_per_s=float(cal.device.get("pcie_bytes_per_s") or math.nan), wall_s=wall_s)
     n_threads = app.explicit_copies["tid"].nunique()
-    now_s = loop_s(app)
-    r, idle = choose_reading(app, cal, now_s, n_threads)
+    traced_s = loop_s(app)
+    r, idle = choose_reading(app, cal, traced_s, n_threads)
     if r.workload is None:
         return _nothing_to_price(app, r, out)
     out.mapping, out.workload, out.excluded = r.how, r.workload, r.excluded
-    a = adjust(app, cal, r, idle, n_threads, now_s, out.link_bytes_per_s)
+    tracer = tracing.overhead(app, traced_s, wall_s)
+    out.traced_s, out.tracing_overhead_s, out.overhead_from = traced_s, tracer.seconds, tracer.basis
+    out.limits += tracer.limits
+    now_s = traced_s - tracer.seconds  # the time now, untraced: every saving is priced against it
+    a = adjust(app, cal, r, idle, n_threads, now_s, out.link_bytes_per_s, tracer.in_removable)
     out.mapping += a.lead_words
     if r.current is None:
         out.limits.append(Limit("current-way-unpriced", f"its current way ({app.strategy}) is not one umprof predicts "
@@ -87,7 +93,7 @@ def _nothing_to_price(app: Application, r: Reading, out: AppAdvice) -> AppAdvice
 
 
 def adjust(app: Application, cal: Calibration, r: Reading, idle, n_threads: int, now_s: float,
-           link_bytes_per_s: float) -> Adjusted:
+           link_bytes_per_s: float, tracer_s: float = 0.0) -> Adjusted:
     """Every rule's adjustment of the reading's prices, summed: the time now and each way's predicted time, held
     within its physical bounds (``bounds``)."""
     by_threads, overlap = threads.adjust(app, r, n_threads)
@@ -107,7 +113,7 @@ def adjust(app: Application, cal: Calibration, r: Reading, idle, n_threads: int,
     rules["threads"] = by_threads
     order = ("lead", "allocations_beyond", "carried", "threads", "host_faults", "gpu_faults", "pinning")
     model_whole = {p.strategy: _summed(now if p is r.base else p.whole_s, p.strategy, rules, order) for p in ranked}
-    b = bounds(app, r, rules, list(model_whole), link_bytes_per_s, now_s)
+    b = bounds(app, r, rules, list(model_whole), link_bytes_per_s, now_s, tracer_s)
     whole = {s: now - bounded_saving(now - t, s, b, now_s) for s, t in model_whole.items()}
     # ways held to the same bound keep the calibration's order among them
     ranked = sorted(ranked, key=lambda p: (whole[p.strategy], model_whole[p.strategy]))

@@ -80,6 +80,10 @@ class AppAdvice:
     advice: list[Advice] = field(default_factory=list)  # the loop's first, then the flows'
     verdict: str = ""
     limits: list[Limit] = field(default_factory=list)
+    wall_s: float | None = None  # the program's untraced wall time, where given
+    traced_s: float = math.nan  # the loop's time as traced
+    tracing_overhead_s: float = 0.0  # the tracing's own time in it, taken out of the time now (rules.tracing)
+    overhead_from: str = ""  # "wall" (measured against wall_s) or "estimate" (from the trace's records)
 
     @property
     def loop_advice(self) -> Advice | None:
@@ -105,6 +109,8 @@ class AppAdvice:
             "advice": [x.to_dict() for x in self.advice], "verdict": self.verdict,
             "limits": [coded(x).to_dict() for x in self.limits], "notes": [coded(x).to_dict() for x in a.notes],
             "schema": SCHEMA,
+            "time_now": {"traced_s": plain(self.traced_s), "untraced_wall_s": self.wall_s,
+                         "tracing_overhead_s": self.tracing_overhead_s, "overhead_from": self.overhead_from or None},
         }
 
 
