@@ -35,3 +35,10 @@ def test_the_untraced_wall_time_measures_the_overhead_and_a_saving_it_explains_i
     assert loop.saving_s == 0 or loop.saving_s > thresholds.SAVING_ERROR * loop.now_s
     assert all(r["saving_s"] <= r["removable_s"] + 1e-9 for r in again.ranking)
     assert loop.saving_s < adv.loop_advice.saving_s
+
+
+def test_the_python_api_takes_the_untraced_wall_time():
+    from umprof import api
+
+    (adv,) = api.advise(traced.path("managed_loop"), wall_s=0.71)
+    assert adv.overhead_from == "wall" and adv.loop_advice.now_s <= 0.71 + 1e-9
