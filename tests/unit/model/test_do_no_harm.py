@@ -38,3 +38,10 @@ def test_a_change_is_advised_only_beyond_the_error_and_with_its_band(stem):
         for r in adv.ranking:
             if r["saving_s"]:
                 assert r["saving_low_s"] == pytest.approx(r["saving_s"] - err), (stem, r)
+
+
+def test_a_tie_closer_than_a_percent_is_said_so_never_within_0_percent():
+    from umprof.model import ties
+
+    assert ties.describe(["pinned", "pageable-registered"], 0.002) == "pinned or pageable-registered: less than 1% apart, predicted"
+    assert ties.describe(["pinned", "mapped"], 0.03) == "pinned or mapped: within 3%, predicted"

@@ -67,3 +67,8 @@ def test_limits_and_notes_carry_a_stable_code_beside_their_text(stem):
         assert d["schema"] == 2
         for x in d["limits"] + d["notes"]:
             assert set(x) == {"code", "text"} and re.fullmatch(r"[a-z]+(-[a-z0-9]+)*", x["code"]) and x["text"], x
+
+
+def test_no_golden_advice_says_within_0_percent():
+    for p in traced.GOLDEN.glob("*.json"):
+        assert "within 0%" not in p.read_text(), p.name

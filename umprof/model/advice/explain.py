@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from umprof.core.units import format_size, format_time
+from umprof.model import ties
 from umprof.model.advice import thresholds as th
 from umprof.model.advice.read import host_s, untouched
 from umprof.model.advice.result import AppAdvice, Limit
@@ -163,7 +164,8 @@ def tie_note(tied: list[Prediction], pick: Prediction, whole: dict) -> str:
     # 5% of the fastest way a little more often than the tie's pick (benchmarks/apps/tie_policy.py)
     given_up = (f" ({fastest}, predicted fastest, saves {format_time(whole[pick.strategy] - first)} more)"
                 if pick.strategy != fastest and whole[pick.strategy] > first else "")
-    return (f"{names}: within {spread:.0%} of each other, predicted (under the prediction's own error, "
+    apart = f"{ties.within(spread)} of each other" if spread >= 0.005 else ties.within(spread)
+    return (f"{names}: {apart}, predicted (under the prediction's own error, "
             f"{th.PREDICTION_ERROR:.0%}); {pick.strategy} changes the least code{given_up}")
 
 
