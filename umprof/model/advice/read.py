@@ -101,7 +101,7 @@ def kernel_passes(app: Application, w: Workload, cal: Calibration, one_pass: boo
     if not rate or not w.kernel_s or not len(k):
         return 1, 0.0
     # the run as one pass (or one iteration): each launch reads at most one of the parts the run copies in (a
-    # dataset sent batch by batch, a kernel a batch: batches, benchmarks/apps/unseen, 32 launches of 12 µs over
+    # dataset sent batch by batch, a kernel a batch: batches, 32 launches of 12 µs over
     # its 32 batches of 32 MiB, read as two passes over its 1 GiB without this)
     launches, parts = float(len(k)), max(1.0, float((app.copies["direction"] == "h2d").sum()))
     if one_dataset:  # one dataset carried out and back (``rules.carried``): in the parts its steady iteration copies
@@ -168,7 +168,7 @@ def reads_as_one_pass(app: Application, idle: tuple[float, float] | None) -> boo
     """Whether the loop may be read as one pass over everything it copies (``advise`` keeps the reading whose
     prediction of the run as it is comes nearer its measured time): a loop of copies whose host thread spends far
     less time outside its CUDA calls than touching the bytes would take (th.HOST_TIME_SHARE), so that it wrote them
-    before the loop and reads them after it, or copies them again unchanged. chunked_async (benchmarks/apps/unseen:
+    before the loop and reads them after it, or copies them again unchanged. chunked_async (
     1 GiB written, then sent in 32 chunks over 4 streams) read as 32 iterations that each write their chunk
     was told to page-lock its buffers, measured 22% behind the fastest way on an H100 and an H200; read as
     one pass, it is told to prefetch managed memory, measured the fastest on the H100 and 9.7% behind mapped

@@ -70,7 +70,7 @@ def touches_unseen_limit(app: Application, w: Workload, stall_s: float, one_pass
     touching a few words of each page, and what to try then; else none.
 
     A CPU page fault brings back a block of pages around the touch (about 320-340 KiB a fault in every H200 trace
-    of benchmarks/apps/unseen, the host's touches sparse or dense), so a trace holds the pages that moved, not the
+    of the judged programs, the host's touches sparse or dense), so a trace holds the pages that moved, not the
     words the host touched. sources (a float every 32 KiB of a 256 MiB field read and updated each step) brought back
     254 MiB a step in about 760 faults, and was read as a host rewriting half its field: its copies were priced as
     moving that much, and the pick measured 21.5% and 34.5% behind copies of only the touched cells, registered in
