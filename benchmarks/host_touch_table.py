@@ -5,11 +5,11 @@
 DIR holds host_touch.sh's files (its archive unpacked). For each spacing: the touches a rep, the host's time for them
 untraced (the median of its reps' own clock), and the host's stalls a trace of the same program shows
 (``umprof.model.application.host_fault_stalls`` over its loop, a rep an iteration), each per touch; and their ratio,
-untraced over traced: what `umprof advise` scales a trace's stalls by (``advise.TRACED_FAULT_SHARE``). Beside them,
+untraced over traced: what `umprof advise` scales a trace's stalls by (``umprof.model.advice.thresholds.TRACED_FAULT_SHARE``). Beside them,
 the GPU's side: the kernel that rewrites the buffer after the host's touches, which faults the touched pages back,
 untraced (its events) and as the trace times it, the median over the reps after the first (whose kernel moves the
 whole buffer in from the host's first write); and their ratio, what `umprof advise` scales the time a trace's
-kernels fault beyond the model's price by (``advise.TRACED_GPU_FAULT_SHARE``).
+kernels fault beyond the model's price by (``thresholds.TRACED_GPU_FAULT_SHARE``).
 """
 
 from __future__ import annotations

@@ -619,7 +619,7 @@ def report(results, path="umprof-report.html", *, workloads_from=None, traces=()
 
 
 def advise(trace, calibration=None, *, gpu: str | None = None, nsys: str | None = None,
-           all_processes: bool = False) -> list:
+           all_processes: bool = False, wall_s: float | None = None) -> list:
     """Advice for an application from its Nsight Systems trace (``.sqlite``, or ``.nsys-rep`` exported
     once with nsys): a :class:`~umprof.model.advise.AppAdvice` per process and GPU that ran CUDA work,
     the busiest first (every GPU of the busiest process unless ``all_processes``): its flows, loop, unified
@@ -627,7 +627,8 @@ def advise(trace, calibration=None, *, gpu: str | None = None, nsys: str | None 
 
     ``calibration``: saved calibrations (paths or ResultSets) or a Calibration; ``gpu``: a shipped GPU
     model's; else the calibration for the trace's GPU (this machine's cached one of that GPU, then the
-    shipped one), one line naming the GPU where there is none."""
+    shipped one), one line naming the GPU where there is none. ``wall_s``: the program's untraced wall time in
+    seconds, against which the tracing's overhead is measured (else it is estimated from the trace)."""
     from umprof.core import calibrations as store
     from umprof.model import advise as amod
     from umprof.model.application import GRAPH_NODES, advised, applications
@@ -660,7 +661,7 @@ def advise(trace, calibration=None, *, gpu: str | None = None, nsys: str | None 
                                      "--from FILE, or --gpu NAME to answer as if it were a shipped one")
                 cals[app.gpu] = (_loaded(cf), cf.summary())
         cal, source = cals[app.gpu]
-        out.append(amod.advise(app, cal, source))
+        out.append(amod.advise(app, cal, source, wall_s=wall_s))
     return out
 
 

@@ -179,15 +179,16 @@ def main():
     ap.add_argument("--error", type=float, help="the tie's width instead of the prediction's error (advise's "
                     "PREDICTION_ERROR, 0.10)")
     a = ap.parse_args()
-    from umprof.model import advise
+    from umprof.model.advice import thresholds
 
     if a.error is not None:
-        advise.PREDICTION_ERROR = a.error
+        thresholds.PREDICTION_ERROR = a.error
     rows = lease_apps(a.traces)
     if not rows:
         ap.error(f"{a.traces}: no judged lease's trace found; expected h100/traces/LEASE/APP.sqlite and "
                  "h200/traces/LEASE/APP.sqlite there (the archives results/advise/nvidia-*-traces.tar.xz extracted)")
-    result = {"tie": advise.PREDICTION_ERROR, **compare(rows), "pair_errors": pair_errors(rows, advise.PREDICTION_ERROR)}
+    result = {"tie": thresholds.PREDICTION_ERROR, **compare(rows),
+              "pair_errors": pair_errors(rows, thresholds.PREDICTION_ERROR)}
     result["savings"] = savings(rows)
     for gpu in ("h100", "h200"):
         result[gpu] = {**compare([r for r in rows if r["gpu"] == gpu]),

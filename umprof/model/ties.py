@@ -82,7 +82,12 @@ def tied(costs: list[tuple[str, float]], error: float) -> list[str]:
     return [name for name, cost in ranked if cost <= best * (1 + error)]
 
 
+def within(spread: float) -> str:
+    """How far apart tied figures are, in words: 'within 3%', or 'less than 1% apart' (never 'within 0%')."""
+    return f"within {spread:.0%}" if spread >= 0.005 else "less than 1% apart"
+
+
 def describe(names: list[str], spread: float, figure: str = "predicted") -> str:
     """'pinned, write-combined or pageable: within 3%, predicted'."""
     listed = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " or " + names[-1]
-    return f"{listed}: within {spread:.0%}, {figure}"
+    return f"{listed}: {within(spread)}, {figure}"

@@ -13,12 +13,15 @@ from click.testing import CliRunner
 
 from tests.unit.data import CAL7, RESULTS, ROOT
 from tests.unit.nsight.synthetic_trace import App, Op, pageable_loop, write_trace
-from tests.unit.nsight.test_trace_db import fixture
+from tests.unit.model import traced
 from umprof import api
 from umprof.cli import cli
 from umprof.core.errors import UsageError
 from umprof.core.units import format_time
 from umprof.model import advise, application, ties
+from umprof.model.advice import changes, thresholds
+from umprof.model.advice.rules import allocation, allocations_beyond, carried
+from umprof.model.advice.rules import threads as threads_rule
 from umprof.model.application import NO_PINNING, NO_STAGING
 from umprof.model.workload import Workload
 
@@ -33,7 +36,7 @@ MiB = 2**20
     ("managed_loop", "managed", 30, {"h2d_bytes": 0}),
 ])
 def test_each_application_is_seen_for_what_it_does(tmp_path, name, strategy, iterations, per_iteration):
-    (adv,) = api.advise(fixture(name, tmp_path))
+    (adv,) = traced.advice(name)
     app = adv.app
     assert app.strategy == strategy, app.strategy_why
     assert app.loop is not None and app.loop.iterations == iterations
@@ -46,7 +49,7 @@ def test_each_application_is_seen_for_what_it_does(tmp_path, name, strategy, ite
 def test_setup_calls_that_repeat_without_gpu_work_are_no_loop(tmp_path):
     # upload_once (H200, 2026-11-26): one 1 GiB copy in, one kernel, 64 MiB back; its four
     # cudaStreamCreateWithFlags calls had been read as a loop of 4 iterations of 7 us, with no copy in it
-    (adv,) = api.advise(fixture("upload_once", tmp_path, gpu="h200"))
+    (adv,) = traced.advice("upload_once", "h200")
     assert adv.app.loop is None
     w = adv.workload
     assert w.iterations == 1 and w.bytes >= 1088 * MiB
@@ -66,9 +69,9 @@ def test_setup_calls_that_repeat_without_gpu_work_are_no_loop(tmp_path):
 def test_copies_both_ways_are_an_input_and_an_output_apart_and_migrations_are_read_in_place(tmp_path):
     # stream_loop (64 MiB in, 64 MiB out) writes its input and reads its output: managed memory there faults
     # the input back on each host write; managed_loop's migrations say nothing of where its host reads
-    (loop,) = api.advise(fixture("stream_loop", tmp_path))
+    (loop,) = traced.advice("stream_loop")
     assert loop.workload.split and loop.workload.host_writes + loop.workload.host_reads <= 1
-    (managed,) = api.advise(fixture("managed_loop", tmp_path))
+    (managed,) = traced.advice("managed_loop")
     assert not managed.workload.split
 
 
@@ -120,7 +123,7 @@ def test_copies_from_registered_memory_are_read_as_the_buffer_registered_in_plac
 
 
 def test_a_managed_loop_without_prefetch_is_read_from_its_migrations(tmp_path):
-    (adv,) = api.advise(fixture("managed_loop", tmp_path))
+    (adv,) = traced.advice("managed_loop")
     um, w = adv.app.um, adv.workload
     assert um["managed"] and not um["prefetch"] and um["gpu_faults"] > 0 and um["cpu_faults"] > 0
     assert um["footprint_bytes"] > 100 * MiB  # the pages its migrations moved (of its 257 MiB)
@@ -128,18 +131,18 @@ def test_a_managed_loop_without_prefetch_is_read_from_its_migrations(tmp_path):
 
 
 def test_samples_that_move_little_are_told_so(tmp_path):
-    (adv,) = api.advise(fixture("vectorAdd"))
+    (adv,) = traced.advice("vectorAdd")
     assert adv.app.loop is None and adv.loop_advice.strategy == "pageable" and adv.loop_advice.saving_s == 0
     assert any("no host-memory strategy can save much more" in x for x in adv.limits)
-    assert "near its best; keep it" in adv.verdict
-    (adv,) = api.advise(fixture("simpleStreams"))
+    assert "within the prediction's own error on a saving (9.5% of it): keep it." in adv.verdict
+    (adv,) = traced.advice("simpleStreams")
     assert adv.app.loop is not None and adv.app.loop.iterations >= 50  # the streamed loop, the run's later half
 
 
 def test_a_saving_beyond_the_copies_says_where_the_rest_comes_from(tmp_path):
     """pycuda_loop's copies take 24% of its run; where the advice saves more than they take, the limit
     says the rest is the host's accesses to its pageable buffers, not that nothing can save more."""
-    (adv,) = api.advise(fixture("pycuda_loop", tmp_path))
+    (adv,) = traced.advice("pycuda_loop")
     moving = adv.app.totals["copy_s"] + adv.app.um["migration_s"]
     (limit,) = [x for x in adv.limits if x.startswith("copies and migrations take")]
     if adv.loop_advice.saving_s > 1.1 * moving:
@@ -153,7 +156,7 @@ def test_the_ranking_the_tie_and_the_saving_compare_the_same_figures(tmp_path):
     ranking is in the order of the times it shows, the current way stands where that time puts it,
     and no advice is 'faster' by a negative time."""
     for name in ("asyncAPI", "stream_loop", "managed_loop", "vectorAdd"):
-        (adv,) = api.advise(fixture(name, tmp_path))
+        (adv,) = traced.advice(name)
         shown = [r["predicted_s"] for r in adv.ranking]
         assert shown == sorted(shown), name
         now = next(r for r in adv.ranking if r["strategy"] == adv.app.strategy)
@@ -174,12 +177,12 @@ def test_the_advice_applied_measured_fastest_and_saved_what_it_said(tmp_path, gp
     walls, own = _walls(doc, name), doc["apps"][name]["own_mode"]
     # advised by the calibration 0.2.0 shipped, measured on the lease the applications were judged on (a
     # calibration of another machine predicts other savings: its host memory and link differ by 10-20%)
-    (adv,) = api.advise(fixture(name, tmp_path), RESULTS / "calibration" / "nvidia-h100-calibration-full-v020.parquet")
+    (adv,) = traced.advice(name, "h100", RESULTS / "calibration" / "nvidia-h100-calibration-full-v020.parquet")
     advised = adv.loop_advice.strategy
     assert walls[advised] <= 1.05 * min(walls.values()), (advised, walls)
     measured = walls[own] - walls[advised]
     if name == "pycuda_loop":
-        # its pageable host accesses priced as pinned memory's (advise._host_now), the saving of pinning its
+        # its pageable host accesses priced as pinned memory's (advice.read.host_now), the saving of pinning its
         # buffers is predicted 0.22 s: this lease measured 0.29 s, the eight H100 leases 0.12-0.48 s (median
         # 0.29) and two H200 runs 0.21 and 0.28 against 0.25 predicted there; without that pricing 0.34 s here
         # and 0.46 s on the H200. Judged against the leases' range, not this lease's figure within 20%.
@@ -192,7 +195,7 @@ def test_the_advice_applied_measured_fastest_and_saved_what_it_said(tmp_path, gp
 
 
 def test_json_has_what_a_script_reads(tmp_path):
-    r = CliRunner().invoke(cli, ["advise", str(fixture("stream_loop")), "--json"])
+    r = CliRunner().invoke(cli, ["advise", str(traced.path("stream_loop")), "--json"])
     assert r.exit_code == 0, r.output
     doc = json.loads(r.stdout)
     assert doc["gpu"] == "NVIDIA H100 80GB HBM3"
@@ -222,7 +225,7 @@ def test_a_trace_without_cuda_work_is_refused(tmp_path):
 def test_a_trace_of_cuda_graphs_traced_whole_says_how_to_trace_them():
     # idioms.cu's graph, traced with nsys's default --cuda-graph-trace=graph on an H100: 30 launches whose
     # copies and kernels the trace does not hold
-    trace = fixture("graph-whole")
+    trace = traced.path("graph-whole")
     with pytest.raises(UsageError, match="30 CUDA graph launches, traced whole.*--cuda-graph-trace=node"):
         api.advise(trace)
     r = CliRunner().invoke(cli, ["advise", str(trace)])
@@ -236,7 +239,7 @@ def test_graph_launches_traced_whole_beside_other_work_are_counted_in_the_limits
     import sqlite3
 
     trace = tmp_path / "t.sqlite"
-    shutil.copy(fixture("stream_loop"), trace)
+    shutil.copy(traced.path("stream_loop"), trace)
     with sqlite3.connect(trace) as con:
         pid, dev = con.execute("SELECT globalPid, deviceId FROM CUPTI_ACTIVITY_KIND_MEMCPY LIMIT 1").fetchone()
         con.execute("CREATE TABLE CUPTI_ACTIVITY_KIND_GRAPH_TRACE (start INTEGER, end INTEGER, deviceId INTEGER, "
@@ -247,14 +250,14 @@ def test_graph_launches_traced_whole_beside_other_work_are_counted_in_the_limits
     assert adv.app.graph_launches == 2 and adv.loop_advice is not None
     assert any(x.startswith("2 CUDA graph launches were traced whole") and "--cuda-graph-trace=node" in x
                for x in adv.limits)
-    (plain,) = api.advise(fixture("stream_loop"))
+    (plain,) = traced.advice("stream_loop")
     assert plain.app.graph_launches == 0 and not any("graph" in x for x in plain.limits)
 
 
 def test_a_graph_traced_node_by_node_is_read_as_its_copies_and_kernels():
     # idioms.cu's graph on an H200, traced with --cuda-graph-trace=node: each launch's copies carry the
     # launch's correlation; they are asynchronous, pinned, and the loop is one launch and its synchronize
-    (adv,) = api.advise(fixture("graph", gpu="h200"))
+    (adv,) = traced.advice("graph", "h200")
     c = adv.app.copies
     assert len(c) == 60 and set(c["call"]) == {"cudaGraphLaunch"} and not c["sync"].any()
     assert adv.app.strategy == "pinned" and adv.app.loop.iterations == 30
@@ -265,12 +268,12 @@ def test_copies_made_by_several_host_threads_scale_the_savings_by_their_overlap(
     # idioms.cu's two threads on an H200, each its stream and half the data: 0.31 s saving predicted as if one
     # after another, 0.21 s measured (0.19 s on the H100); the loop measured 22.5 ms an iteration where the model
     # priced 32.4 ms, and the iterations' differences scaled by that say 0.20 s
-    (adv,) = api.advise(fixture("threads", gpu="h200"))
+    (adv,) = traced.advice("threads", "h200")
     assert adv.app.copies["tid"].nunique() == 2
     assert 0.17 < adv.loop_advice.saving_s < 0.25
     (note,) = [x for x in adv.limits if "host threads" in x]
     assert "2 host threads at once" in note and "scaled by that overlap (0.69)" in note
-    (one,) = api.advise(fixture("stream_loop"))
+    (one,) = traced.advice("stream_loop")
     assert not any("host threads" in x for x in one.limits)
 
 
@@ -281,7 +284,7 @@ def test_four_worker_threads_unseen_before_the_rule_are_priced_by_their_overlap(
     ten rounds (pageable 0.840 s, registered 0.714 s, pinned 0.743 s). Scaled by the threads' overlap, registering
     is predicted to save 0.08 s, and the tie is taken on the model's figures with the threads overlapped too: taken
     on its figures one after another, twice the loop's measured time, it held the current way."""
-    (adv,) = api.advise(fixture("workers", tmp_path, gpu="h200"))
+    (adv,) = traced.advice("workers", "h200")
     assert adv.app.copies["tid"].nunique() == 4
     loop = adv.loop_advice
     assert loop.strategy == "pageable-registered" and loop.tie
@@ -296,7 +299,7 @@ def test_the_threads_overlap_is_one_thread_s_share_at_least_and_never_more_than_
 
     def overlap(steady, model, threads, iterations=30):
         app = SimpleNamespace(loop=SimpleNamespace(iterations=iterations, steady_s=steady))
-        return advise._threads_overlap(app, SimpleNamespace(steady_s=model), threads)
+        return threads_rule.threads_overlap(app, SimpleNamespace(steady_s=model), threads)
 
     assert overlap(0.015, 0.030, 2) == pytest.approx(0.5)
     assert overlap(0.010, 0.030, 2) == pytest.approx(0.5)  # no more overlap than two threads can give
@@ -308,7 +311,7 @@ def test_the_threads_overlap_is_one_thread_s_share_at_least_and_never_more_than_
 def test_a_loop_whose_host_has_no_time_to_touch_what_it_moves_is_told_so(tmp_path):
     # simpleStreams (H100): 64 MiB back an iteration, its host enqueueing alone (2.5 us outside CUDA calls),
     # where reading 64 MiB takes about 13 ms at the calibration's rates
-    (adv,) = api.advise(fixture("simpleStreams"))
+    (adv,) = traced.advice("simpleStreams")
     assert adv.app.loop.per_iteration["calls_s"] > 0
     (note,) = [x for x in adv.limits if "outside CUDA calls" in x]
     assert "copied once" in note
@@ -327,7 +330,7 @@ def test_a_loop_whose_host_has_no_time_to_touch_what_it_moves_is_told_so(tmp_pat
     (adv,) = api.advise(write_trace(tmp_path / "computed.sqlite", pageable_loop(mib=64)))
     assert not any("outside CUDA calls" in x for x in adv.limits)
     for name, gpu in (("stream_loop", "h100"), ("threads", "h200")):
-        (adv,) = api.advise(fixture(name, gpu=gpu))
+        (adv,) = traced.advice(name, gpu)
         assert not any("outside CUDA calls" in x for x in adv.limits), name
 
 
@@ -352,7 +355,7 @@ def test_flows_named_by_their_range_and_priced_pinned(tmp_path):
 
 def test_the_report_shows_each_traced_application_s_timeline_and_advice(tmp_path):
     out = tmp_path / "r.html"
-    r = CliRunner().invoke(cli, ["report", "--trace", str(fixture("stream_loop")), "-o", str(out)])
+    r = CliRunner().invoke(cli, ["report", "--trace", str(traced.path("stream_loop")), "-o", str(out)])
     assert r.exit_code == 0, r.output
     text = out.read_text()
     assert "id='advise'" in text and "stream_loop" in text and text.count("data:image/png;base64,") == 1
@@ -369,7 +372,7 @@ def test_the_rest_of_a_saving_beyond_the_copies_is_said_where_it_comes_from(tmp_
 
     for name, where in (("small_copies", "in the loop's other steps (the copy calls' time"),
                         ("managed_loop", "in the host's own writes and reads of its buffers")):
-        (adv,) = api.advise(fixture(name, tmp_path), gpu="H100")
+        (adv,) = traced.advice(name, as_gpu="H100")
         moving = adv.app.totals["copy_s"] + adv.app.um["migration_s"]
         (limit,) = [x for x in adv.limits if x.startswith("copies and migrations take")]
         assert where in limit, (name, limit)
@@ -401,9 +404,9 @@ def test_copies_in_parts_say_where_the_calibration_did_not_measure_them(tmp_path
     from umprof.model.calibration import PARTS_UNMEASURED
 
     old = CAL7["h200"]
-    (h100,) = api.advise(fixture("small_copies", tmp_path), gpu="H100")
-    (h200,) = api.advise(fixture("small_copies", tmp_path), gpu="H200")
-    (h200_old,) = api.advise(fixture("small_copies", tmp_path), [old])
+    (h100,) = traced.advice("small_copies", as_gpu="H100")
+    (h200,) = traced.advice("small_copies", as_gpu="H200")
+    (h200_old,) = traced.advice("small_copies", "h100", old)
     assert h100.workload.copies == 512
     assert PARTS_UNMEASURED not in h100.limits and PARTS_UNMEASURED not in h200.limits
     assert PARTS_UNMEASURED in h200_old.limits
@@ -415,7 +418,7 @@ def test_a_python_application_is_told_its_change_in_pycuda_and_pins_rather_than_
     """pycuda_loop's process is a Python interpreter: among the tied strategies, allocating its arrays pinned
     (pagelocked_empty) changes less than page-locking them in place (cuda-bindings' cuMemHostRegister), and the
     change is said in pycuda's calls; a C application's ties keep CHANGE_COST's order and the CUDA runtime's words."""
-    (adv,) = api.advise(fixture("pycuda_loop", tmp_path))
+    (adv,) = traced.advice("pycuda_loop")
     assert advise.is_python(adv.app)
     assert adv.workload.host_reader == "numpy" and "word by word (compiled" not in adv.mapping  # numpy reads its arrays
     a = adv.loop_advice
@@ -423,7 +426,7 @@ def test_a_python_application_is_told_its_change_in_pycuda_and_pins_rather_than_
     assert a.strategy == "pinned" and a.change.startswith("allocate the host arrays with pycuda.driver.pagelocked_empty")
     flows = [x for x in adv.advice if x.flow != "loop" and x.strategy == "pinned"]
     assert flows and all("pycuda.driver.pagelocked_empty" in x.change for x in flows)
-    (c,) = api.advise(fixture("stream_loop", tmp_path))
+    (c,) = traced.advice("stream_loop")
     assert not advise.is_python(c.app) and "pycuda" not in c.loop_advice.change
     python, c_python = advise.is_python(adv.app), advise.is_python(c.app)
     assert ties.change_cost("pageable-registered", python) > ties.change_cost("pinned", python)
@@ -437,20 +440,20 @@ def test_a_c_program_s_free_of_its_malloc_d_pages_is_counted_in_its_time_now(mon
     hosts), which its trace does not show, while its time now stands on the allocation calls the trace
     timed: the release is put back, and every other way saves it (upload_once, 1 GiB in, traced on an H200);
     a Python program's numpy arrays are left as they are (pycuda_loop)."""
-    trace = ROOT / "tests" / "fixtures" / "traces" / "h200-upload_once.sqlite"
-    (counted,) = api.advise(trace)
-    monkeypatch.setattr(advise, "_unseen_release_s", lambda *args: 0.0)
-    (left_out,) = api.advise(trace)
+    (counted,) = traced.advice("upload_once", "h200")
+    monkeypatch.setattr(allocation, "unseen_release_s", lambda *args: 0.0)
+    left_out = traced.advise_again(counted)
     assert counted.workload.host_pages == "malloc" and counted.app.strategy == "pageable"
-    saved = {r["strategy"]: r["saving_s"] for r in left_out.ranking}
-    more = {r["strategy"]: r["saving_s"] - saved[r["strategy"]] for r in counted.ranking if r["strategy"] != "pageable"}
+    saved = {r["strategy"]: r["model_saving_s"] for r in left_out.ranking}  # as priced, before the bounds
+    more = {r["strategy"]: r["model_saving_s"] - saved[r["strategy"]] for r in counted.ranking
+            if r["strategy"] != "pageable"}
     gib = counted.workload.bytes / 2**30
     assert all(0.03 * gib <= d <= 0.07 * gib for d in more.values()), more
     assert len(set(round(d, 9) for d in more.values())) == 1  # one figure, the current way's own
     monkeypatch.undo()
-    (python,) = api.advise(fixture("pycuda_loop", tmp_path))
-    monkeypatch.setattr(advise, "_unseen_release_s", lambda *args: 0.0)
-    (python0,) = api.advise(fixture("pycuda_loop", tmp_path))
+    (python,) = traced.advice("pycuda_loop")
+    monkeypatch.setattr(allocation, "unseen_release_s", lambda *args: 0.0)
+    python0 = traced.advise_again(python)
     assert python.workload.host_pages == "numpy" and python.ranking == python0.ranking
 
 
@@ -528,16 +531,16 @@ def test_a_managed_program_s_least_change_is_another_managed_way():
 
 def test_a_managed_program_is_told_its_change_from_managed_memory(tmp_path):
     w = Workload(bytes=64 * MiB)
-    prefetch = advise._change("managed-prefetch", w, "managed", False)
+    prefetch = changes.change_text("managed-prefetch", w, "managed", "cuda")
     assert prefetch.startswith("keep the cudaMallocManaged buffers") and "cudaMemPrefetchAsync" in prefetch
     assert "drop the copies" not in prefetch
-    registered = advise._change("pageable-registered", w, "managed", False)
+    registered = changes.change_text("pageable-registered", w, "managed", "cuda")
     assert registered.startswith("replace the cudaMallocManaged buffers") and "cudaHostRegister" in registered
     assert "from cudaMalloc" in registered and "existing malloc'd" not in registered
     for way in ("pinned-pipelined", "pageable-staged", "pinned", "zero-copy", "mapped", "write-combined"):
-        assert advise._change(way, w, "managed-prefetch", False).startswith("replace the cudaMallocManaged"), way
-    assert advise._change("managed-prefetch", w, "pageable", False) == advise.CHANGES["managed-prefetch"]
-    (adv,) = api.advise(fixture("managed_loop", tmp_path))
+        assert changes.change_text(way, w, "managed-prefetch", "cuda").startswith("replace the cudaMallocManaged"), way
+    assert changes.change_text("managed-prefetch", w, "pageable", "cuda") == changes.CHANGES["managed-prefetch"]
+    (adv,) = traced.advice("managed_loop")
     assert adv.loop_advice.change.startswith("replace the cudaMallocManaged buffers")
 
 
@@ -558,7 +561,7 @@ def test_a_program_allocating_many_buffers_is_priced_so_under_every_way(tmp_path
     for r, s in zip(many.ranking, more.ranking):
         assert r["strategy"] == s["strategy"] and r["saving_s"] == pytest.approx(s["saving_s"], abs=1e-9)
     assert any("400 calls that allocate and free memory" in x for x in many.limits)
-    assert advise._allocations_beyond_one_s(replace(some.app, allocation_calls=advise.MANY_ALLOCATION_CALLS), None) == 0
+    assert allocations_beyond.allocations_beyond_one_s(replace(some.app, allocation_calls=thresholds.MANY_ALLOCATION_CALLS), None) == 0
 
 
 def test_nvidia_s_unified_memory_streams_and_zero_copy_samples_are_told_to_keep_what_they_have(tmp_path):
@@ -568,16 +571,16 @@ def test_nvidia_s_unified_memory_streams_and_zero_copy_samples_are_told_to_keep_
     measured more than 5% faster: prefetching UnifiedMemoryStreams' tasks ran 2.0% faster (H100) and 7.0% slower
     (H200), simpleZeroCopy with malloc'd buffers registered in place 0.5% slower (H200)
     (results/advise/cuda-samples-unseen.json)."""
-    (ums,) = api.advise(fixture("UnifiedMemoryStreams", tmp_path))
+    (ums,) = traced.advice("UnifiedMemoryStreams")
     assert ums.app.strategy == "managed" and ums.app.allocation_calls == 275
     keep = ums.loop_advice
     assert (keep.strategy, keep.change, keep.saving_s) == ("managed", "keep it as it is", 0.0)
     assert any("275 calls that allocate and free memory" in x for x in ums.limits)
-    (zero,) = api.advise(fixture("simpleZeroCopy", gpu="h200"))
+    (zero,) = traced.advice("simpleZeroCopy", "h200")
     assert zero.app.strategy == "zero-copy" and zero.workload is None
     assert (zero.loop_advice.strategy, zero.loop_advice.change) == ("zero-copy", "keep it as it is")
     # and said so to a script reading --json: the advice a program that cannot be priced is told to keep
-    r = CliRunner().invoke(cli, ["advise", str(fixture("simpleZeroCopy", gpu="h200")), "--json"])
+    r = CliRunner().invoke(cli, ["advise", str(traced.path("simpleZeroCopy", gpu="h200")), "--json"])
     assert r.exit_code == 0, r.output
     (a,) = json.loads(r.stdout)["advice"]
     assert (a["flow"], a["strategy"], a["change"], a["saving_s"]) == ("loop", "zero-copy", "keep it as it is", 0.0)
@@ -591,7 +594,7 @@ def test_a_managed_program_whose_host_samples_its_data_is_not_told_to_leave_it_o
     accessed-by, which leaves the pages on the host: 2.67 s by wall clock against 1.76 s as written on that lease,
     the slowest of its six ways, where copies from pinned memory took 0.66 s. The host can touch no more than comes
     back, so it is read as touching 15%, and advised copies; and not told that migrations bound what any way saves."""
-    (adv,) = api.advise(fixture("particles", tmp_path, gpu="h200"))
+    (adv,) = traced.advice("particles", "h200")
     per = adv.app.loop.per_iteration
     assert adv.app.strategy == "managed" and per["um_h2d_bytes"] > 3 * per["um_d2h_bytes"] > 0
     assert adv.workload.host_writes == pytest.approx(per["um_d2h_bytes"] / adv.workload.bytes, rel=1e-3)
@@ -609,7 +612,7 @@ def test_a_managed_programs_host_stalls_on_pages_faulting_back_are_priced(tmp_pa
     managed memory measured 1.07-1.34 s faster untraced on two H200 leases. Half the traced stall (a fault traced
     takes about twice its untraced time: benchmarks/host_touch.sh) beyond its priced host accesses is the current
     way's, and kept by the managed ways that leave the pages on the GPU; the others save it."""
-    (adv,) = api.advise(fixture("particles", tmp_path, gpu="h200"))
+    (adv,) = traced.advice("particles", "h200")
     h = adv.app.host_faults
     assert h.stretches == adv.app.loop.iterations and 0.8 * adv.app.wall_s > h.seconds > 0.6 * adv.app.wall_s
     advice = adv.loop_advice
@@ -627,7 +630,7 @@ def test_a_managed_programs_host_stalls_on_pages_faulting_back_are_priced(tmp_pa
     (note,) = [x for x in adv.limits if "faulting back from the GPU" in x]
     assert "priced at" in note and "managed-advise-prefer-gpu" in note and "managed-advise-accessed-by-gpu" in note
     # a loop of copies has no such stall, and its advice is what it was
-    (loop,) = api.advise(fixture("stream_loop", tmp_path))
+    (loop,) = traced.advice("stream_loop")
     assert loop.app.host_faults.seconds == 0 and not any("faulting back" in x for x in loop.limits)
 
 
@@ -637,19 +640,19 @@ def test_a_managed_programs_kernels_faulting_back_what_its_host_touched_are_pric
     The time beyond, over the steps after the first, times the share a traced kernel faulting pages back takes
     untraced (benchmarks/host_touch.sh), is the current way's, kept by the ways that keep the host's stalls and
     saved by the others. A program whose host rewrites runs of its buffer (managed_loop) is priced as before."""
-    (adv,) = api.advise(fixture("particles", tmp_path, gpu="h200"))
+    (adv,) = traced.advice("particles", "h200")
     (note,) = [x for x in adv.limits if "faulting back pages the host touched" in x]
     assert "kept by the ways that keep the host's stalls" in note and "managed-advise-prefer-gpu" in note
-    monkeypatch.setattr(advise, "TRACED_GPU_FAULT_SHARE", 0.0)
-    (without,) = api.advise(fixture("particles", tmp_path, gpu="h200"))
+    monkeypatch.setattr(thresholds, "TRACED_GPU_FAULT_SHARE", 0.0)
+    without = traced.advise_again(adv)
     assert without.loop_advice.strategy == adv.loop_advice.strategy
-    its, traced = adv.app.loop.iterations, adv.app.loop.per_iteration["kernel_s"]
+    its, kernel_s = adv.app.loop.iterations, adv.app.loop.per_iteration["kernel_s"]
     extra = adv.loop_advice.saving_s - without.loop_advice.saving_s
-    assert 0.5 * 0.75 * traced * (its - 1) < extra < 0.75 * traced * (its - 1)
+    assert 0.5 * 0.75 * kernel_s * (its - 1) < extra < 0.75 * kernel_s * (its - 1)
     by, by_without = ({r["strategy"]: r["saving_s"] for r in a.ranking} for a in (adv, without))
     assert by["managed-advise-prefer-gpu"] == pytest.approx(by_without["managed-advise-prefer-gpu"])
     monkeypatch.undo()
-    (loop,) = api.advise(fixture("managed_loop", tmp_path))
+    (loop,) = traced.advice("managed_loop")
     assert not any("faulting back pages the host touched" in x for x in loop.limits)
 
 
@@ -660,13 +663,13 @@ def test_a_managed_host_read_as_rewriting_what_comes_back_is_told_its_trace_cann
     price. Copies of only the touched cells measured fastest, the pick 21.5% and 34.5% behind: it is told that its trace
     cannot tell the two apart, and what to try. particles, whose stalls are priced apart, and a loop of copies are
     not."""
-    (adv,) = api.advise(fixture("sources", tmp_path, gpu="h200"))
+    (adv,) = traced.advice("sources", "h200")
     assert adv.app.strategy == "managed" and adv.workload.host_writes > 0.4
     (note,) = [x for x in adv.limits if "the pages that move, not the words the host touches" in x]
     assert "254MiB back an iteration" in note and "cudaHostRegister" in note and "cudaMemcpy2D" in note
     assert not any("faulting back from the GPU" in x for x in adv.limits)
     for other in ("particles", "stream_loop"):
-        (a,) = api.advise(fixture(other, tmp_path, gpu="h200"))
+        (a,) = traced.advice(other, "h200")
         assert not any("not the words the host touches" in x for x in a.limits), other
 
 
@@ -676,15 +679,17 @@ def test_a_python_script_started_by_a_wrapper_is_read_as_python_and_each_batch_l
     trace names the process as the wrapper: read as a C program, it was told C's calls. Its 32 launches of 12 µs,
     each bounded by its batch, make one pass over the dataset, not two. Advised the staging ring in Python's calls, it
     measured 2.1% behind the fastest way."""
-    (adv,) = api.advise(fixture("batches", gpu="h200"))
+    (adv,) = traced.advice("batches", "h200")
     assert adv.app.name.endswith("/batches") and adv.app.program == "python3" and advise.is_python(adv.app)
     assert adv.workload.host_pages == "numpy" and adv.workload.reuse == 1
+    # the staging ring ranks first as priced; held to what a change removes (bounds), it ties with registering the
+    # arrays in place, the least change, told in Python's calls
     a = adv.loop_advice
-    assert a.strategy == "pageable-staged" and "pycuda.driver.pagelocked_empty" in a.change
-    assert "memcpy_htod_async" in a.change and "cudaMallocHost" not in a.change
+    assert adv.ranking[0]["strategy"] == "pageable-staged" and a.tie and a.strategy == "pageable-registered"
+    assert "cuMemHostRegister" in a.change and "cudaHostRegister" not in a.change
     # every way it can be told has its Python calls
-    assert {"mapped", "managed-prefetch", "pageable-staged", "managed-advise-accessed-by-gpu"} <= set(advise.PYTHON_CHANGES)
-    assert all("cuda" not in v or "pycuda" in v or "cuda-bindings" in v for v in advise.PYTHON_CHANGES.values())
+    assert {"mapped", "managed-prefetch", "pageable-staged", "managed-advise-accessed-by-gpu"} <= set(changes.PYTHON_CHANGES)
+    assert all("cuda" not in v or "pycuda" in v or "cuda-bindings" in v for v in changes.PYTHON_CHANGES.values())
 
 
 def test_host_fault_stalls_are_the_host_s_stretches_without_gpu_work_from_first_fault_to_last():
@@ -715,22 +720,24 @@ def test_a_loop_whose_host_does_not_touch_what_it_copies_reads_as_one_pass(tmp_p
     way by wall clock on the H100 and the H200. Its host spends microseconds an iteration outside CUDA calls, so it
     is read as one pass over everything it copies; then prefetched managed memory ranks first (measured fastest on
     the H100, 1.16 s against 1.76 s as written) and pinned memory, which pays to pin 1.25 GiB, no better than now."""
-    (adv,) = api.advise(fixture("chunked_async", tmp_path))
+    (adv,) = traced.advice("chunked_async")
     w = adv.workload
     assert adv.app.loop.iterations == 32 and w.iterations == 1 and w.host_writes == 0
     assert w.bytes == pytest.approx(1.25 * 2**30, rel=0.01)
     assert "read as one pass" in adv.mapping
-    assert adv.loop_advice.strategy == "managed-prefetch" and adv.loop_advice.saving_s > 0.2
+    # prefetching ranks first; held to what a change removes (bounds), registering ties with it, the least change
+    assert adv.ranking[0]["strategy"] == "managed-prefetch" and adv.loop_advice.saving_s > 0.2
+    assert adv.loop_advice.tie and "managed-prefetch" in adv.loop_advice.note
     order = [r["strategy"] for r in adv.ranking]
     assert order.index("pinned") > order.index("pageable-registered") > order.index("managed-prefetch")
     assert any("priced as one pass over everything it copies" in x for x in adv.limits)
     # a loop whose host writes what it copies (stream_loop) is still read as its iterations
-    (loop,) = api.advise(fixture("stream_loop", tmp_path))
+    (loop,) = traced.advice("stream_loop")
     assert loop.workload.iterations == loop.app.loop.iterations > 1 and "one pass" not in loop.mapping
     # and so is NVIDIA's simpleStreams, whose host does not touch what it copies either: it copies one 64 MiB buffer
     # 63 times, and as one pass over the 4 GiB that makes, its run as it is would be predicted at 8.2 s, where it took
     # 0.44 s (0.90 s predicted as its loop)
-    (again,) = api.advise(fixture("simpleStreams", tmp_path))
+    (again,) = traced.advice("simpleStreams")
     assert again.workload.iterations == again.app.loop.iterations == 63 and "one pass" not in again.mapping
     assert any("does not touch them all every iteration" in x for x in again.limits)
     assert again.loop_advice.change == "keep it as it is"
@@ -743,7 +750,7 @@ def test_a_loop_of_copies_before_the_loop_is_read_on_its_own_and_priced_with_it(
     iteration's and it was told to keep pageable memory; every way that pins or maps its chunk buffer measured
     faster in that lease (0.73-0.90 s against 0.97 s as written). The load is now read as a loop of its own and
     priced with it."""
-    (adv,) = api.advise(fixture("twophase", tmp_path, gpu="h200"))
+    (adv,) = traced.advice("twophase", "h200")
     loop = adv.app.loop
     assert loop.iterations == 300 and loop.lead is not None and loop.lead.iterations == 24
     assert loop.lead.per_iteration["h2d_bytes"] == 32 * 2**20
@@ -756,7 +763,7 @@ def test_a_loop_of_copies_before_the_loop_is_read_on_its_own_and_priced_with_it(
     assert order.index("pinned") < order.index("pageable") < order.index("managed")
     # a loop whose first iteration's copies come ahead of its first cut (small_copies: 512 copies of 16 KiB, then
     # the kernel the iterations are cut at) has no loop before it
-    (records,) = api.advise(fixture("small_copies", tmp_path))
+    (records,) = traced.advice("small_copies")
     assert records.app.loop.lead is None
 
 
@@ -766,7 +773,7 @@ def test_a_table_read_sparsely_is_read_across_the_link_as_far_as_its_kernels_cou
     table each batch, the ways that leave it in host memory were predicted at 3.7-3.9 s where they measured 1.15-1.37 s
     (accessed-by the fastest way in that lease). A kernel of 5.8 µs moved at most what the DRAM's peak moves in that
     time, or what the L2 holds: read across the link, a batch moves that."""
-    (adv,) = api.advise(fixture("embedding", tmp_path, gpu="h200"))
+    (adv,) = traced.advice("embedding", "h200")
     w = adv.workload
     assert w.bytes >= 2**30 and w.iterations == 100 and w.kernel_s < 20e-6
     assert w.kernel_bytes == 60 * 2**20  # the H200's L2 (the DRAM's peak moves 28 MB in 5.8 µs)
@@ -775,7 +782,7 @@ def test_a_table_read_sparsely_is_read_across_the_link_as_far_as_its_kernels_cou
     assert predicted["managed-advise-accessed-by-gpu"] < 1.3 * predicted["managed-prefetch"]
     assert predicted["mapped"] < 1.3 * predicted["pageable-registered"]
     # a kernel whose time covers its buffer at the DRAM's peak keeps reading all of it (stream_loop: 128 MiB)
-    (stream,) = api.advise(fixture("stream_loop", tmp_path))
+    (stream,) = traced.advice("stream_loop")
     assert stream.workload.kernel_bytes == 0
 
 
@@ -843,7 +850,7 @@ def test_a_launch_counts_at_most_one_pass_and_no_more_than_its_time_moves(tmp_pa
 def test_a_pipeline_whose_launches_each_work_on_a_chunk_makes_one_pass(tmp_path):
     # overlapped (H100): 32 MiB in 8 chunks over streams, a launch a chunk; each launch's time covers more than its
     # chunk at the DRAM's peak, but it reads its chunk alone
-    (adv,) = api.advise(fixture("overlapped", tmp_path))
+    (adv,) = traced.advice("overlapped")
     assert adv.app.loop.per_iteration["kernels"] == 8 and adv.app.loop.per_iteration["h2d_copies"] == 8
     assert adv.workload.reuse == 1
 
@@ -854,7 +861,7 @@ def test_a_frame_refined_by_40_launches_is_read_as_their_passes(tmp_path):
     and read. Eight rounds: pinned 0.684 s, registered 0.709 s, as written 0.968 s; mapped 1.809 s, zero-copy 1.438 s,
     accessed-by 1.365 s. Read as one pass, those three had been predicted at 0.46-0.48 s, second to fourth, in the
     tie; read as the launches' passes (34: the frame stays in the L2, 12 µs a launch), at 1.39-1.40 s."""
-    (adv,) = api.advise(fixture("refine", tmp_path, gpu="h200"))
+    (adv,) = traced.advice("refine", "h200")
     assert adv.app.strategy == "pageable" and adv.app.loop.per_iteration["kernels"] == 40
     assert adv.workload.reuse == 34
     predicted = {r["strategy"]: r["predicted_s"] for r in adv.ranking}
@@ -873,7 +880,7 @@ def test_a_batch_copied_whole_whose_kernel_reads_its_headers_is_read_in_place_fi
     (4 MiB). Priced as reading each batch whole, the ways that leave it in host memory were predicted behind a
     pipelined copy; bounded by the kernels' time they rank first, as accessed-by (2.29 s) and mapped (2.39 s)
     measured, ahead of the registered memory the tie gives (2.66 s) and pinned (3.18 s)."""
-    (adv,) = api.advise(fixture("headers", tmp_path, gpu="h200"))
+    (adv,) = traced.advice("headers", "h200")
     assert adv.workload.bytes >= 256 * 2**20 and adv.workload.kernel_bytes == 60 * 2**20
     order = [r["strategy"] for r in adv.ranking]
     assert {order[0], order[1]} == {"managed-advise-accessed-by-gpu", "mapped"}
@@ -891,11 +898,16 @@ def test_a_process_driving_two_gpus_is_advised_on_each(tmp_path):
     copies; their copies never ran at once, so the program saves their sum: 0.37 s predicted (each flow's first copy
     counted at its later copies' pace), 0.47 s measured (six rounds: pageable 3.478 s, registered 3.007 s, pinned
     2.979 s)."""
-    trace = fixture("two_gpus", tmp_path, gpu="h200")
+    trace = traced.path("two_gpus", gpu="h200")
     found = api.advise(trace)
     assert sorted(a.app.device for a in found) == [0, 1] and len({a.app.pid for a in found}) == 1
-    assert {a.loop_advice.strategy for a in found} == {"pageable-registered"}
-    assert 0.47 * 0.75 < sum(a.loop_advice.saving_s for a in found) < 0.47 * 1.2
+    # each GPU's saving as priced, 0.18 s of its 3.15 s, is within the prediction's own error on a saving: kept, the
+    # candidates named (do no harm; the program as a whole measured 0.47 s faster registered)
+    assert {a.ranking[0]["strategy"] for a in found} <= {"pageable-registered", "pinned", "pinned-pipelined"}
+    assert 0.47 * 0.75 < sum(max(r["saving_s"] for r in a.ranking) for a in found) < 0.47 * 1.2
+    for a in found:
+        assert a.loop_advice.strategy == "pageable" and "within the prediction's own error" in a.loop_advice.note
+        assert "pageable-registered" in a.loop_advice.note
     for a in found:
         (note,) = [x for x in a.app.notes if "drives 2 GPUs" in x]
         assert "(0, 1)" in note and "the sum of the GPUs'" in note
@@ -929,7 +941,7 @@ def test_memory_page_locked_every_iteration_is_advised_pinned_once(tmp_path):
     cudaHostUnregister), 48 MiB each way, 30 frames. Priced as registering once, as every other way was, it had been
     told to keep what it has; the 120 calls took 240 ms of the loop. Eight rounds: as written 1.567 s, registered once
     1.359 s (0.21 s saved), zero-copy 1.316 s, pageable 1.654 s."""
-    (adv,) = api.advise(fixture("pin_per_call", tmp_path))
+    (adv,) = traced.advice("pin_per_call")
     app = adv.app
     assert app.strategy == "pageable-registered" and app.pinning_in_loop_calls == 120
     assert 0.2 < app.pinning_in_loop_s < 0.3
@@ -979,7 +991,7 @@ def test_copies_through_a_bounce_buffer_are_priced_with_the_hosts_copies(tmp_pat
     bounce buffer allocated once measured 27% behind the fastest). Eight rounds: as written 2.183 s, bounce buffer
     allocated once 1.808 s, the frames in pinned memory and copied whole 1.501 s, registered 1.496 s, zero-copy
     1.422 s (fastest), pageable 1.788 s."""
-    (adv,) = api.advise(fixture("bounce_per_call", tmp_path))
+    (adv,) = traced.advice("bounce_per_call")
     app = adv.app
     assert app.strategy == "pinned" and "a bounce buffer" in app.strategy_why
     staging = app.host_staging
@@ -1035,7 +1047,7 @@ def test_snapshots_copied_back_every_few_steps_read_as_a_loop_of_one_copy(tmp_pa
     in once, 400 steps on the GPU, the whole field copied back into a malloc'd buffer every 20th step for the host to
     read. Eight rounds: as written 4.038 s, registered 3.082 s, accessed-by (the snapshot buffer in managed memory
     written by a kernel) 2.956 s, the fastest; the pinned pipeline 3.126 s."""
-    (adv,) = api.advise(fixture("snapshot", tmp_path))
+    (adv,) = traced.advice("snapshot")
     app = adv.app
     assert app.strategy == "pageable" and app.loop.iterations == 19
     per = app.loop.per_iteration
@@ -1060,7 +1072,7 @@ def test_a_thrust_program_is_advised_from_the_calls_thrust_makes(tmp_path):
     storage and copies an 8-byte result back) and copies 32 MiB back, 40 batches. Advised the registered buffers (a
     tie), the fastest of ten rounds (1.154 s; pageable 1.498 s, pinned 1.172 s): 0.25 s predicted, 0.34 s measured,
     within a mode's spread of runs (0.13-0.34 s)."""
-    (adv,) = api.advise(fixture("thrust_stats", tmp_path, gpu="h200"))
+    (adv,) = traced.advice("thrust_stats", "h200")
     assert adv.app.strategy == "pageable" and adv.app.pinning_in_loop_calls == 0
     assert adv.app.loop.iterations == 40
     advice = adv.loop_advice
@@ -1098,7 +1110,7 @@ def test_managed_footprint_counts_whole_the_2mib_blocks_that_faults_touched_besi
 def test_managed_loop_s_buffer_reads_whole_from_its_faults_where_its_migrations_fall_short(tmp_path):
     """managed_loop (H100): 256 MiB in and 1 MiB out, its host rewriting a tenth of the input each step; its trace's
     migrations cover 144 MiB of it, its faults every 2 MiB block."""
-    (adv,) = api.advise(fixture("managed_loop", tmp_path))
+    (adv,) = traced.advice("managed_loop")
     assert 256 * 2**20 <= adv.workload.bytes <= 258 * 2**20
     assert 0.09 < adv.workload.host_writes < 0.11
 
@@ -1108,13 +1120,18 @@ def test_a_table_copied_in_again_unchanged_is_told_what_copying_it_once_saves_at
     again unchanged with each batch's 4 MiB input, 60 batches. Its host has 2.2 ms a batch outside CUDA calls, too
     little to write what it copies: told so, and that copied once its copies in take at most 59 x 17.1 ms less
     (measured: pageable 1.54 s, the table copied once 0.64 s)."""
-    (adv,) = api.advise(fixture("recopy", tmp_path, gpu="h200"))
+    (adv,) = traced.advice("recopy", "h200")
     loop = adv.app.loop
     assert loop.iterations == 60 and 0.016 < loop.per_iteration["h2d_s"] < 0.018
     (note,) = [x for x in adv.limits if "copied once" in x]
     assert "100MiB an iteration" in note and "at most 1.01 s less over its 60 iterations" in note
-    # its advice, as priced (every byte rewritten each batch): page-locking in place, 0.84 s saved (0.83 measured)
-    assert adv.loop_advice.strategy == "pageable-registered" and 0.7 < adv.loop_advice.saving_s < 1.0
+    # as priced (every byte rewritten each batch), page-locking in place saves 0.84 s (0.83 measured); but the
+    # calibration prices the program as it runs 51% above its traced time (a host rewriting what it does not touch):
+    # it cannot see this program well, and advises no change (do no harm)
+    saving = {r["strategy"]: r["saving_s"] for r in adv.ranking}
+    assert 0.7 < saving["pageable-registered"] < 1.0
+    assert adv.loop_advice.strategy == "pageable" and adv.loop_advice.saving_s == 0
+    assert any(x.code == "cannot-see-program" for x in adv.limits)
 
 
 @pytest.mark.parametrize("name, advised", [("cadence", "pageable-registered"), ("arrays", "pinned")])
@@ -1124,7 +1141,7 @@ def test_copies_from_pageable_memory_are_the_current_way_s_as_traced(tmp_path, n
     copies took 463 ms where the model priced 655 ms (the saving had been predicted 0.56 s); arrays' copied back into
     a new numpy array every step, at 3.5 GB/s, 746 ms where the model priced 400 ms (0.33 s predicted). Taken as
     traced, the advised way's saving is within 20% of the one measured by wall clock on that lease."""
-    (adv,) = api.advise(fixture(name, tmp_path, gpu="h200"))
+    (adv,) = traced.advice(name, "h200")
     a = adv.loop_advice
     assert adv.app.strategy == "pageable" and a.strategy == advised and a.tie
     walls = _walls(json.loads((RESULTS / "advise" / "nvidia-h200-judged-zz.json").read_text()), name)
@@ -1140,7 +1157,7 @@ def test_a_first_copy_into_untouched_pages_and_a_small_copy_beside_a_large_one_u
     in: counted whole, registering the buffer was predicted to save 0.45 s. histogram copies 64 MiB in and 4 KiB
     out an iteration. Both are advised to page-lock their buffers in place, within 20% of the saving measured by wall
     clock (registered against pageable: 1.062 and 1.313 s, 0.852 and 1.165 s)."""
-    (adv,) = api.advise(fixture(name, tmp_path, gpu="h200"))
+    (adv,) = traced.advice(name, "h200")
     a = adv.loop_advice
     assert adv.app.strategy == "pageable" and a.strategy == "pageable-registered" and a.tie
     assert abs(a.saving_s - measured) <= 0.2 * measured, (a.saving_s, measured)
@@ -1152,7 +1169,7 @@ def test_pageable_copies_traced_slower_than_priced_save_that_much_more(tmp_path)
     slow.steps = [replace(op, dur_ns=3 * op.dur_ns) if op.what == "copy" else op for op in slow.steps]
     advices = [api.advise(write_trace(tmp_path / f"{n}.sqlite", app))[0]
                for n, app in (("plain", pageable_loop(iterations=20, mib=32)), ("slow", slow))]
-    plain, slower = ({r["strategy"]: r["saving_s"] for r in a.ranking} for a in advices)
+    plain, slower = ({r["strategy"]: r["model_saving_s"] for r in a.ranking} for a in advices)
     beyond = [a.app.copies_waits_s(a.app.explicit_copies_within(a.app.loop.span)).sum() for a in advices]
     beyond = beyond[1] - beyond[0]
     assert beyond > 0.1
@@ -1170,7 +1187,7 @@ def test_a_first_copy_back_into_untouched_pages_counts_at_its_later_copies_pace(
                       for op in faulting.steps]
     advices = [api.advise(write_trace(tmp_path / f"{n}.sqlite", app))[0]
                for n, app in (("plain", pageable_loop(iterations=10, mib=64)), ("faulting", faulting))]
-    plain, first_slow = ({r["strategy"]: r["saving_s"] for r in a.ranking} for a in advices)
+    plain, first_slow = ({r["strategy"]: r["model_saving_s"] for r in a.ranking} for a in advices)
     assert advices[1].loop_advice.now_s > advices[0].loop_advice.now_s + 0.03  # the slow copy is in the loop's time
     for way in ("pinned", "pageable-registered", "mapped"):
         assert first_slow[way] == pytest.approx(plain[way], abs=1e-3)
@@ -1192,7 +1209,7 @@ def test_an_output_copied_back_in_parts_into_untouched_pages_counts_at_its_later
                                           Op("host", dur_ns=int(b / 12e9 * 1e9))])
     advices = [api.advise(write_trace(tmp_path / f"{n}.sqlite", loop(n == "faulting")))[0]
                for n in ("plain", "faulting")]
-    plain, faulting = ({r["strategy"]: r["saving_s"] for r in a.ranking} for a in advices)
+    plain, faulting = ({r["strategy"]: r["model_saving_s"] for r in a.ranking} for a in advices)
     assert advices[1].loop_advice.now_s > advices[0].loop_advice.now_s + 0.03  # the slow copies are in its time
     for way in ("pinned", "pageable-registered", "mapped"):
         assert faulting[way] == pytest.approx(plain[way], abs=2e-3)
@@ -1209,7 +1226,7 @@ def test_a_small_copy_an_iteration_beside_a_large_one_leaves_the_large_one_as_tr
                                           Op("kernel", dur_ns=30_000),
                                           Op("copy", "d2h", 4096, "pageable", dur_ns=20_000)])
     advices = [api.advise(write_trace(tmp_path / f"{n}.sqlite", loop(k)))[0] for n, k in (("plain", 1), ("slow", 3))]
-    plain, slower = ({r["strategy"]: r["saving_s"] for r in a.ranking} for a in advices)
+    plain, slower = ({r["strategy"]: r["model_saving_s"] for r in a.ranking} for a in advices)
     beyond = 20 * 2 * (64 * 2**20 / 10e9)  # two thirds more of each copy in: 2 x 6.7 ms, 20 times
     for way in ("pinned", "pageable-registered"):
         assert slower[way] - plain[way] == pytest.approx(beyond, rel=0.05)
@@ -1260,7 +1277,7 @@ def test_a_loop_whose_copies_change_size_every_iteration_unseen(tmp_path):
     buffers, within 20% of the saving measured by wall clock (registered against pageable: 0.852 against 1.015 s)."""
     walls = _walls(json.loads((RESULTS / "advise" / "nvidia-h200-judged-zze.json").read_text()), "requests")
     measured = walls["pageable"] - walls["pageable-registered"]
-    (adv,) = api.advise(fixture("requests", tmp_path, gpu="h200"))
+    (adv,) = traced.advice("requests", "h200")
     app, a = adv.app, adv.loop_advice
     assert len(app.flows) <= 16 and app.flows["count"].sum() == 320
     assert app.loop.iterations == 160
@@ -1282,13 +1299,17 @@ def test_passes_over_one_dataset_carried_out_and_back_price_managed_memory_movin
     calibration prices managed memory's first write by stores at 0.20 s for the image, where the program took
     0.30-0.32 s (its traces on an H200, 2026-12-03: results/advise/nvidia-h200-tiles-passes.tar.gz)."""
     walls = _walls(json.loads((RESULTS / "advise" / "nvidia-h200-judged-zzg.json").read_text()), "tiles")
-    (adv,) = api.advise(fixture("tiles", tmp_path, gpu="h200"))
+    (adv,) = traced.advice("tiles", "h200")
     app, a = adv.app, adv.loop_advice
     per = app.loop.per_iteration
     assert app.strategy == "pageable" and per["h2d_bytes"] == per["d2h_bytes"] == 512 * 2**20
-    assert a.strategy in ("managed", "managed-prefetch", "managed-advise-prefer-gpu")
-    assert walls[a.strategy] <= 1.05 * min(walls.values())
-    assert a.saving_s <= 1.7 * (walls["pageable"] - walls[a.strategy])  # 2.1x while the first pass counted twice
+    # the managed ways rank first, held to what a change removes (bounds); the calibration prices the program as it
+    # runs 50% above its traced time, so no change is advised from its prices (do no harm)
+    first = adv.ranking[0]
+    assert first["strategy"] in ("managed", "managed-prefetch", "managed-advise-prefer-gpu")
+    assert walls[first["strategy"]] <= 1.05 * min(walls.values())
+    assert first["saving_s"] <= 1.7 * (walls["pageable"] - walls[first["strategy"]])
+    assert a.strategy == "pageable" and any(x.code == "cannot-see-program" for x in adv.limits)
     (note,) = [x for x in adv.limits if "carries out and back" in x]
     assert "managed memory would move once" in note
     # every copy way keeps the program's copies as its iterations price them
@@ -1304,9 +1325,9 @@ def test_a_round_trip_is_a_loop_whose_host_does_not_touch_what_it_copies_out_and
         return SimpleNamespace(loop=SimpleNamespace(iterations=iterations,
                                                     per_iteration={"h2d_bytes": sent, "d2h_bytes": back}))
 
-    assert advise._round_trip(app(), (0.01, 0.2))
-    assert not advise._round_trip(app(), (0.15, 0.2))  # a host with time to touch it all
-    assert not advise._round_trip(app(back=16.0), (0.01, 0.2))  # results back, not the data
-    assert not advise._round_trip(app(back=0.0), (0.01, 0.2))
-    assert not advise._round_trip(app(iterations=1), (0.01, 0.2))
-    assert not advise._round_trip(app(), None)  # several threads, or nothing priced
+    assert carried.round_trip(app(), (0.01, 0.2))
+    assert not carried.round_trip(app(), (0.15, 0.2))  # a host with time to touch it all
+    assert not carried.round_trip(app(back=16.0), (0.01, 0.2))  # results back, not the data
+    assert not carried.round_trip(app(back=0.0), (0.01, 0.2))
+    assert not carried.round_trip(app(iterations=1), (0.01, 0.2))
+    assert not carried.round_trip(app(), None)  # several threads, or nothing priced

@@ -1,0 +1,219 @@
+"""The advice in words (its last step): what bounds any saving, the tie, and the verdict."""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from umprof.core.units import format_size, format_time
+from umprof.model import ties
+from umprof.model.advice import thresholds as th
+from umprof.model.advice.read import host_s, untouched
+from umprof.model.advice.result import AppAdvice, Limit
+from umprof.model.advice.rules.carried import round_trips_s
+from umprof.model.application import GRAPH_NODES, Application
+from umprof.model.predict import Prediction
+from umprof.model.workload import Workload
+
+
+class Moving(NamedTuple):
+    """What the trace measured of the time a change could remove, beside copies and migrations: the loop's
+    page-locking, the host's copies through a bounce buffer, and the host's and kernels' fault stalls (as priced)."""
+    pinning_s: float = 0.0
+    staging_s: float = 0.0
+    stall_s: float = 0.0
+    gpu_stall_s: float = 0.0
+
+
+def moving_s(app: Application, m: Moving) -> float:
+    """Copies, migrations and the rest of what moving data takes (``m``): the kernels' faults beyond their priced time
+    hold the migrations to the GPU that they wait for, so the more of the two counts, not both."""
+    return (app.totals["copy_s"] + max(app.um["migration_s"], m.gpu_stall_s) + m.pinning_s + m.staging_s
+            + m.stall_s)
+
+
+def _moving_words(app: Application, m: Moving) -> str:
+    parts = ["copies", "migrations"] + (["page-locking in the loop"] if m.pinning_s else []) \
+        + (["the host's copies through its bounce buffer"] if m.staging_s else []) \
+        + (["the host's stalls on faults (as priced)"] if m.stall_s else []) \
+        + (["the kernels' faults beyond their priced time (as priced, the migrations within them)"]
+           if m.gpu_stall_s > app.um["migration_s"] else [])
+    return ", ".join(parts[:-1]) + " and " + parts[-1]
+
+
+def _where_the_rest_is(app: Application, rest: float, host_now: float, advised: Prediction) -> str:
+    """Where a saving beyond the moving time comes from: the host's accesses, the loop's other steps, or both."""
+    by_host = max(0.0, min(rest, host_now - host_s(advised)))
+    other = rest - by_host
+    host_words = (f"the host's own writes and reads of its buffers (predicted at {format_time(host_now)} over the "
+                  f"run as it is, {app.strategy} memory, and {format_time(host_s(advised))} under "
+                  f"{advised.strategy})")
+    other_words = ("the loop's other steps (the copy calls' time beyond their transfers, the kernels' reads), "
+                   "predicted faster under it")
+    if by_host > 0 and other > th.OTHER_SHARE * rest:
+        return f": {format_time(by_host)} in {host_words}, and {format_time(other)} in {other_words}"
+    return f" is in {host_words if by_host > 0 else other_words}"
+
+
+def moving_limits(app: Application, saving: float, host_now: float, advised: Prediction, m: Moving) -> list[Limit]:
+    """What bounds any strategy's saving: where the advice saves more than the moving time (``moving_s``), whatever
+    its share of the run, where the rest comes from (the host's accesses, ``host_now`` over the run as it is and
+    ``advised``'s, and the loop's other steps), since the trace measured only the moving; else, where the moving is a
+    small share of the run, that share."""
+    if app.wall_s <= 0:
+        return []
+    moving = moving_s(app, m)
+    share = moving / app.wall_s
+    taken = f"{_moving_words(app, m)} take {format_time(moving)} of its {format_time(app.wall_s)} ({share:.0%})"
+    if saving > th.BEYOND_MOVING * moving:  # however large their share: the rest is a prediction the trace cannot check
+        rest = saving - moving
+        return [Limit("saving-beyond-moving", f"{taken}; the rest of the predicted saving ({format_time(rest)})"
+                                              f"{_where_the_rest_is(app, rest, host_now, advised)}")]
+    if share < th.SMALL_MOVING_SHARE:
+        return [Limit("moving-bounds-saving", f"{taken}: no host-memory strategy can save much more than that")]
+    return []
+
+
+def run_limits(app: Application, idle, one_pass: bool, carried: bool) -> list[Limit]:
+    """What the trace says of the run as a whole: a loop whose host does not touch what it copies, CUDA graph
+    launches traced whole, no loop found."""
+    out = host_untouched(app, idle, one_pass, carried) + graphs_traced_whole(app)
+    if app.loop is None:
+        out.append(Limit("no-loop", "no loop was found in its CUDA calls: the run is read as one iteration"))
+    return out
+
+
+def host_untouched(app: Application, idle: tuple[float, float] | None, one_pass: bool,
+                    carried: bool = False) -> list[Limit]:
+    """Where the loop's one host thread spends far less time outside its CUDA calls than writing and reading
+    the bytes it moves would take (``untouched``): a line saying so (data copied again unchanged, an
+    asynchronous loop whose host touches its results after it), how it was priced (``one_pass``: as one pass
+    over everything it copies), and, read as its iterations, what copying its input once would save at most
+    (``_copied_once``; read as one pass, its copies are of data written once, each part its own); where it was read
+    as one dataset carried out and back (``carried``: ``round_trip``), that the ways that keep pages on the GPU were
+    priced moving it once; else none."""
+    if not untouched(idle):
+        return []
+    own, priced = idle
+    if carried:
+        per = app.loop.per_iteration
+        text = (f"its loop's host thread spends {format_time(own)} an iteration outside CUDA calls, where writing and "
+                f"reading the bytes it moves would take {format_time(priced)} at the calibration's rates, and each "
+                f"iteration copies out as much as it copies in ({format_size(per['h2d_bytes'])} in, "
+                f"{format_size(per['d2h_bytes'])} out): read as one dataset that the loop carries out and back "
+                "unchanged (passes over data too large for the GPU, as written), which managed memory would move once "
+                "each way: so the ways that keep its pages on the GPU are priced, and the copy ways with the "
+                f"program's copies as they are; copied once, its copies would take at most "
+                f"{format_time(round_trips_s(app))} less, where it is one dataset")
+        return [Limit("dataset-carried", text)]
+    if one_pass:
+        text = (f"its loop's host thread spends {format_time(own)} an iteration outside CUDA calls, where writing and "
+                f"reading the bytes it moves would take {format_time(priced)} at the calibration's rates: its data "
+                "is written before the loop and read after it, so the run is priced as one pass over everything it "
+                "copies; data copied again unchanged is better copied once")
+        return [Limit("read-as-one-pass", text)]
+    text = (f"its loop's host thread spends {format_time(own)} an iteration outside CUDA calls, where writing and "
+            f"reading the bytes it moves, as the prediction assumes it does, would take {format_time(priced)} at the "
+            "calibration's rates: it does not touch them all every iteration (data copied again unchanged, or "
+            "results read after the loop), so the savings may differ; data copied again unchanged is better "
+            f"copied once{copied_once(app)}")
+    return [Limit("host-untouched", text)]
+
+
+def copied_once(app: Application) -> str:
+    """What copying the loop's input once, before it, would save at most, as the trace measured it: its copies
+    in after the first iteration (the steady iteration's, times the iterations after the first); a clause
+    (empty where it copies nothing in). At most: copies that overlap kernels or other copies take less than
+    their time from the run. Which copies carry unchanged data the trace cannot say."""
+    loop = app.loop
+    each = float(loop.per_iteration.get("h2d_s", 0.0)) if loop is not None else 0.0
+    if each <= 0 or loop.iterations < 2:
+        return ""
+    b = float(loop.per_iteration.get("h2d_bytes", 0.0))
+    return (f" (its copies in, {format_size(b)} an iteration, took {format_time(each)} an iteration as traced: "
+            f"copied once before the loop, at most {format_time(each * (loop.iterations - 1))} less over its "
+            f"{loop.iterations} iterations, where none of it changes between them)")
+
+
+def graphs_traced_whole(app: Application) -> list[Limit]:
+    """What the trace could not count: CUDA graph launches traced whole (nsys's default), a line, or none."""
+    if not app.graph_launches:
+        return []
+    text = (f"{app.graph_launches} CUDA graph launches were traced whole: the copies and kernels inside them are not "
+            f"counted here; {GRAPH_NODES}")
+    return [Limit("graphs-traced-whole", text)]
+
+
+def passes_limit(w: Workload) -> list[Limit]:
+    """What reading the kernels' launches as passes over the copied data assumes (``read.kernel_passes``)."""
+    if w.reuse <= 1:
+        return []
+    text = (f"its kernels are read as {w.reuse} passes an iteration over what it copies in: the ways that leave the "
+            f"data in host memory are priced as reading it across the link {w.reuse} times; where some launches work "
+            "on buffers of their own on the GPU, those ways read it fewer times than priced")
+    return [Limit("kernel-passes", text)]
+
+
+def tie_note(tied: list[Prediction], pick: Prediction, whole: dict) -> str:
+    if len(tied) < 2:
+        return ""
+    names = ", ".join(p.strategy for p in tied)
+    first, last = whole[tied[0].strategy], whole[tied[-1].strategy]
+    spread = last / first - 1 if first > 0 else 0.0
+    fastest = tied[0].strategy
+    # what the least change gives up, as predicted: on every judged lease the fastest prediction measured within
+    # 5% of the fastest way a little more often than the tie's pick (benchmarks/apps/tie_policy.py)
+    given_up = (f" ({fastest}, predicted fastest, saves {format_time(whole[pick.strategy] - first)} more)"
+                if pick.strategy != fastest and whole[pick.strategy] > first else "")
+    apart = f"{ties.within(spread)} of each other" if spread >= 0.005 else ties.within(spread)
+    return (f"{names}: {apart}, predicted (under the prediction's own error, "
+            f"{th.PREDICTION_ERROR:.0%}); {pick.strategy} changes the least code{given_up}")
+
+
+def verdict(app, out: AppAdvice, tied: list[Prediction], now_s: float, base: Prediction, within_noise: bool) -> str:
+    """One paragraph: what it does now, its loop as read, and the advice (or why to keep it)."""
+    current, loop = app.strategy, out.loop_advice
+    lines = [f"{app.name} on {app.gpu}: {current} now ({app.strategy_why})."]
+    if app.loop is not None:
+        lines.append(f"Its loop: {app.loop.iterations} iterations of {format_time(app.loop.steady_s)} "
+                     f"({_measured(out, now_s)}); read as {out.workload.describe()}.")
+    if within_noise:
+        lines.append(f"{loop.note}: keep it.")
+    elif loop.strategy == current and loop.saving_s > 0:  # the way it has, its memory page-locked once
+        lines.append("It already uses the strategy predicted fastest"
+                     + (" or one within the prediction's error of it" if len(tied) > 1 else "")
+                     + f", but page-locks and releases its memory every iteration: keep {current}, pinned once, "
+                     f"predicted {format_time(loop.predicted_s)} instead of {format_time(now_s)} (saves "
+                     f"{format_time(loop.saving_s)}, {loop.saving_s / now_s:.0%}).")
+    elif loop.strategy == current:
+        lines.append("It already uses the strategy predicted fastest"
+                     + (" or one within the prediction's error of it" if len(tied) > 1 else "") + ": keep it.")
+    else:
+        lines.append(f"Use {loop.strategy}: predicted {format_time(loop.predicted_s)} instead of {format_time(now_s)} "
+                     f"(saves {format_time(loop.saving_s)}, {format_time(loop.saving_low_s)}-"
+                     f"{format_time(loop.saving_high_s)}, {loop.saving_s / now_s:.0%})"
+                     + (f"; a tie: {loop.note}" if loop.tie else "") + ".")
+    model_now = base.whole_s
+    if model_now > 0 and abs(model_now / now_s - 1) > th.MODEL_MISS and base.strategy == current:
+        lines.append(f"(The calibration predicts its loop as it runs now at {format_time(model_now)} against "
+                     f"{format_time(now_s)} measured: savings are its differences, the rest of the run is its own.)")
+    return " ".join(lines)
+
+
+def unseen_note(model_now: float, now_s: float) -> str:
+    """The advice's note where the calibration cannot see the program well (``pipeline.cannot_see``)."""
+    return (f"the calibration prices the program as it runs now at {format_time(model_now)}, "
+            f"{model_now / now_s - 1:.0%} above the {format_time(now_s)} measured: beyond the prediction's own error "
+            f"({th.SAVING_ERROR:.1%}), it cannot see this program well enough to bound a saving")
+
+
+def unseen_limit(model_now: float, now_s: float) -> Limit:
+    """The limit said where the calibration cannot see the program well: no change is advised."""
+    return Limit("cannot-see-program", unseen_note(model_now, now_s) + "; no change is advised from its prices")
+
+
+def _measured(out: AppAdvice, now_s: float) -> str:
+    """The loop's time now in words: as traced, and untraced where the tracing's overhead was taken out."""
+    if not out.tracing_overhead_s:
+        return f"{format_time(now_s)} measured"
+    how = "measured untraced" if out.overhead_from == "wall" else "the tracing's overhead estimated"
+    return f"{format_time(out.traced_s)} traced, {format_time(now_s)} untraced, {how}"

@@ -1,0 +1,92 @@
+"""The host's stalls on managed pages faulting back from the GPU, as the trace measured them (less its own slowing, and
+less what the model prices of the current way's host accesses): the current way's, and kept by every way whose pages
+sit on the GPU after its kernels (``keeps_stalls``)."""
+
+from __future__ import annotations
+
+from umprof.core.units import format_size, format_time
+from umprof.model import ties
+from umprof.model.advice import thresholds as th
+from umprof.model.advice.changes import is_python
+from umprof.model.advice.read import Reading
+from umprof.model.advice.result import Limit
+from umprof.model.advice.rules import Adjustment
+from umprof.model.application import Application
+from umprof.model.calibration import kind
+from umprof.model.workload import Workload
+
+# besides on-demand managed memory (managed, prefer-gpu), the way whose pages sit on the GPU after its kernels, where
+# the host's touches fault them back (keeps_stalls): accessed-by leaves pages where they are, but the GPU's access
+# counters move those it keeps reading to it (particles, measured 1.38-1.51x as written under accessed-by on all five
+# runs that timed both, one H100's and four H200s' of 2026-11-27 and -12-01: it saved none of the host's stalls)
+ACCESS_COUNTED = "managed-advise-accessed-by-gpu"
+
+
+def keeps_stalls(strategy: str) -> bool:
+    """Whether the way leaves the pages on the GPU after its kernels, so that the host's touches fault them back."""
+    return kind(strategy) == "on-demand" or strategy == ACCESS_COUNTED
+
+
+def adjust(app: Application, r: Reading) -> Adjustment:
+    """The host's stalls as priced untraced (``fault_stall_s``): added to its time now and to every other way that
+    keeps them."""
+    stall_s = fault_stall_s(app, r.host_now)
+    ways = {p.strategy: stall_s for p in r.ranked if p is not r.base and keeps_stalls(p.strategy)} if stall_s else {}
+    return Adjustment("host_faults", seconds=stall_s, now_s=stall_s, ways=ways)
+
+
+def fault_stall_s(app: Application, host_now: float) -> float:
+    """The application's host stalls on managed pages faulting back from the GPU over its loop, as it spends them
+    untraced: what its trace measured (``Application.host_faults``) times th.TRACED_FAULT_SHARE, less the current way's
+    host accesses the model prices (``host_now``, which holds its priced faults); 0 where that is nothing.
+
+    The model prices the host's faults by the bytes it reads or writes, as the calibration's loop makes them, a run
+    of the buffer; a host that samples a managed array between kernels touches a word here and there, and each
+    touch waits for its page alone. particles (2048 records of a 256 MiB array read each
+    step) spent 2.14 s of its 3.05 s traced loop on an H200 so, where its reads were priced in microseconds and
+    copies in its place measured 1.07-1.34 s faster untraced."""
+    return max(0.0, app.host_faults.seconds * th.TRACED_FAULT_SHARE - host_now)
+
+
+def stall_limit(app: Application, stall_s: float, keeping: list[str]) -> list[Limit]:
+    """What the host's stalls on pages faulting back from the GPU were priced at, from what, and which ways
+    (``keeping``) keep them."""
+    h = app.host_faults
+    if stall_s <= 0:
+        return []
+    text = (f"its host waited {format_time(h.seconds)} of the traced loop on managed pages faulting back from the GPU "
+            f"({h.stretches} stretches without GPU work; {app.um['cpu_faults']} CPU page faults traced): priced at "
+            f"{format_time(stall_s)} untraced ({th.TRACED_FAULT_SHARE:.0%} of it, as a traced fault measured against "
+            "an "
+            "untraced one on an H200, less the host accesses already priced for its way), kept by the ways that leave "
+            f"the pages on the GPU after its kernels ({', '.join(keeping)}; accessed-by as the GPU's access counters "
+            "move them there) and saved by every other")
+    return [Limit("host-fault-stalls", text)]
+
+
+def touches_unseen_limit(app: Application, w: Workload, stall_s: float, one_pass: bool) -> list[Limit]:
+    """Where a managed loop's host is read as rewriting the pages that come back to it every iteration, and its
+    stalls lie within that rewrite's price (``stall_s`` 0): a line saying that its trace cannot tell that from a host
+    touching a few words of each page, and what to try then; else none.
+
+    A CPU page fault brings back a block of pages around the touch (about 320-340 KiB a fault in every H200 trace
+    of the judged programs, the host's touches sparse or dense), so a trace holds the pages that moved, not the
+    words the host touched. sources (a float every 32 KiB of a 256 MiB field read and updated each step) brought back
+    254 MiB a step in about 760 faults, and was read as a host rewriting half its field: its copies were priced as
+    moving that much, and the pick measured 21.5% and 34.5% behind copies of only the touched cells, registered in
+    place, on two H200 leases of 2026-12-02, which saved 1.5-1.8 s where 0.7 s had been predicted."""
+    loop = app.loop
+    if one_pass or loop is None or stall_s > 0 or not ties.is_managed(app.strategy) or w.host_writes <= 0:
+        return []
+    back, faults = float(loop.per_iteration.get("um_d2h_bytes", 0.0)), app.um["cpu_faults"] / loop.iterations
+    if back <= 0 or faults < 1:
+        return []
+    how = ("the array page-locked in place, one pycuda.driver.Memcpy2D each way gathering words at a stride"
+           if is_python(app) else
+           "the buffer page-locked with cudaHostRegister, one cudaMemcpy2D each way gathering words at a stride")
+    text = (f"its host's page faults brought {format_size(back)} back an iteration (about {faults:.0f} CPU faults, "
+            f"{format_size(back / faults)} each), read as the host rewriting {w.host_writes:.0%} of the buffer, as its "
+            "time between kernels allows: a trace shows the pages that move, not the words the host touches; if it "
+            f"touches only a few words of each, copies of only those ({how}) would save more than any way here is "
+            "predicted to")
+    return [Limit("sparse-touches-unseen", text)]

@@ -1,0 +1,24 @@
+"""Copies through a bounce buffer that the host fills and drains: its host copies, which the calibration does not
+price, are the current way's alone; every other way copies straight from the data's memory."""
+
+from __future__ import annotations
+
+from umprof.core.units import format_size, format_time
+from umprof.model.advice.read import Reading
+from umprof.model.advice.result import Limit
+from umprof.model.advice.rules import Adjustment
+from umprof.model.application import Application
+
+
+def adjust(app: Application, r: Reading) -> Adjustment:
+    """The host's copies through its bounce buffer over the loop, added to its time now."""
+    staging_s = 0.0 if r.one_pass else app.host_staging.seconds
+    if not staging_s:
+        return Adjustment("staging")
+    h = app.host_staging
+    limit = Limit("bounce-buffer", f"its copies go through a pinned bounce buffer that the host fills and drains "
+                                   f"({h.chunks} copies of {format_size(h.chunk_bytes)} in the loop, each beside "
+                                   f"{format_time(staging_s / h.chunks)} of the host's time outside CUDA calls, a host "
+                                   f"copy's rate): {format_time(staging_s)} over the loop, priced as its own way's "
+                                   "alone; every other way copies straight from the data's memory")
+    return Adjustment("staging", seconds=staging_s, now_s=staging_s, limits=[limit])

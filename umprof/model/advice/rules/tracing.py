@@ -1,0 +1,63 @@
+"""The tracing's own overhead, taken out of the time now before any saving is priced, so that time the tracer spent is
+never offered as a saving: measured where the program's untraced wall time is given (``wall_s``: the process's traced
+duration less it, the loop's share of it), else estimated from what the trace recorded: its unified-memory fault
+records (nsys slows every fault it traces: TRACED_FAULT_SHARE, TRACED_GPU_FAULT_SHARE) and its CUDA calls (each
+lengthened by the tracer's own work: TRACED_CALL_S)."""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from umprof.core.units import format_time
+from umprof.model.advice import thresholds as th
+from umprof.model.advice.result import Limit
+from umprof.model.application import Application
+from umprof.model.calibration import kind
+
+
+class Overhead(NamedTuple):
+    """The tracing's overhead over the loop (``seconds``), what it is from, the limit that says it, and the part of it
+    that lies in the traced figures a change is bounded by (``in_removable``: the copies' calls; the fault stalls are
+    already priced untraced there)."""
+    seconds: float
+    basis: str  # "wall" (the untraced time given) or "estimate" (from the trace's records), "" for none
+    limits: list
+    in_removable: float = 0.0
+
+
+def _estimate_s(app: Application) -> tuple[float, float, str]:
+    """The overhead the trace's own records say, over the loop (or the run), its CUDA calls' part, and its parts in
+    words."""
+    loop = app.loop
+    calls = loop.period * loop.iterations if loop is not None else sum(app.calls.values())
+    parts = {"CUDA calls": calls * th.TRACED_CALL_S,
+             "host page faults": app.host_faults.seconds * (1 - th.TRACED_FAULT_SHARE)}
+    if loop is not None and kind(app.strategy) == "on-demand" and app.um.get("gpu_faults", 0):
+        faulting = float(loop.per_iteration.get("kernel_s", 0.0)) * max(0, loop.iterations - 1)
+        parts["kernels faulting pages"] = faulting * (1 - th.TRACED_GPU_FAULT_SHARE)
+    words = ", ".join(f"{name} {format_time(s)}" for name, s in parts.items() if s > 0)
+    return sum(parts.values()), parts["CUDA calls"], words
+
+
+def overhead(app: Application, traced_s: float, wall_s: float | None) -> Overhead:
+    """The tracing's overhead over the loop, measured from the untraced ``wall_s`` where given, else estimated (at
+    most TRACED_MOST of the loop's traced time)."""
+    if traced_s <= 0:
+        return Overhead(0.0, "", [])
+    if wall_s is not None:
+        whole = max(0.0, app.wall_s - wall_s)
+        seconds = min(whole * traced_s / app.wall_s if app.wall_s > 0 else 0.0, traced_s)
+        text = (f"its run took {format_time(app.wall_s)} traced and {format_time(wall_s)} untraced: the tracing's "
+                f"{format_time(whole)}, {format_time(seconds)} of it in the loop (its share of the run), is taken out "
+                f"of its time now ({format_time(traced_s - seconds)} untraced) before any saving is priced")
+        return Overhead(seconds, "wall", [Limit("tracing-overhead", text)], seconds)
+    est, calls, words = _estimate_s(app)
+    seconds = min(est, th.TRACED_MOST * traced_s)
+    if seconds <= 0:
+        return Overhead(0.0, "", [])
+    if seconds < th.NOISE * traced_s:  # said in the JSON's time_now, not in a line of its own
+        return Overhead(seconds, "estimate", [], min(calls, seconds))
+    text = (f"the tracing's own overhead, estimated from what the trace recorded ({words}), "
+            f"{format_time(seconds)} of its {format_time(traced_s)} traced, is taken out of its time now before any "
+            "saving is priced; give its untraced wall time (--wall) to measure it instead")
+    return Overhead(seconds, "estimate", [Limit("tracing-overhead-estimated", text)], min(calls, seconds))
