@@ -276,10 +276,6 @@ def advise_section(gpu: str) -> list[str]:
     if not files:
         return [f"### `umprof advise` on the {GPUS[gpu]}", "", "Not measured on this GPU yet.", ""]
     docs = [json.loads(f.read_text()) for f in files]
-    traces = sorted((RESULTS / "advise").glob(f"nvidia-{gpu}-traces.tar.*"))
-    if not traces:  # moved aside (as for a GPU call): the page would cite no archive
-        raise SystemExit(f"verification_page: no results/advise/nvidia-{gpu}-traces.tar.* found: the page cites the "
-                         "traces the judged leases were read from; put the archive back and run this again")
     lines = [f"### `umprof advise` on the {GPUS[gpu]}", "",
              "Each application traced as written (its own mode), advised from its trace and the shipped calibration "
              "(judged again at today's model: `benchmarks/apps/judge.py`); then every mode timed by wall clock, process "
@@ -287,8 +283,8 @@ def advise_section(gpu: str) -> list[str]:
              "*saving*: the predicted saving against the measured one (own mode less advised mode), within 20% or within "
              "the runs' own spread. Where the advice's change copies back only what the host reads, the application's "
              "variant that does so with the advised memory applies it (named beside the advice: *applied as*). "
-             "The traces of every lease: "
-             + ", ".join(str(t.relative_to(ROOT)) for t in traces) + " (a folder a lease).", "",
+             "Each judgement file holds the timings it judged; the traces the advice was read from are written by "
+             "`scripts/device.sh apps` beside them and are not kept in the repository.", "",
              f"All {len(docs)} leases pooled (each mode's median as a ratio to the own mode's in its lease, the median "
              "of those ratios over the leases that timed it, scaled by the own mode's median over every lease; the "
              "leases that timed the advised mode, and the median standard deviation of a mode's runs within a lease, "
