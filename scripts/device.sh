@@ -36,7 +36,8 @@ for step in "$@"; do
   case "$step" in
     tests)
       export UMPROF_MARGINS="$OUT/$gpu-margins.jsonl"
-      timed "GPU suite" "$OUT/$gpu-gpu-tests.log" python3 -m pytest -m gpu -q -p no:cacheprovider tests/gpu
+      # one process (-o addopts: not the checkout's spread over every core), GPU tests one after another
+      timed "GPU suite" "$OUT/$gpu-gpu-tests.log" python3 -m pytest -o addopts=-ra -m gpu -q -p no:cacheprovider tests/gpu
       tail -3 "$OUT/$gpu-gpu-tests.log" ;;
     default)
       timed "default suite" "$OUT/$gpu-default-run.txt" python3 -m umprof run -o "$OUT/$gpu-default.parquet" --force ;;
