@@ -68,7 +68,8 @@ def held(cal, gpu: str) -> dict:
 
 
 def _calibration_rows(gpu: str) -> list[tuple[str, str, object]]:
-    """(name, what it is, calibration) for every calibration of this GPU with committed files."""
+    """(name, what it is, a function that loads its calibration) for every calibration of this GPU with committed
+    files."""
     from umprof import api
     from umprof.core import calibrations as store
 
@@ -76,20 +77,20 @@ def _calibration_rows(gpu: str) -> list[tuple[str, str, object]]:
     shipped = store.describe(ROOT / "umprof" / "calibrations" / SHIPPED[gpu], "shipped")
     pooled = f"; {len(shipped.runs)} runs pooled: " + "; ".join(shipped.runs) if len(shipped.runs) > 1 else ""
     rows.append(("shipped", f"umprof/calibrations/{SHIPPED[gpu]}, {shipped.date}, {shipped.cases} cases{pooled}",
-                 api.load_calibration(shipped.path)))
+                 lambda: api.load_calibration(shipped.path)))
     for f in sorted((RESULTS / "calibration").glob(f"nvidia-{gpu}-calibration-*.parquet")):
         cf = store.describe(f)
         label = f.stem.replace(f"nvidia-{gpu}-calibration-", "")
         rows.append((label, f"results/calibration/{f.name}, {cf.date}, {cf.cases} cases, {cf.wall_s:.0f} s",
-                     api.load_calibration(f)))
+                     lambda f=f: api.load_calibration(f)))
     old = FIXTURES / f"nvidia-{gpu}-loop-calibration-7.parquet"
     if old.is_file():
         rows.append(("calibration-7", f"tests/fixtures/results (2026-11-23, {store.describe(old).cases} cases, about "
-                     "13 min: the earlier scenario set)", api.load_calibration(old)))
+                     "13 min: the earlier scenario set)", lambda: api.load_calibration(old)))
         cut, left, first = _cut_to_first_run(old, shipped.path)
         rows.append(("calibration-7, cut", f"calibration-7 less the cases the shipped file's first run (this release's "
                      f"full calibration) does not measure: {left} cases left (what the cut to {first} cases costs, on "
-                     "one lease's measurements)", api.load_calibration(cut)))
+                     "one lease's measurements)", lambda: api.load_calibration(cut)))
     return rows
 
 
@@ -136,12 +137,12 @@ def _in_order(rows: list[dict]) -> list[dict]:
 
 def compute_judged(gpu: str) -> list[dict]:
     """Every calibration of this GPU whose file is committed judged over its verification sets (minutes): name,
-    what it is, the digest of its inputs, and :func:`held`'s figures a set; beside them, held.json's frozen rows
-    (``FROZEN``: calibrations whose files left the repository, their figures kept as last judged)."""
+    the digest of its inputs, and :func:`held`'s figures a set; beside them, held.json's frozen rows (calibrations
+    whose files left the repository: what each was and its figures as last judged, and where its file is)."""
     sources, sets = _calibration_sources(gpu), _set_files(gpu)
-    rows = [{"name": name, "what": what, "inputs": _digest(sources[name] + sets),
-             "held": [[str(n), *figures] for n, figures in held(cal, gpu).items()]}
-            for name, what, cal in _calibration_rows(gpu)]
+    rows = [{"name": name, "inputs": _digest(sources[name] + sets),
+             "held": [[str(n), *figures] for n, figures in held(load(), gpu).items()]}
+            for name, _, load in _calibration_rows(gpu)]
     return _in_order(rows + [r for r in _kept(gpu) if r.get("frozen") and r["name"] not in sources])
 
 
@@ -160,10 +161,12 @@ def cached_judged(gpu: str) -> list[dict]:
 
 
 def judged(gpu: str) -> list[dict]:
-    """This GPU's calibration rows judged: computed by main() before the pages are written, else held.json's."""
+    """This GPU's calibration rows judged (computed by main() before the pages are written, else held.json's), each
+    with what it is: a committed file's described from the file, a frozen row's as held.json keeps it."""
     if gpu not in _JUDGED:
         _JUDGED[gpu] = cached_judged(gpu)
-    return _JUDGED[gpu]
+    whats = {name: what for name, what, _ in _calibration_rows(gpu)}
+    return [dict(r, what=r["what"] if r.get("frozen") else whats[r["name"]]) for r in _JUDGED[gpu]]
 
 
 def held_of(row: dict, gpu: str) -> dict:
