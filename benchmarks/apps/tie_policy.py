@@ -57,7 +57,7 @@ def lease_apps(traces: Path) -> list[dict]:
                          "tie": bool(loop and loop.tie),
                          "fastest_predicted": adv.ranking[0]["strategy"] if adv.ranking else app["own_mode"],
                          "predicted_s": {r["strategy"]: r["predicted_s"] for r in adv.ranking}})
-    if missing and rows:  # a judged lease whose trace is not under ``traces``: left out, and said so
+    if missing and rows:  # a judged application whose trace is not under ``traces``: left out, and said so
         print(f"no trace for {len(missing)} judged lease-application(s), left out: {', '.join(missing)}", file=sys.stderr)
     return rows
 
