@@ -6,7 +6,7 @@ set -uo pipefail
 OUT="${OUT:-device-out}"
 mkdir -p "$OUT"
 gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1 | tr ' ' '-' | tr -cd 'A-Za-z0-9_-' | tr 'A-Z' 'a-z')
-timeout "${TEST_TIMEOUT:-240}" python3 -m pytest -m gpu -q ${PYTEST_ARGS:-tests/gpu} 2>&1 | tee "$OUT/gpu-tests.log" | tail -15
+timeout "${TEST_TIMEOUT:-240}" python3 -m pytest -o addopts=-ra -m gpu -q ${PYTEST_ARGS:-tests/gpu} 2>&1 | tee "$OUT/gpu-tests.log" | tail -15
 start=$(date +%s)
 timeout "${ACCESS_TIMEOUT:-300}" python3 -m umprof run access --um-counters off -q -o "$OUT/$gpu-access.parquet" --force > "$OUT/access-run.txt" 2>&1
 echo "access group took $(( $(date +%s) - start )) s (rc $?)" | tee -a "$OUT/access-run.txt"

@@ -30,5 +30,5 @@ export UMPROF_MARGINS="$OUT/$tag-margins.jsonl"
 tests=tests/gpu/test_multi_gpu.py
 [ -n "${FULL:-}" ] && tests=tests/gpu
 start=$(date +%s)
-python3 -m pytest -m gpu -q -p no:cacheprovider -rs $tests > "$OUT/$tag-gpu-tests.log" 2>&1
+python3 -m pytest -o addopts=-ra -m gpu -q -p no:cacheprovider -rs $tests > "$OUT/$tag-gpu-tests.log" 2>&1
 echo "GPU tests ($tests): exit $?, $(( $(date +%s) - start )) s" | tee -a "$OUT/$tag-gpu-tests.log"

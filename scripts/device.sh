@@ -20,8 +20,7 @@
 #              `umprof recommend --workload benchmarks/workloads/$SET.toml --measured FILE [--steady]`
 # A step's files are named after the GPU (nvidia-h100-80gb-hbm3-..., nvidia-h200-...). LIMIT=SECONDS stops each
 # timed step after that long (what it wrote so far is kept and packed), so that one call can hold several steps.
-# The applications' trace archives (results/advise/*-traces.tar.xz, about 27 MB) are not needed on the GPU machine;
-# where the tree that travels to it must stay under a size limit, move them aside for the call.
+# The applications' traces are written under $OUT ($OUT/GPU-traces.tar.gz); the repository keeps none.
 set -uo pipefail
 OUT="${OUT:-device-out}"
 mkdir -p "$OUT"
@@ -37,7 +36,8 @@ for step in "$@"; do
   case "$step" in
     tests)
       export UMPROF_MARGINS="$OUT/$gpu-margins.jsonl"
-      timed "GPU suite" "$OUT/$gpu-gpu-tests.log" python3 -m pytest -m gpu -q -p no:cacheprovider tests/gpu
+      # one process (-o addopts: not the checkout's spread over every core), GPU tests one after another
+      timed "GPU suite" "$OUT/$gpu-gpu-tests.log" python3 -m pytest -o addopts=-ra -m gpu -q -p no:cacheprovider tests/gpu
       tail -3 "$OUT/$gpu-gpu-tests.log" ;;
     default)
       timed "default suite" "$OUT/$gpu-default-run.txt" python3 -m umprof run -o "$OUT/$gpu-default.parquet" --force ;;

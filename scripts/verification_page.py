@@ -1,8 +1,15 @@
 """Write docs/verification.md and docs/figures.md from the committed results, so that the pages cannot
 drift from them.
 
-    python3 scripts/verification_page.py            # writes both pages
-    python3 scripts/verification_page.py --check    # exit 1 if a committed page differs (CI's test does this)
+    python3 scripts/verification_page.py            # judges every calibration again, writes held.json and both pages
+    python3 scripts/verification_page.py --cached   # writes both pages from held.json (seconds)
+    python3 scripts/verification_page.py --check    # exit 1 if a committed page differs from what held.json and
+                                                    # the results give, or held.json from its inputs (CI's test)
+
+Judging every calibration over every verification set takes minutes; its figures are kept in
+results/verification/held.json with a digest of the files each was computed from, so that a page is
+written (and checked) in seconds. The test of the pages computes the shipped calibrations' figures again
+and compares them with held.json, which catches a change of the model that was not written there.
 
 Every figure names its GPU and date. The page has, per GPU: the calibrations (wall time, and the
 verification sets' picks that held with each), the verification sets judged by the shipped
@@ -12,6 +19,7 @@ calibration, and `umprof advise` judged on applications by timing every mode of 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import statistics
 import sys
@@ -34,6 +42,8 @@ SETS = {"h100": {10: ("",), 13: ("",), 14: ("",), 15: ("",), 16: ("", "-b"), 18:
                  "25-c": ("-c",)}}
 SHIPPED = {"h100": "nvidia-h100-80gb-hbm3.parquet", "h200": "nvidia-h200.parquet"}
 FIXTURES = ROOT / "tests" / "fixtures" / "results"
+HELD = RESULTS / "verification" / "held.json"  # each calibration's figures over the sets, as last computed
+_JUDGED: dict[str, list[dict]] = {}  # per GPU: the calibration rows judged (judged()), computed or read once
 
 
 def held(cal, gpu: str) -> dict:
@@ -58,7 +68,8 @@ def held(cal, gpu: str) -> dict:
 
 
 def _calibration_rows(gpu: str) -> list[tuple[str, str, object]]:
-    """(name, what it is, calibration) for every calibration of this GPU with committed files."""
+    """(name, what it is, a function that loads its calibration) for every calibration of this GPU with committed
+    files."""
     from umprof import api
     from umprof.core import calibrations as store
 
@@ -66,21 +77,102 @@ def _calibration_rows(gpu: str) -> list[tuple[str, str, object]]:
     shipped = store.describe(ROOT / "umprof" / "calibrations" / SHIPPED[gpu], "shipped")
     pooled = f"; {len(shipped.runs)} runs pooled: " + "; ".join(shipped.runs) if len(shipped.runs) > 1 else ""
     rows.append(("shipped", f"umprof/calibrations/{SHIPPED[gpu]}, {shipped.date}, {shipped.cases} cases{pooled}",
-                 api.load_calibration(shipped.path)))
+                 lambda: api.load_calibration(shipped.path)))
     for f in sorted((RESULTS / "calibration").glob(f"nvidia-{gpu}-calibration-*.parquet")):
         cf = store.describe(f)
         label = f.stem.replace(f"nvidia-{gpu}-calibration-", "")
         rows.append((label, f"results/calibration/{f.name}, {cf.date}, {cf.cases} cases, {cf.wall_s:.0f} s",
-                     api.load_calibration(f)))
+                     lambda f=f: api.load_calibration(f)))
     old = FIXTURES / f"nvidia-{gpu}-loop-calibration-7.parquet"
     if old.is_file():
         rows.append(("calibration-7", f"tests/fixtures/results (2026-11-23, {store.describe(old).cases} cases, about "
-                     "13 min: the earlier scenario set)", api.load_calibration(old)))
+                     "13 min: the earlier scenario set)", lambda: api.load_calibration(old)))
         cut, left, first = _cut_to_first_run(old, shipped.path)
         rows.append(("calibration-7, cut", f"calibration-7 less the cases the shipped file's first run (this release's "
                      f"full calibration) does not measure: {left} cases left (what the cut to {first} cases costs, on "
-                     "one lease's measurements)", api.load_calibration(cut)))
+                     "one lease's measurements)", lambda: api.load_calibration(cut)))
     return rows
+
+
+def _calibration_sources(gpu: str) -> dict[str, list[Path]]:
+    """The files each row of :func:`_calibration_rows` is made from, by its name, without loading any."""
+    shipped = ROOT / "umprof" / "calibrations" / SHIPPED[gpu]
+    rows = {"shipped": [shipped]}
+    for f in sorted((RESULTS / "calibration").glob(f"nvidia-{gpu}-calibration-*.parquet")):
+        rows[f.stem.replace(f"nvidia-{gpu}-calibration-", "")] = [f]
+    old = FIXTURES / f"nvidia-{gpu}-loop-calibration-7.parquet"
+    if old.is_file():
+        rows.update({"calibration-7": [old], "calibration-7, cut": [old, shipped]})
+    return rows
+
+
+def _set_files(gpu: str) -> list[Path]:
+    """The verification sets' measurements and workloads that :func:`held` reads for this GPU."""
+    files = []
+    for n, runs in SETS[gpu].items():
+        number = str(n).split("-")[0]
+        files += [WORKLOADS / f"holdout-{number}.toml"]
+        files += [RESULTS / "verification" / f"nvidia-{gpu}-loop-holdout-{number}{t}.parquet" for t in runs]
+    return files
+
+
+def _digest(paths: list[Path]) -> str:
+    """A digest of the files' bytes, in order: what a row of held.json was computed from."""
+    h = hashlib.sha256()
+    for p in paths:
+        h.update(p.read_bytes())
+    return h.hexdigest()
+
+
+def _kept(gpu: str) -> list[dict]:
+    """held.json's rows for this GPU (none before it is first written)."""
+    return json.loads(HELD.read_text()).get(gpu, []) if HELD.is_file() else []
+
+
+def _in_order(rows: list[dict]) -> list[dict]:
+    """The shipped calibration first, then the others by name, calibration-7 and its cut last (as the files sort)."""
+    group = {"shipped": 0, "calibration-7": 2, "calibration-7, cut": 3}
+    return sorted(rows, key=lambda r: (group.get(r["name"], 1), r["name"] + "."))  # "." as the file's suffix sorts
+
+
+def compute_judged(gpu: str) -> list[dict]:
+    """Every calibration of this GPU whose file is committed judged over its verification sets (minutes): name,
+    the digest of its inputs, and :func:`held`'s figures a set; beside them, held.json's frozen rows (calibrations
+    whose files left the repository: what each was and its figures as last judged, and where its file is)."""
+    sources, sets = _calibration_sources(gpu), _set_files(gpu)
+    rows = [{"name": name, "inputs": _digest(sources[name] + sets),
+             "held": [[str(n), *figures] for n, figures in held(load(), gpu).items()]}
+            for name, _, load in _calibration_rows(gpu)]
+    return _in_order(rows + [r for r in _kept(gpu) if r.get("frozen") and r["name"] not in sources])
+
+
+def cached_judged(gpu: str) -> list[dict]:
+    """held.json's rows for this GPU; SystemExit naming the first row whose inputs changed since it was written."""
+    rows, sources, sets = _kept(gpu), _calibration_sources(gpu), _set_files(gpu)
+    live = [r["name"] for r in rows if not r.get("frozen")]
+    if live != [r["name"] for r in _in_order([{"name": n} for n in sources])]:
+        raise SystemExit(f"{HELD.relative_to(ROOT)}: its {gpu} rows {live} are not the calibrations committed "
+                         f"({list(sources)}): run scripts/verification_page.py")
+    for r in rows:
+        if not r.get("frozen") and r["inputs"] != _digest(sources[r["name"]] + sets):
+            raise SystemExit(f"{HELD.relative_to(ROOT)}: {gpu} {r['name']}: its calibration or the verification sets "
+                             "changed since it was computed: run scripts/verification_page.py")
+    return rows
+
+
+def judged(gpu: str) -> list[dict]:
+    """This GPU's calibration rows judged (computed by main() before the pages are written, else held.json's), each
+    with what it is: a committed file's described from the file, a frozen row's as held.json keeps it."""
+    if gpu not in _JUDGED:
+        _JUDGED[gpu] = cached_judged(gpu)
+    whats = {name: what for name, what, _ in _calibration_rows(gpu)}
+    return [dict(r, what=r["what"] if r.get("frozen") else whats[r["name"]]) for r in _JUDGED[gpu]]
+
+
+def held_of(row: dict, gpu: str) -> dict:
+    """A judged row's figures as :func:`held` gives them (set → figures), its sets named as in SETS."""
+    names = {str(n): n for n in SETS[gpu]}
+    return {names[n]: tuple(figures) for n, *figures in row["held"]}
 
 
 def _case_keys(frame) -> list[tuple[str, str]]:
@@ -142,8 +234,9 @@ def calibrations_section(gpu: str) -> list[str]:
     sets = list(SETS[gpu])
     head = "| calibration | file, measured, cases, wall time | " + " | ".join(f"set {n}" for n in sets) + " | all (whole / steady) |"
     lines += [head, "|" + "---|" * (len(sets) + 3)]
-    for name, what, cal in _calibration_rows(gpu):
-        h = held(cal, gpu)
+    for row in judged(gpu):
+        name, h = row["name"], held_of(row, gpu)
+        what = row["what"] + (f"; {row['frozen']}" if row.get("frozen") else "")
         cells = [f"{w} / {s} of {k}" for w, s, k, _, _ in h.values()]
         total = (sum(x[0] for x in h.values()), sum(x[1] for x in h.values()), sum(x[2] for x in h.values()))
         lines.append(f"| {name} | {what} | " + " | ".join(cells) + f" | {total[0]} / {total[1]} of {total[2]} |")
@@ -178,11 +271,10 @@ def set_measured(n: int | str, gpu: str) -> str:
 
 
 def sets_section(gpu: str) -> list[str]:
-    from umprof import api
     from umprof.core import calibrations as store
 
     shipped = store.describe(ROOT / "umprof" / "calibrations" / SHIPPED[gpu], "shipped")
-    h = held(api.load_calibration(shipped.path), gpu)
+    h = held_of(next(r for r in judged(gpu) if r["name"] == "shipped"), gpu)
     lines = [f"### Verification sets on the {GPUS[gpu]}, by the shipped calibration ({shipped.date})", "",
              "Each set was written before it was measured (benchmarks/workloads) and measured by wall clock as "
              "recommend --verify measures, as the column says; the measurements are "
@@ -276,10 +368,6 @@ def advise_section(gpu: str) -> list[str]:
     if not files:
         return [f"### `umprof advise` on the {GPUS[gpu]}", "", "Not measured on this GPU yet.", ""]
     docs = [json.loads(f.read_text()) for f in files]
-    traces = sorted((RESULTS / "advise").glob(f"nvidia-{gpu}-traces.tar.*"))
-    if not traces:  # moved aside (as for a GPU call): the page would cite no archive
-        raise SystemExit(f"verification_page: no results/advise/nvidia-{gpu}-traces.tar.* found: the page cites the "
-                         "traces the judged leases were read from; put the archive back and run this again")
     lines = [f"### `umprof advise` on the {GPUS[gpu]}", "",
              "Each application traced as written (its own mode), advised from its trace and the shipped calibration "
              "(judged again at today's model: `benchmarks/apps/judge.py`); then every mode timed by wall clock, process "
@@ -287,8 +375,8 @@ def advise_section(gpu: str) -> list[str]:
              "*saving*: the predicted saving against the measured one (own mode less advised mode), within 20% or within "
              "the runs' own spread. Where the advice's change copies back only what the host reads, the application's "
              "variant that does so with the advised memory applies it (named beside the advice: *applied as*). "
-             "The traces of every lease: "
-             + ", ".join(str(t.relative_to(ROOT)) for t in traces) + " (a folder a lease).", "",
+             "Each judgement file holds the timings it judged; the traces the advice was read from are written by "
+             "`scripts/device.sh apps` beside them and are not kept in the repository.", "",
              f"All {len(docs)} leases pooled (each mode's median as a ratio to the own mode's in its lease, the median "
              "of those ratios over the leases that timed it, scaled by the own mode's median over every lease; the "
              "leases that timed the advised mode, and the median standard deviation of a mode's runs within a lease, "
@@ -527,8 +615,13 @@ def _staging_tables(kind: str, unit: str, render) -> list[str]:
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--check", action="store_true")
+    ap.add_argument("--check", action="store_true", help="exit 1 where a committed page differs (held.json's figures)")
+    ap.add_argument("--cached", action="store_true", help="write the pages from held.json's figures")
     a = ap.parse_args()
+    if not (a.check or a.cached):
+        _JUDGED.update({gpu: compute_judged(gpu) for gpu in GPUS})
+        HELD.write_text(json.dumps(_JUDGED, indent=1) + "\n")
+        print(f"wrote {HELD}")
     pages = {PAGE: page(), FIGURES: figures()}
     if a.check:
         stale = [p for p, text in pages.items() if not p.is_file() or p.read_text() != text]

@@ -5,11 +5,12 @@ fastest measured or within 5% of it, and was the predicted saving within 20% of 
     python3 benchmarks/apps/judge.py APPS.json TRACES_DIR [--gpu NAME] [--json OUT.json]
 
 ``--json`` writes the judgement with the timings it judged (results/advise/*-judged-*.json, which
-docs/verification.md is generated from). A judgement file serves as APPS.json again, and its run's
-traces are committed (trimmed) in one archive, a folder a run: to judge again at today's model,
+docs/verification.md is generated from). A judgement file serves as APPS.json again: to judge it again at
+today's model, extract the traces of the run it judged (`scripts/device.sh apps` writes them to
+$OUT/GPU-traces.tar.gz; the repository keeps no traces of these runs) and
 
-    tar xJf results/advise/nvidia-h100-traces.tar.xz -C /tmp
-    python3 benchmarks/apps/judge.py results/advise/nvidia-h100-judged-b.json /tmp/traces/b --json OUT.json
+    tar xzf nvidia-h100-traces.tar.gz -C /tmp
+    python3 benchmarks/apps/judge.py results/advise/nvidia-h100-judged-b.json /tmp/traces --json OUT.json
 
 Where an application's trace is not in TRACES_DIR but the advice umprof printed for it is
 (``advise-APP.json``, `umprof advise --json`), that advice is judged.

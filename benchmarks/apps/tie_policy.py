@@ -2,9 +2,8 @@
 the prediction's own error, `umprof advise` picks the one that changes least code; would the fastest predicted have
 measured faster?
 
-    mkdir -p /tmp/tr/h100 /tmp/tr/h200
-    tar xJf results/advise/nvidia-h100-traces.tar.xz -C /tmp/tr/h100
-    tar xJf results/advise/nvidia-h200-traces.tar.xz -C /tmp/tr/h200
+    # the traces of every judged run (scripts/device.sh apps writes each run's to $OUT/GPU-traces.tar.gz;
+    # the repository keeps none), one folder a judgement file: /tmp/tr/h100/traces/b/APP.sqlite, ...
     python3 benchmarks/apps/tie_policy.py /tmp/tr --json results/advise/tie-policy.json
     python3 benchmarks/apps/tie_policy.py /tmp/tr --error 0.06     # the tie narrower than the prediction's error
 
@@ -58,7 +57,7 @@ def lease_apps(traces: Path) -> list[dict]:
                          "tie": bool(loop and loop.tie),
                          "fastest_predicted": adv.ranking[0]["strategy"] if adv.ranking else app["own_mode"],
                          "predicted_s": {r["strategy"]: r["predicted_s"] for r in adv.ranking}})
-    if missing and rows:  # a judged run whose trace the archives do not hold: left out, and said so
+    if missing and rows:  # a judged application whose trace is not under ``traces``: left out, and said so
         print(f"no trace for {len(missing)} judged lease-application(s), left out: {', '.join(missing)}", file=sys.stderr)
     return rows
 
@@ -174,7 +173,7 @@ def ceilings(rows: list[dict]) -> dict:
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("traces", type=Path, help="the two archives extracted under GPU/ (h100/traces/..., h200/traces/...)")
+    ap.add_argument("traces", type=Path, help="the judged runs' traces under GPU/traces/RUN/ (h100/traces/b/APP.sqlite, ...)")
     ap.add_argument("--json", type=Path, help="write the comparison and every lease-application's picks")
     ap.add_argument("--error", type=float, help="the tie's width instead of the prediction's error (advise's "
                     "PREDICTION_ERROR, 0.10)")
@@ -186,7 +185,7 @@ def main():
     rows = lease_apps(a.traces)
     if not rows:
         ap.error(f"{a.traces}: no judged lease's trace found; expected h100/traces/LEASE/APP.sqlite and "
-                 "h200/traces/LEASE/APP.sqlite there (the archives results/advise/nvidia-*-traces.tar.xz extracted)")
+                 "h200/traces/LEASE/APP.sqlite there (the traces scripts/device.sh apps wrote for each judged run)")
     result = {"tie": thresholds.PREDICTION_ERROR, **compare(rows),
               "pair_errors": pair_errors(rows, thresholds.PREDICTION_ERROR)}
     result["savings"] = savings(rows)

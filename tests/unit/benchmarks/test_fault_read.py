@@ -8,6 +8,7 @@ import pytest
 from tests.unit.data import ROOT
 
 
+@pytest.mark.nvcc
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc")
 def test_the_program_compiles(tmp_path):
     cmd = ["nvcc", "-O2", "-arch=sm_90", "-o", str(tmp_path / "fault_read"), str(ROOT / "benchmarks" / "fault_read.cu")]

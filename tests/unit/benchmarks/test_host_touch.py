@@ -11,6 +11,7 @@ from tests.unit.data import ROOT, load_script
 from tests.unit.nsight.synthetic_trace import App, Op, write_trace
 
 
+@pytest.mark.nvcc
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc")
 def test_the_program_compiles(tmp_path):
     cmd = ["nvcc", "-O2", "-arch=sm_90", "-std=c++17", "-o", str(tmp_path / "host_touch"),

@@ -3,6 +3,8 @@ other modes' runs go on (one failing mode once cost a whole lease's timings)."""
 
 import json
 
+import pytest
+
 from tests.unit.data import load_script
 
 
@@ -33,6 +35,7 @@ def test_a_failing_mode_is_recorded_and_the_others_go_on(tmp_path):
     assert json.loads(progress.read_text()) == doc  # the rounds so far are on disk
 
 
+@pytest.mark.nvcc
 def test_only_builds_the_applications_it_names(tmp_path):
     # nvcc compiles them here (CI has it): the two applications named, and no other
     mod = _run_apps()
@@ -68,6 +71,7 @@ def test_the_parts_a_program_times_are_kept_and_checksums_compared(tmp_path):
     assert len(bad) == 1 and "mapped" in bad[0] and "pinned" not in bad[0]  # a few parts in 1e12 agree
 
 
+@pytest.mark.nvcc
 def test_the_idioms_are_one_binary_an_application_each(tmp_path):
     # nvcc compiles idioms.cu once (thrust's headers come with it); each idiom is an application of its own,
     # run as `idioms IDIOM`, in the modes it can allocate (the graph's own: pinned, which capture needs)
@@ -80,6 +84,7 @@ def test_the_idioms_are_one_binary_an_application_each(tmp_path):
     assert all(mod.APPS[n][0] == "pageable" for n in ("thrust", "pitched", "pool", "threads"))
 
 
+@pytest.mark.nvcc
 def test_the_held_out_shapes_are_the_frame_loop_with_other_settings(tmp_path):
     mod = _run_apps()
     cmds = mod.build(tmp_path, None, ["small_frames", "heavy_host"])

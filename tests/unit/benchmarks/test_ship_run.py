@@ -1,15 +1,31 @@
 """scripts/ship_run.py: a measured run joined to a shipped calibration as a run of its own."""
 
-import subprocess
+import contextlib
+import io
 import sys
+from types import SimpleNamespace
+from unittest import mock
 
 import pandas as pd
 
-from tests.unit.data import ROOT, SHIPPED
+from tests.unit.data import SHIPPED, load_script
 from umprof.core.results import ResultSet
 from umprof.model.calibration import RUN
 
-SCRIPT = ROOT / "scripts" / "ship_run.py"
+
+def _script(*args) -> SimpleNamespace:
+    """scripts/ship_run.py run with these arguments in this process (its command line's main()): its exit status
+    and what it wrote to stderr, as a subprocess would give them."""
+    err = io.StringIO()
+    with mock.patch.object(sys, "argv", ["ship_run.py", *map(str, args)]), contextlib.redirect_stderr(err), \
+            contextlib.redirect_stdout(io.StringIO()):
+        try:
+            load_script("scripts/ship_run.py").main()
+            code = 0
+        except SystemExit as e:  # sys.exit(message) exits 1 with the message on stderr, as the interpreter does
+            code = e.code if isinstance(e.code, int) else 1
+            err.write("" if isinstance(e.code, int) or e.code is None else str(e.code))
+    return SimpleNamespace(returncode=code, stderr=err.getvalue())
 
 
 def _files(tmp_path):
@@ -27,9 +43,7 @@ def _files(tmp_path):
 
 
 def _ship(tmp_path, *extra):
-    return subprocess.run([sys.executable, str(SCRIPT), str(tmp_path / "shipped.parquet"),
-                           str(tmp_path / "measured.parquet"), "2026-11-25, another lease", *extra],
-                          capture_output=True, text=True, cwd=ROOT)
+    return _script(tmp_path / "shipped.parquet", tmp_path / "measured.parquet", "2026-11-25, another lease", *extra)
 
 
 def test_a_run_is_numbered_after_the_file_s_own_and_described(tmp_path):
@@ -66,8 +80,7 @@ def test_a_step_measured_anew_leaves_the_earlier_runs_rows_of_it_out_and_says_so
     rs = ResultSet.load(tmp_path / "measured.parquet")
     ResultSet(copies, rs.meta, rs.devices).save(tmp_path / "copies.parquet")
     assert (copies["phase"] == "free").any() and (setup["phase"] == "free").any()
-    assert subprocess.run([sys.executable, str(SCRIPT), str(tmp_path / "shipped.parquet"), str(tmp_path / "copies.parquet"),
-                           "2026-11-25, the copies"], capture_output=True, text=True, cwd=ROOT).returncode == 0  # run 1
+    assert _script(tmp_path / "shipped.parquet", tmp_path / "copies.parquet", "2026-11-25, the copies").returncode == 0  # run 1
     p = _ship(tmp_path, "--supersede", "free", "--without", "write-combined")  # run 2: setup and copies, anew
     assert p.returncode == 0, p.stderr
     out = ResultSet.load(tmp_path / "shipped.parquet")

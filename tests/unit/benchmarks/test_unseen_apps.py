@@ -31,6 +31,7 @@ def test_a_program_accepts_each_mode_run_sh_times_it_in(name):
         assert f'"{mode}"' in source, mode
 
 
+@pytest.mark.nvcc
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc")
 @pytest.mark.parametrize("name", CUDA_PROGRAMS)
 def test_the_program_compiles(name, tmp_path):

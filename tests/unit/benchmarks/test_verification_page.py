@@ -46,13 +46,18 @@ def test_an_advice_applied_by_its_variant_is_judged_and_named_by_it():
     assert "| 2.300 s | 2.400 s | yes |" in row
 
 
-def test_a_page_without_the_trace_archive_it_cites_is_refused(tmp_path, monkeypatch):
+def test_the_advise_section_is_written_from_the_judgement_files_alone(tmp_path, monkeypatch):
+    """The traces a judgement was read from are not kept in the repository: the section needs only the judged files."""
     import json
 
-    import pytest
     mod = _page()
+    doc = _lease({"pageable": [3.0, 3.0], "pinned": [2.0, 2.0]}, "pinned", 1.0)
+    doc["judged"][0].update(fastest="pinned", advised_vs_fastest=0.0, held=True, measured_saving_s=1.0, saving_held=True)
+    doc.update(gpu="NVIDIA H200", date="2026-12-01T10:00:00", rounds=3)
     (tmp_path / "advise").mkdir()
-    (tmp_path / "advise" / "nvidia-h200-judged-a.json").write_text(json.dumps({"gpu": "NVIDIA H200"}))
+    (tmp_path / "advise" / "nvidia-h200-judged-a.json").write_text(json.dumps(doc))
     monkeypatch.setattr(mod, "RESULTS", tmp_path)
-    with pytest.raises(SystemExit, match="nvidia-h200-traces.tar"):
-        mod.advise_section("h200")
+    monkeypatch.setattr(mod, "ROOT", tmp_path)
+    text = "\n".join(mod.advise_section("h200"))
+    assert "| app | pageable | pinned (tie) | pinned | +0.0% | yes | 1.000 s | 1.000 s | yes |" in text
+    assert "NVIDIA H200, 2026-12-01, 3 rounds" in text and ".tar" not in text

@@ -74,7 +74,7 @@ def test_recommend_verifies_against_several_runs_by_their_median(tmp_path):
     assert "the measured runs against each other" in text.output and "32 of 32" in text.output
 
 
-def test_recommend_names_the_runs_a_measured_file_pools(tmp_path):
+def test_recommend_names_the_runs_a_measured_file_pools(tmp_path, monkeypatch):
     """One --measured file that pools two runs (column ``run``, as the committed holdout-18 does):
     the runs are judged against each other and named by file and run."""
     import pandas as pd
@@ -82,7 +82,8 @@ def test_recommend_names_the_runs_a_measured_file_pools(tmp_path):
     from umprof.model.calibration import RUN
 
     rs = ResultSet.load(VERIFY)
-    pooled = tmp_path / "pooled.parquet"
+    monkeypatch.chdir(tmp_path)  # a short name, which the terminal's width does not fold
+    pooled = "pooled.parquet"
     ResultSet(pd.concat([rs.frame.assign(**{RUN: 0}), rs.frame.assign(**{RUN: 1})], ignore_index=True), rs.meta,
               rs.devices).save(pooled)
     r = CliRunner().invoke(cli, ["recommend", "--from", str(CAL), "--workload", str(WORKLOADS / "verify.toml"),

@@ -11,6 +11,7 @@ SOURCES = sorted(kernels_dir().glob("*.cu"))
 pytestmark = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not on PATH")
 
 
+@pytest.mark.nvcc
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
 @pytest.mark.parametrize("path", SOURCES, ids=[p.name for p in SOURCES])
 def test_compiles_without_spills(path, arch):

@@ -2,6 +2,7 @@
 the fractions, read-only inputs, the page simulation), ranking in both modes, the verdict, and
 the verification table the README shows."""
 
+import functools
 import math
 import statistics
 from dataclasses import replace
@@ -794,6 +795,14 @@ def test_verification_table_of_the_readme_on_the_h200(cal):
     assert not math.isnan(whole_err) and whole_err < 0.2 and steady_err < 0.2
 
 
+@functools.lru_cache(maxsize=None)
+def _calibration_7(gpu: str):
+    """calibration-7 of this GPU, loaded once for every set it judges (its curves are built on first use: seconds)."""
+    from umprof import api
+
+    return api.load_calibration([data.CAL7[gpu]])
+
+
 @pytest.mark.parametrize("gpu, n, runs, whole_held, steady_held, whole_err, steady_err", [
     # each set written before it was measured, judged by calibration-7 (2026-11-23) at today's model;
     # sets 16 and 17: two runs of five rounds on one lease, pooled. Since ties (within 3%) are ordered by
@@ -820,9 +829,7 @@ def test_verification_table_of_the_readme_on_the_h200(cal):
 ])
 def test_the_verification_sets_picks_by_calibration_7(gpu, n, runs, whole_held, steady_held, whole_err, steady_err):
     """Each verification set's picks that held (5%) in both modes, and the median prediction errors."""
-    from umprof import api
-
-    cal = api.load_calibration([data.CAL7[gpu]])
+    cal = _calibration_7(gpu)
     measured, workloads = data.holdout(gpu, n, *runs), f"holdout-{n}.toml"
     (whole, w_err), (steady, s_err) = (_held(cal, m, measured, workloads) for m in (False, True))
     assert sum(whole.values()) >= whole_held and sum(steady.values()) >= steady_held, (whole, steady)
