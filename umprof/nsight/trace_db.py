@@ -29,6 +29,9 @@ MEM_KINDS = {0: "unknown", 1: "pageable", 2: "pinned", 3: "device", 4: "array", 
              7: "managed"}
 GRAPH_COLUMNS = ["start", "end", "device", "stream", "correlation", "pid"]  # TraceTables.graphs
 PID_SHIFT = 24  # a globalTid / globalPid holds the process id in bits 24..47
+# rows read from SQLite at once: a table is read in chunks, so that Python's row objects never hold more than this
+# many rows (a table of 10M rows as one list of tuples takes gigabytes), while pandas keeps the columns
+CHUNK_ROWS = 250_000
 # What a trace without one of these tables lacks, said in its notes (nsys leaves out a table it has no rows for)
 MISSING = {"CUPTI_ACTIVITY_KIND_MEMCPY": "no memory copies",
            "CUPTI_ACTIVITY_KIND_KERNEL": "no kernels",
@@ -147,7 +150,9 @@ class _Reader:
             self._lacks(table)
             return pd.DataFrame(columns=list(wanted))
         cols = [f'"{src}" AS "{ours}"' for ours, src in wanted.items() if src in have]
-        df = pd.read_sql_query(f"SELECT {', '.join(cols)} FROM {table} {where}", self.con)
+        chunks = list(pd.read_sql_query(f"SELECT {', '.join(cols)} FROM {table} {where}", self.con,
+                                        chunksize=CHUNK_ROWS))
+        df = pd.concat(chunks, ignore_index=True) if len(chunks) > 1 else chunks[0]
         for ours in wanted:
             if ours not in df:
                 df[ours] = pd.NA
@@ -199,9 +204,9 @@ class _Reader:
             "cause": "migrationCause", "address": "virtualAddress"})
         kinds = self.enum("ENUM_CUDA_MEMCPY_OPER", COPY_KINDS, _copy_kind)
         mems = self.enum("ENUM_CUDA_MEM_KIND", MEM_KINDS, _mem_kind)
-        df["kind"] = df["kind"].map(lambda k: kinds.get(int(k), "unknown") if pd.notna(k) else "unknown")
+        df["kind"] = _named(df["kind"], kinds, "unknown")
         for col in ("src", "dst"):
-            df[col] = df[col].map(lambda k: mems.get(int(k), "unknown") if pd.notna(k) else "unknown")
+            df[col] = _named(df[col], mems, "unknown")
         return _with_pid(df)
 
     def kernels(self) -> pd.DataFrame:
@@ -210,8 +215,10 @@ class _Reader:
         df = self.frame("CUPTI_ACTIVITY_KIND_KERNEL", {
             "start": "start", "end": "end", "global": "globalPid", "device": "deviceId", "stream": "streamId",
             "correlation": "correlationId", "name": name})
+        ids = pd.to_numeric(df["name"], errors="coerce")
         strings = self.strings()
-        df["name"] = df["name"].map(lambda i: strings.get(int(i), str(i)) if pd.notna(i) else "kernel")
+        known = {i: strings.get(int(i), str(int(i))) for i in ids.dropna().unique()}
+        df["name"] = _named(ids, known, "kernel")
         return _with_pid(df)
 
     def memsets(self) -> pd.DataFrame:
@@ -222,8 +229,9 @@ class _Reader:
     def calls(self) -> pd.DataFrame:
         df = self.frame("CUPTI_ACTIVITY_KIND_RUNTIME", {
             "start": "start", "end": "end", "tid": "globalTid", "correlation": "correlationId", "name": "nameId"})
+        ids = pd.to_numeric(df["name"], errors="coerce")
         strings = self.strings()
-        df["name"] = df["name"].map(lambda i: _api_name(strings.get(int(i), "")) if pd.notna(i) else "")
+        df["name"] = _named(ids, {i: _api_name(strings.get(int(i), "")) for i in ids.dropna().unique()}, "")
         df["global"] = df["tid"]
         return _with_pid(df)
 
@@ -249,11 +257,19 @@ class _Reader:
         df = self.frame("NVTX_EVENTS", {"start": "start", "end": "end", "tid": "globalTid", "text": "text",
                                         "text_id": "textId", "type": "eventType"},
                         where="WHERE end IS NOT NULL AND end > start")
+        ids = pd.to_numeric(df["text_id"], errors="coerce")
         strings = self.strings()
-        df["name"] = [t if isinstance(t, str) and t else strings.get(int(i), "") if pd.notna(i) else ""
-                      for t, i in zip(df["text"], df["text_id"])]
+        by_id = _named(ids, {i: strings.get(int(i), "") for i in ids.dropna().unique()}, "")
+        text = df["text"].fillna("").astype(str)
+        df["name"] = text.where(text != "", by_id)
         df["global"] = df["tid"]
         return _with_pid(df)[["start", "end", "pid", "tid", "name"]]
+
+
+def _named(codes: pd.Series, names: dict, default: str) -> pd.Series:
+    """Each code's name from ``names`` (code → name), ``default`` where it has none or is empty: one look-up a
+    distinct code, not one a row."""
+    return pd.to_numeric(codes, errors="coerce").map(names).fillna(default).astype(str)
 
 
 def _with_pid(df: pd.DataFrame) -> pd.DataFrame:
