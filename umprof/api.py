@@ -619,7 +619,7 @@ def report(results, path="umprof-report.html", *, workloads_from=None, traces=()
 
 
 def advise(trace, calibration=None, *, gpu: str | None = None, nsys: str | None = None,
-           all_processes: bool = False) -> list:
+           all_processes: bool = False, wall_s: float | None = None) -> list:
     """Advice for an application from its Nsight Systems trace (``.sqlite``, or ``.nsys-rep`` exported
     once with nsys): a :class:`~umprof.model.advise.AppAdvice` per process and GPU that ran CUDA work,
     the busiest first (every GPU of the busiest process unless ``all_processes``): its flows, loop, unified
@@ -627,13 +627,20 @@ def advise(trace, calibration=None, *, gpu: str | None = None, nsys: str | None 
 
     ``calibration``: saved calibrations (paths or ResultSets) or a Calibration; ``gpu``: a shipped GPU
     model's; else the calibration for the trace's GPU (this machine's cached one of that GPU, then the
-    shipped one), one line naming the GPU where there is none."""
+    shipped one), one line naming the GPU where there is none. ``wall_s``: the program's wall time untraced
+    (seconds: the median of runs by the host's clock, as ``umprof advise -- CMD`` measures it), against which the
+    model takes the tracing's own overhead out of the traced time."""
+    import inspect
+
     from umprof.core import calibrations as store
     from umprof.model import advise as amod
     from umprof.model.application import GRAPH_NODES, advised, applications
     from umprof.model.predict import Calibration
     from umprof.nsight.trace_db import open_trace
 
+    if wall_s is not None and (isinstance(wall_s, bool) or not isinstance(wall_s, (int, float)) or not wall_s > 0
+                               or wall_s == float("inf")):
+        raise UsageError(f"wall_s: expected the program's untraced wall time in seconds, more than 0, got {wall_s!r}")
     t = open_trace(trace, nsys)
     if not t.has_cuda and len(t.graphs):
         raise UsageError(f"{trace}: its GPU work ran in {len(t.graphs)} CUDA graph launches, traced whole (nsys's "
@@ -660,7 +667,9 @@ def advise(trace, calibration=None, *, gpu: str | None = None, nsys: str | None 
                                      "--from FILE, or --gpu NAME to answer as if it were a shipped one")
                 cals[app.gpu] = (_loaded(cf), cf.summary())
         cal, source = cals[app.gpu]
-        out.append(amod.advise(app, cal, source))
+        # the untraced time where the model takes it (it sets the traced time against it)
+        timed = {"wall_s": wall_s} if wall_s is not None and "wall_s" in inspect.signature(amod.advise).parameters else {}
+        out.append(amod.advise(app, cal, source, **timed))
     return out
 
 
