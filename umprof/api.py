@@ -673,6 +673,33 @@ def advise(trace, calibration=None, *, gpu: str | None = None, nsys: str | None 
     return out
 
 
+def advise_program(command, calibration=None, *, runs: int = 3, output=None, gpu: str | None = None,
+                   nsys: str | None = None, all_processes: bool = False, say=None) -> tuple[list, object]:
+    """Run a program and advise it: ``command`` (a list: the program and its arguments) traced once under nsys (again
+    with unified-memory page faults where the trace shows managed memory) and run ``runs`` times untraced
+    (:func:`umprof.nsight.program.run_program`); its trace advised as :func:`advise` does, against the median of the
+    untraced wall times. ``output``: a prefix that keeps the report and its export (``PREFIX.nsys-rep``,
+    ``PREFIX.sqlite``), else they are written to a temporary folder and removed; ``say``: called with a progress
+    line at each step. Returns the advice and the :class:`~umprof.nsight.program.ProgramRuns` (its ``trace`` None
+    where the trace was not kept)."""
+    import shutil
+    import tempfile
+
+    from umprof.nsight.program import run_program
+
+    folder = None if output else tempfile.mkdtemp(prefix="umprof-advise-")
+    try:
+        ran = run_program(list(command), runs=runs, prefix=output or Path(folder) / "trace", nsys=nsys,
+                          say=say or (lambda line: None))
+        found = advise(ran.trace, calibration, gpu=gpu, nsys=nsys, all_processes=all_processes, wall_s=ran.wall_s)
+    finally:
+        if folder:
+            shutil.rmtree(folder, ignore_errors=True)
+    if folder:
+        ran.trace = None
+    return found, ran
+
+
 def import_nsys(trace, *, scenario: str | None = None, against=None, merge_numbered: bool = True,
                 nsys: str | None = None) -> ResultSet:
     """umprof's phase breakdown of an NVTX-annotated Nsight Systems trace (``.sqlite``, or ``.nsys-rep``
