@@ -641,9 +641,18 @@ def _tokens(calls: pd.DataFrame, copies: pd.DataFrame) -> _Tokens:
     corr = mine["correlation"]
     direction = corr.map(what["direction"]).astype(object).fillna("") if len(what) else pd.Series("", index=mine.index)
     nbytes = corr.map(what["bytes"]).fillna(-1).astype(np.int64) if len(what) else pd.Series(-1, index=mine.index)
-    # one label a distinct call, direction and size, not one a call
-    codes, uniques = pd.MultiIndex.from_arrays([mine["name"].astype(object), direction, nbytes]).factorize()
-    labels = [str(n) + (f":{d}:{b}" if d else "") for n, d, b in uniques]
+    # one label a distinct call, direction and size, not one a call: each part numbered, the numbers combined
+    parts = [pd.factorize(col) for col in (mine["name"], direction, nbytes)]
+    combined = np.zeros(len(mine), np.int64)
+    for codes, uniques in parts:
+        combined = combined * len(uniques) + codes
+    codes, distinct = pd.factorize(combined)
+    labels = []
+    for key in distinct:
+        d, b = divmod(int(key), len(parts[2][1]))
+        n, d = divmod(d, len(parts[1][1]))
+        name, way = str(parts[0][1][n]), str(parts[1][1][d])
+        labels.append(name + (f":{way}:{int(parts[2][1][b])}" if way else ""))
     return _Tokens(mine, codes.astype(np.int64), labels)
 
 

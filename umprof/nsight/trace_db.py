@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from umprof.core.errors import UsageError
+from umprof.core.errors import ToolUnavailable, UsageError
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 NSYS_MAGIC_HINT = ".nsys-rep"
@@ -66,22 +66,62 @@ class TraceTables:
         return bool(len(self.copies) or len(self.kernels) or len(self.memsets))
 
 
+EXPECTED = "expected an Nsight Systems .nsys-rep report or the .sqlite that `nsys export --type sqlite` makes of it"
+HEAD_BYTES = 4096  # what is read of a file to say what it holds: a trace can be gigabytes
+
+
 def open_trace(path, nsys: str | None = None) -> TraceTables:
     """Read a trace: ``.sqlite`` directly, ``.nsys-rep`` through its SQLite export (made once with
-    nsys, kept beside it). Bad input is one :class:`UsageError` naming the file; an ``.nsys-rep``
-    without nsys is a :class:`~umprof.core.errors.ToolUnavailable`."""
+    nsys, kept beside it). Bad input is one :class:`UsageError` naming the file and saying what it is; an
+    ``.nsys-rep`` without nsys is a :class:`~umprof.core.errors.ToolUnavailable` naming the report."""
     path = Path(path)
-    if not path.is_file():
-        raise UsageError(f"{path}: no such trace file (expected an Nsight Systems .nsys-rep or its .sqlite export)")
-    with open(path, "rb") as f:  # the magic only: a trace can be gigabytes
-        head = f.read(len(SQLITE_MAGIC))
-    if head == SQLITE_MAGIC:
+    head = _head(path)
+    if head.startswith(SQLITE_MAGIC):
         return read_sqlite(path)
-    if path.suffix == NSYS_MAGIC_HINT:
+    what = content_of(head)
+    if path.suffix == NSYS_MAGIC_HINT and what == BINARY:
         return read_sqlite(export_sqlite(path, nsys))
-    what = "an empty file" if not head else f"{path.suffix or 'no suffix'} content"
-    raise UsageError(f"{path}: not an Nsight Systems trace (got {what}); expected a .nsys-rep report or the .sqlite "
-                     "that `nsys export --type sqlite` makes of it")
+    if path.suffix == ".sqlite" and what == BINARY:
+        what = "not an SQLite file (its first bytes are not SQLite's header)"
+    raise UsageError(f"{path}: {what}, not a trace; {EXPECTED}")
+
+
+def _head(path: Path) -> bytes:
+    """The file's first HEAD_BYTES, or a UsageError naming it where there is no file to read."""
+    if path.is_dir():
+        raise UsageError(f"{path}: a directory, not a trace file; {EXPECTED}")
+    if not path.exists():
+        raise UsageError(f"{path}: no such trace file; {EXPECTED}")
+    try:
+        with open(path, "rb") as f:
+            return f.read(HEAD_BYTES)
+    except OSError as e:
+        raise UsageError(f"{path}: could not be read ({e.strerror or e})") from None
+
+
+BINARY = "binary data of no kind umprof reads"
+# what a file's first bytes say it is, where they say it (magic numbers)
+MAGICS = ((b"\x1f\x8b", "a gzip-compressed file (decompress it first: gunzip)"), (b"PK\x03\x04", "a zip archive"),
+          (b"\x7fELF", "an executable (ELF)"), (b"PAR1", "a Parquet file"))
+
+
+def content_of(head: bytes) -> str:
+    """What a file whose first bytes are ``head`` holds, in words: empty, a compressed file or archive, text
+    (JSON among it), else BINARY."""
+    if not head:
+        return "an empty file"
+    for magic, what in MAGICS:
+        if head.startswith(magic):
+            return what
+    try:
+        text = head.decode("utf-8")
+    except UnicodeDecodeError as e:
+        if e.start < len(head) - 4:  # not a character cut at the end of what was read
+            return BINARY
+        text = head[:e.start].decode("utf-8")
+    if "\x00" in text:
+        return BINARY
+    return "a JSON file" if text.lstrip()[:1] in ("{", "[") else "a text file"
 
 
 def export_sqlite(report: Path, nsys: str | None = None) -> Path:
@@ -94,7 +134,11 @@ def export_sqlite(report: Path, nsys: str | None = None) -> Path:
     out = report.with_suffix(".sqlite")
     if out.is_file() and out.stat().st_mtime >= report.stat().st_mtime:
         return out
-    exe = find_nsys(nsys)
+    try:
+        exe = find_nsys(nsys)
+    except ToolUnavailable as e:
+        raise ToolUnavailable(f"{report}: an Nsight Systems report, read through its SQLite export, which needs nsys: "
+                              f"{e}") from None
     tmp = out.with_name(f".{out.stem}.exporting.sqlite")
     tmp.unlink(missing_ok=True)
     proc = subprocess.run([exe, "export", "--type", "sqlite", "--force-overwrite", "true", "--output", str(tmp),
