@@ -7,7 +7,7 @@ import math
 from rich.console import Console
 from rich.table import Table
 
-from umprof.core.units import format_rate, format_size, format_time
+from umprof.core.units import format_rate, format_share, format_size, format_time
 from umprof.model.application import flow_size
 
 FLOWS_SHOWN = 10
@@ -72,6 +72,11 @@ def print_advice(adv, console: Console) -> None:
                       f"{format_time(max(p['wall_s'] - p['busy_s'], 0.0))}"
                       + (f"; pages moved {format_size(p['um_h2d_bytes'])} to the GPU and {format_size(p['um_d2h_bytes'])} "
                          "back" if p["um_h2d_bytes"] or p["um_d2h_bytes"] else ""))
+        outer = app.loop.outer
+        if outer is not None:
+            console.print(f"around it: a loop of {outer.iterations} iterations of "
+                          f"{round(outer.period / max(app.loop.period, 1))} of these each (batches in epochs, layers "
+                          f"in requests), first {format_time(outer.first_s)}, then {format_time(outer.steady_s)} each")
         lead = app.loop.lead
         if lead is not None:
             q = lead.per_iteration
@@ -98,4 +103,4 @@ def print_advice(adv, console: Console) -> None:
 
 
 def _pct(v) -> str:
-    return f"{v:.0%}" if v is not None and not (isinstance(v, float) and math.isnan(v)) else "-"
+    return format_share(v) if v is not None else "-"
