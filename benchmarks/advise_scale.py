@@ -6,8 +6,9 @@ timed by wall clock with the process's peak resident memory.
 
 The export's tables are made by the CREATE statements of a real one (``tests/fixtures/traces``, nsys 2025.3),
 so that every column the reader looks up is where nsys puts it. Each iteration copies a frame in from pageable
-memory, runs a kernel, copies a result back and synchronises (seven records); the records left over are a
-warm-up of device queries before the loop, as a program's imports make them. Goal (issue 88): 1M records with a
+memory and runs a kernel (four records: each its call and its activity), and, as the records allow, copies a
+result back (six), synchronises (seven) and asks for the device (cudaGetDevice) as often as the rest allows; the
+records left over are a warm-up of device queries before the loop, as a program's imports make them. Goal (issue 88): 1M records with a
 137,960-iteration loop advised, exit 0, in under 10 s and 1 GB resident on a 2-core machine.
 """
 
@@ -31,7 +32,7 @@ COPIED_ROWS = ("ENUM_CUDA_MEMCPY_OPER", "ENUM_CUDA_MEM_KIND", "TARGET_INFO_GPU",
 PID = 4242
 GLOBAL_PID = PID << 24
 GLOBAL_TID = GLOBAL_PID | PID
-RECORDS_PER_ITERATION = 7  # h2d copy + its call, kernel + its launch, d2h copy + its call, a synchronise
+LEAST_PER_ITERATION = 4  # a copy in and its call, a kernel and its launch
 FRAME, RESULT = 8 << 20, 1 << 20  # bytes in and out each iteration (--frame, --result)
 CHUNK_ROWS = 200_000  # rows inserted at once: the builder's own memory stays small at 10M records
 
@@ -66,12 +67,11 @@ class _Writer:
 
 def build_trace(path: Path, records: int, iterations: int, frame: int = FRAME, result: int = RESULT) -> Path:
     """Write an nsys SQLite export of ``records`` records (calls, copies and kernels) holding an ``iterations``-long
-    loop (RECORDS_PER_ITERATION records each; the rest a warm-up of device queries before it)."""
+    loop (four records each at least: see the module's docstring; the rest a warm-up of device queries before it)."""
     path = Path(path)
     path.unlink(missing_ok=True)
-    warmup = records - RECORDS_PER_ITERATION * iterations
-    if warmup < 0:
-        raise SystemExit(f"{records} records hold at most {records // RECORDS_PER_ITERATION} iterations")
+    if records < LEAST_PER_ITERATION * iterations:
+        raise SystemExit(f"{records} records hold at most {records // LEAST_PER_ITERATION} iterations")
     src = sqlite3.connect(f"file:{SCHEMA_FROM}?mode=ro", uri=True)
     con = sqlite3.connect(path)
     for table in TABLES:
@@ -84,13 +84,17 @@ def build_trace(path: Path, records: int, iterations: int, frame: int = FRAME, r
              "step"]
     con.executemany("INSERT INTO StringIds VALUES (?, ?)", list(enumerate(names, 1)))
     con.execute("INSERT INTO PROCESSES VALUES (?, ?, 'python3')", (GLOBAL_PID, PID))
-    _fill(con, warmup, iterations, frame, result)
+    _fill(con, records, iterations, frame, result)
     con.commit()
     con.close()
     return path
 
 
-def _fill(con, warmup: int, iterations: int, frame: int, result: int) -> None:
+def _fill(con, records: int, iterations: int, frame: int, result: int) -> None:
+    each = records // iterations  # records an iteration
+    steps = [(1, frame, 1, 3, frame // 10), (None, 0, 0, 0, 300_000)] + ([(2, result, 3, 1, result // 10)] if each >= 6 else [])
+    sync, queries = each >= 7, max(0, each - 7)
+    warmup = records - iterations * (2 * len(steps) + sync + queries)
     calls = _Writer(con, "CUPTI_ACTIVITY_KIND_RUNTIME")
     copies = _Writer(con, "CUPTI_ACTIVITY_KIND_MEMCPY")
     kernels = _Writer(con, "CUPTI_ACTIVITY_KIND_KERNEL")
@@ -100,8 +104,11 @@ def _fill(con, warmup: int, iterations: int, frame: int, result: int) -> None:
         calls.add(start=t, end=t + 500, eventClass=1, globalTid=GLOBAL_TID, correlationId=corr, nameId=1)
         t += 1_000
     for _ in range(iterations):
-        for direction, nbytes, src_kind, dst_kind, dur in ((1, frame, 1, 3, frame // 10), (None, 0, 0, 0, 300_000),
-                                                           (2, result, 3, 1, result // 10)):
+        for _ in range(queries):
+            corr += 1
+            calls.add(start=t, end=t + 300, eventClass=1, globalTid=GLOBAL_TID, correlationId=corr, nameId=1)
+            t += 500
+        for direction, nbytes, src_kind, dst_kind, dur in steps:
             corr += 1
             name = 3 if direction is None else 2
             calls.add(start=t, end=t + 3_000 + (dur if direction else 0), eventClass=1, globalTid=GLOBAL_TID,
@@ -114,8 +121,9 @@ def _fill(con, warmup: int, iterations: int, frame: int, result: int) -> None:
             else:
                 copies.add(**common, bytes=nbytes, copyKind=direction, srcKind=src_kind, dstKind=dst_kind, copyCount=1)
             t += 5_000 + dur
-        corr += 1
-        calls.add(start=t, end=t + 2_000, eventClass=1, globalTid=GLOBAL_TID, correlationId=corr, nameId=4)
+        if sync:
+            corr += 1
+            calls.add(start=t, end=t + 2_000, eventClass=1, globalTid=GLOBAL_TID, correlationId=corr, nameId=4)
         t += 50_000  # the host's own work
     for w in (calls, copies, kernels):
         w.flush()
