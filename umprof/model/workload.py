@@ -257,17 +257,18 @@ def _check(w: Workload) -> None:
         bad("touched", f"a fraction that selects at least one 64 KiB page of {format_size(w.bytes)}")
 
 
-def _check_typed(w: Workload) -> Workload:
-    """The bounds of a workload a person typed (MAX_ITERATIONS, MAX_COPIES, MAX_KERNEL_S), beyond ``_check``'s."""
+def _check_typed(values: dict) -> None:
+    """The bounds of a workload a person typed (MAX_ITERATIONS, MAX_COPIES, MAX_KERNEL_S), beyond ``_check``'s: a
+    WorkloadError for an integer or a number of seconds out of them (the type errors are ``_check``'s)."""
     for key, most, what in (("iterations", MAX_ITERATIONS, "iterations of the application's loop"),
                             ("copies", MAX_COPIES, "explicit copies each way per iteration")):
-        if getattr(w, key) > most:
-            given = getattr(w, key)
+        given = values.get(key)
+        if isinstance(given, int) and not isinstance(given, bool) and not 1 <= given <= most:
             raise WorkloadError(key, lambda n: f": expected an integer from 1 to {most} ({what}), got {given!r}")
-    if w.kernel_s >= MAX_KERNEL_S:
+    seconds = values.get("kernel_s")
+    if isinstance(seconds, (int, float)) and not isinstance(seconds, bool) and seconds >= MAX_KERNEL_S:
         raise WorkloadError("kernel_s", lambda n: f": expected seconds of kernel time per iteration, 0 to "
-                            f"{MAX_KERNEL_S} (0: the passes' own), got {w.kernel_s!r}")
-    return w
+                            f"{MAX_KERNEL_S} (0: the passes' own), got {seconds!r}")
 
 
 def from_mapping(raw: dict, where: str, options: bool = False) -> Workload:
@@ -275,7 +276,7 @@ def from_mapping(raw: dict, where: str, options: bool = False) -> Workload:
     (``_check_typed``); ``where`` names the source in errors, and with ``options`` they name each key as the
     option that gave it (``--host-writes``, not ``host_writes``)."""
     try:
-        return _check_typed(_from_mapping(raw))
+        return _from_mapping(raw)
     except WorkloadError as e:
         raise UsageError(f"{where}: {e.text(OPTIONS if options else FILE_KEYS)}") from None
     except UsageError as e:
@@ -311,6 +312,7 @@ def _from_mapping(raw: dict) -> Workload:
             raise WorkloadError("pingpong", lambda n: f" means {n['host_writes']} = {n['gpu_writes']} = "
                                 f"{n['host_reads']} = 1, but '{n[k]}' is {v!r}: give one or the other")
         values.update({k: 1.0 for k in FRACTIONS})
+    _check_typed(values)
     return Workload(**values)
 
 
