@@ -67,6 +67,7 @@ class TraceTables:
 
 
 EXPECTED = "expected an Nsight Systems .nsys-rep report or the .sqlite that `nsys export --type sqlite` makes of it"
+EXPECTED_CONTENT = "expected a .nsys-rep report or the .sqlite that `nsys export --type sqlite` makes of it"
 HEAD_BYTES = 4096  # what is read of a file to say what it holds: a trace can be gigabytes
 
 
@@ -82,8 +83,8 @@ def open_trace(path, nsys: str | None = None) -> TraceTables:
     if path.suffix == NSYS_MAGIC_HINT and what == BINARY:
         return read_sqlite(export_sqlite(path, nsys))
     if path.suffix == ".sqlite" and what == BINARY:
-        what = "not an SQLite file (its first bytes are not SQLite's header)"
-    raise UsageError(f"{path}: {what}, not a trace; {EXPECTED}")
+        raise UsageError(f"{path}: not an SQLite file (its first bytes are not SQLite's header); {EXPECTED_CONTENT}")
+    raise UsageError(f"{path}: {what}, not an Nsight Systems trace; {EXPECTED_CONTENT}")
 
 
 def _head(path: Path) -> bytes:
