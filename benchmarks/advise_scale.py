@@ -8,8 +8,9 @@ The export's tables are made by the CREATE statements of a real one (``tests/fix
 so that every column the reader looks up is where nsys puts it. Each iteration copies a frame in from pageable
 memory and runs a kernel (four records: each its call and its activity), and, as the records allow, copies a
 result back (six), synchronises (seven) and asks for the device (cudaGetDevice) as often as the rest allows; the
-records left over are a warm-up of device queries before the loop, as a program's imports make them. Goal (issue 88): 1M records with a
-137,960-iteration loop advised, exit 0, in under 10 s and 1 GB resident on a 2-core machine.
+records left over are a warm-up of device queries before the loop, as a program's imports make them. Goal
+(issue 88): 1M records with a 137,960-iteration loop advised, exit 0, in under 10 s and 1 GB resident on a 2-core
+machine.
 """
 
 from __future__ import annotations
@@ -92,7 +93,9 @@ def build_trace(path: Path, records: int, iterations: int, frame: int = FRAME, r
 
 def _fill(con, records: int, iterations: int, frame: int, result: int) -> None:
     each = records // iterations  # records an iteration
-    steps = [(1, frame, 1, 3, frame // 10), (None, 0, 0, 0, 300_000)] + ([(2, result, 3, 1, result // 10)] if each >= 6 else [])
+    # (copy kind or None for a kernel, bytes, source and destination memory kinds, ns): a copy at 10 GB/s
+    steps = [(1, frame, 1, 3, frame // 10), (None, 0, 0, 0, 300_000)]
+    steps += [(2, result, 3, 1, result // 10)] if each >= 6 else []
     sync, queries = each >= 7, max(0, each - 7)
     warmup = records - iterations * (2 * len(steps) + sync + queries)
     calls = _Writer(con, "CUPTI_ACTIVITY_KIND_RUNTIME")
@@ -129,6 +132,11 @@ def _fill(con, records: int, iterations: int, frame: int, result: int) -> None:
         w.flush()
 
 
+def peak_mib(who) -> float:
+    """The peak resident memory of this process or of its largest finished child (MiB; Linux reports KiB)."""
+    return resource.getrusage(who).ru_maxrss / 1024
+
+
 def cpu_s(who=resource.RUSAGE_SELF) -> float:
     """CPU seconds (user and system) of this process or of its finished children: unlike wall time, not inflated by
     other work on a shared machine."""
@@ -151,7 +159,7 @@ def time_api(trace: Path) -> dict:
         print(f"api: {e}", file=sys.stderr)
         loop, code = None, e.exit_code
     took = time.perf_counter() - t0
-    return {"how": "api", "seconds": took, "cpu_s": cpu_s() - c0, "peak_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+    return {"how": "api", "seconds": took, "cpu_s": cpu_s() - c0, "peak_mib": peak_mib(resource.RUSAGE_SELF),
             "iterations": loop.iterations if loop else 0, "exit": code}
 
 
@@ -169,8 +177,8 @@ def time_cli(trace: Path) -> dict:
         iterations = (doc.get("loop") or {}).get("iterations", 0)
     else:
         print(proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else "no output", file=sys.stderr)
-    return {"how": "cli", "seconds": took, "cpu_s": cpu_s(resource.RUSAGE_CHILDREN) - c0, "peak_mib": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024,
-            "iterations": iterations, "exit": proc.returncode}
+    return {"how": "cli", "seconds": took, "cpu_s": cpu_s(resource.RUSAGE_CHILDREN) - c0,
+            "peak_mib": peak_mib(resource.RUSAGE_CHILDREN), "iterations": iterations, "exit": proc.returncode}
 
 
 def main(argv=None) -> int:

@@ -64,9 +64,11 @@ def advise(ctx, trace, runs, output, wall_s, sources, gpu_name, nsys, all_proces
     ran = None
     if program:
         progress = common.err()
+
+        def say(line):
+            progress.print(f"umprof: {line}", highlight=False, markup=False)
         found, ran = api.advise_program(program, list(sources) or None, runs=runs, output=output, gpu=gpu_name,
-                                        nsys=nsys, all_processes=all_processes,
-                                        say=lambda line: progress.print(f"umprof: {line}", highlight=False))
+                                        nsys=nsys, all_processes=all_processes, say=say)
     else:
         found = api.advise(trace, list(sources) or None, gpu=gpu_name, nsys=nsys, all_processes=all_processes,
                            wall_s=wall_s)
@@ -105,7 +107,7 @@ def _show(found, ran, trace, wall_s, as_json) -> None:
 
     console = common.out()
     if timing:
-        console.print(timing, highlight=False)
+        console.print(timing, highlight=False, markup=False)
     for a in found:
         print_advice(a, console)
 

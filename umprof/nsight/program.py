@@ -50,7 +50,8 @@ class ProgramRuns:
         return float(statistics.median(self.untraced_s))
 
     def to_dict(self) -> dict:
-        return {"command": list(self.command), "trace": str(self.trace) if self.trace else None, "untraced_s": list(self.untraced_s),
+        return {"command": list(self.command), "trace": str(self.trace) if self.trace else None,
+                "untraced_s": list(self.untraced_s),
                 "wall_s": self.wall_s, "traced_clock_s": self.traced_clock_s, "um_faults": self.um_faults,
                 "managed": self.managed_why or None}
 
