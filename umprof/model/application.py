@@ -15,7 +15,12 @@ From :class:`~umprof.nsight.trace_db.TraceTables`, per process and GPU:
   each gets its copies, kernels, unified-memory migrations and wall time; the steady iteration is
   their median (their mean where they move very different amounts), the first kept apart; a loop of
   copies before it (a dataset loaded chunk by chunk, then iterated over) is found among the calls
-  ahead of its first iteration and kept as its ``lead``;
+  ahead of its first iteration and kept as its ``lead``. Calls that only ask the driver something
+  (cudaGetDevice, cuKernelGetName, cudaStreamIsCapturing: a framework makes a varying number of them)
+  are left out of the period's search, and an iteration is cut at a call that moves data or launches
+  work; where the iterations come in regular groups (their calls differ every k-th: an epoch's last,
+  smaller batch, a request's input and output around its layers), the loop is the groups', the
+  shorter one its ``inner``;
 * **unified memory**: migrations each way, GPU fault groups and faults, CPU faults, and whether
   prefetch or advice calls were made;
 * **the strategy**: the one of umprof's that the application's data movement matches (pageable
@@ -80,9 +85,9 @@ class Loop:
     # a loop of copies run before it (a load phase: a dataset copied in chunk by chunk, then iterated over), read on
     # its own; ``first`` and ``largest`` are then of what follows it. None where there is none
     lead: "Loop | None" = None
-    # the loop around it, where its iterations come in regular groups (batches in epochs, layers in requests): its
-    # iterations are the groups, its period the calls of one group. None where there is none
-    outer: "Loop | None" = None
+    # the loop inside it, where its iterations are regular groups of a shorter loop's (batches in epochs, layers in
+    # requests, tiles in passes over an image): that loop over the whole run. None where there is none
+    inner: "Loop | None" = None
 
 
 class LoopPinning(NamedTuple):
@@ -747,8 +752,9 @@ def _loop_period(codes: np.ndarray) -> tuple[int, int, int] | None:
 
 def find_loop(calls: pd.DataFrame, copies: pd.DataFrame, kernels: pd.DataFrame, with_lead: bool = True) -> Loop | None:
     """The application's loop (see the module's docstring), or None where its calls do not repeat; ``with_lead``:
-    with the loop of copies run before it, where there is one (``Loop.lead``); with the loop around it, where its
-    iterations come in regular groups (``Loop.outer``: batches in epochs, layers in requests)."""
+    with the loop of copies run before it, where there is one (``Loop.lead``). Where the shortest loop's iterations
+    come in regular groups (batches in epochs, layers in requests), the loop is the groups', the shortest one its
+    ``inner``."""
     if calls.empty:
         return None
     t = _tokens(calls, copies)
@@ -786,11 +792,14 @@ def find_loop(calls: pd.DataFrame, copies: pd.DataFrame, kernels: pd.DataFrame, 
     # a loop before it ends a period before the first cut: the first iteration's calls ahead of its cut are its own
     ahead = int(starts[where[max(0, cut_at[0] - p + 1)]])
     lead = _lead_loop(ahead, calls, copies, kernels) if with_lead else None
-    loop = _loop_of(per, edges, period, t.labels[anchor], ahead if lead is not None else None,
-                    calls, copies, kernels)
+    ahead = ahead if lead is not None else None
+    loop = _loop_of(per, edges, period, t.labels[anchor], ahead, calls, copies, kernels)
+    # where its iterations come in regular groups, the loop is the groups' (a pass over one dataset, an epoch, a
+    # request), the shorter one inside it
+    outer = _outer_loop(seq, np.concatenate([cut_at, [last]]), per, edges, loop, ahead, calls, copies, kernels)
+    if outer is not None:
+        outer.inner, loop = loop, outer
     loop.lead = lead
-    bounds = np.concatenate([cut_at, [last]])
-    loop.outer = _outer_loop(seq, bounds, per, edges, loop, calls, copies, kernels)
     return loop
 
 
@@ -841,7 +850,7 @@ def _group_starts(odd: np.ndarray, n: int) -> np.ndarray | None:
 
 
 def _outer_loop(seq: np.ndarray, bounds: np.ndarray, per: pd.DataFrame, edges: np.ndarray, inner: Loop,
-                calls: pd.DataFrame, copies: pd.DataFrame, kernels: pd.DataFrame) -> Loop | None:
+                ahead: int | None, calls: pd.DataFrame, copies: pd.DataFrame, kernels: pd.DataFrame) -> Loop | None:
     """The loop around the loop: where the loop's iterations whose calls differ from the others (else those that
     take OUTER_SLOW times the others' time) come at a regular interval (``_group_starts``), each group of iterations
     between them is an outer iteration (batches in epochs, layers in requests). None where there is none."""
@@ -854,7 +863,7 @@ def _outer_loop(seq: np.ndarray, bounds: np.ndarray, per: pd.DataFrame, edges: n
     outer_edges = np.concatenate([[edges[0]], edges[starts], [edges[-1]]])
     k = int(starts[1] - starts[0]) if len(starts) > 1 else int(starts[0])
     outer = _per_iteration(outer_edges, calls, copies, kernels)
-    return _loop_of(outer, outer_edges, inner.period * k, inner.anchor, None, calls, copies, kernels)
+    return _loop_of(outer, outer_edges, inner.period * k, inner.anchor, ahead, calls, copies, kernels)
 
 
 # the spread (standard deviation over mean) of the bytes the steady iterations move beyond which they are read by

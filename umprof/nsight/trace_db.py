@@ -314,7 +314,7 @@ class _Reader:
 def _named(codes: pd.Series, names: dict, default: str) -> pd.Series:
     """Each code's name from ``names`` (code → name), ``default`` where it has none or is empty: one look-up a
     distinct code, not one a row."""
-    return pd.to_numeric(codes, errors="coerce").map(names).fillna(default).astype(str)
+    return pd.to_numeric(codes, errors="coerce").map(names).astype(object).fillna(default).astype(str)
 
 
 def _with_pid(df: pd.DataFrame) -> pd.DataFrame:

@@ -72,11 +72,13 @@ def print_advice(adv, console: Console) -> None:
                       f"{format_time(max(p['wall_s'] - p['busy_s'], 0.0))}"
                       + (f"; pages moved {format_size(p['um_h2d_bytes'])} to the GPU and {format_size(p['um_d2h_bytes'])} "
                          "back" if p["um_h2d_bytes"] or p["um_d2h_bytes"] else ""))
-        outer = app.loop.outer
-        if outer is not None:
-            console.print(f"around it: a loop of {outer.iterations} iterations of "
-                          f"{round(outer.period / max(app.loop.period, 1))} of these each (batches in epochs, layers "
-                          f"in requests), first {format_time(outer.first_s)}, then {format_time(outer.steady_s)} each")
+        inner = app.loop.inner
+        if inner is not None:
+            q = inner.per_iteration
+            console.print(f"inside each: a loop of {round(inner.iterations / app.loop.iterations)} iterations "
+                          f"({inner.period} CUDA calls each, cut at {inner.anchor}), {format_time(inner.steady_s)} "
+                          f"each: {format_size(q['h2d_bytes'])} in, {format_size(q['d2h_bytes'])} out, kernels "
+                          f"{format_time(q['kernel_s'])}")
         lead = app.loop.lead
         if lead is not None:
             q = lead.per_iteration
