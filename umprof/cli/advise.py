@@ -113,17 +113,17 @@ def _show(found, ran, trace, wall_s, as_json) -> None:
 
 
 def _timing(found, ran, wall_s) -> str:
-    """'traced 1.28 s, untraced 0.71 s (median of 3)': the traced time (the busiest application's, its first CUDA
-    call to its last GPU work) and the untraced one, where there is one."""
+    """'traced 1.28 s (first CUDA call to last GPU work), untraced 0.71 s (start to exit, median of 3)': the traced
+    time (the busiest application's) and the untraced one, where there is one, each with what it spans."""
     from umprof.core.units import format_time
 
     if ran is None and wall_s is None:
         return ""
-    traced = format_time(found[0].app.wall_s) if found else "-"
+    traced = (format_time(found[0].app.wall_s) if found else "-") + " (first CUDA call to last GPU work)"
     if ran is None:
         return f"traced {traced}, untraced {format_time(wall_s)} (given by --wall)"
     runs = len(ran.untraced_s)
-    how = f"median of {runs}" if runs > 1 else "one run"
+    how = f"start to exit, median of {runs}" if runs > 1 else "start to exit, one run"
     faults = "; traced with unified-memory page faults" if ran.um_faults else ""
     return f"traced {traced}, untraced {format_time(ran.wall_s)} ({how}){faults}"
 

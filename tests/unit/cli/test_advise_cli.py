@@ -67,7 +67,8 @@ def test_the_advice_says_both_times(fake_nsys):
     r = CliRunner().invoke(cli, ["advise", "--runs", "1", "--", *SLEEP])
     assert r.exit_code == 0, r.output
     line = r.stdout.splitlines()[0]
-    assert line.startswith("traced ") and ", untraced " in line and line.endswith("(one run)")
+    assert line.startswith("traced ") and "(first CUDA call to last GPU work), untraced " in line
+    assert line.endswith("(start to exit, one run)")
 
 
 def test_a_program_on_managed_memory_is_traced_again_with_faults(fake_nsys, tmp_path, monkeypatch):
