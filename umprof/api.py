@@ -635,6 +635,9 @@ def advise(trace, calibration=None, *, gpu: str | None = None, nsys: str | None 
     from umprof.model.predict import Calibration
     from umprof.nsight.trace_db import open_trace
 
+    if wall_s is not None and (isinstance(wall_s, bool) or not isinstance(wall_s, (int, float)) or not wall_s > 0
+                               or wall_s == float("inf")):
+        raise UsageError(f"wall_s: expected the program's untraced wall time in seconds, more than 0, got {wall_s!r}")
     t = open_trace(trace, nsys)
     if not t.has_cuda and len(t.graphs):
         raise UsageError(f"{trace}: its GPU work ran in {len(t.graphs)} CUDA graph launches, traced whole (nsys's "
@@ -663,6 +666,33 @@ def advise(trace, calibration=None, *, gpu: str | None = None, nsys: str | None 
         cal, source = cals[app.gpu]
         out.append(amod.advise(app, cal, source, wall_s=wall_s))
     return out
+
+
+def advise_program(command, calibration=None, *, runs: int = 3, output=None, gpu: str | None = None,
+                   nsys: str | None = None, all_processes: bool = False, say=None) -> tuple[list, object]:
+    """Run a program and advise it: ``command`` (a list: the program and its arguments) traced once under nsys (again
+    with unified-memory page faults where the trace shows managed memory) and run ``runs`` times untraced
+    (:func:`umprof.nsight.program.run_program`); its trace advised as :func:`advise` does, against the median of the
+    untraced wall times. ``output``: a prefix that keeps the report and its export (``PREFIX.nsys-rep``,
+    ``PREFIX.sqlite``), else they are written to a temporary folder and removed; ``say``: called with a progress
+    line at each step. Returns the advice and the :class:`~umprof.nsight.program.ProgramRuns` (its ``trace`` None
+    where the trace was not kept)."""
+    import shutil
+    import tempfile
+
+    from umprof.nsight.program import run_program
+
+    folder = None if output else tempfile.mkdtemp(prefix="umprof-advise-")
+    try:
+        ran = run_program(list(command), runs=runs, prefix=output or Path(folder) / "trace", nsys=nsys,
+                          say=say or (lambda line: None))
+        found = advise(ran.trace, calibration, gpu=gpu, nsys=nsys, all_processes=all_processes, wall_s=ran.wall_s)
+    finally:
+        if folder:
+            shutil.rmtree(folder, ignore_errors=True)
+    if folder:
+        ran.trace = None
+    return found, ran
 
 
 def import_nsys(trace, *, scenario: str | None = None, against=None, merge_numbered: bool = True,

@@ -15,7 +15,12 @@ From :class:`~umprof.nsight.trace_db.TraceTables`, per process and GPU:
   each gets its copies, kernels, unified-memory migrations and wall time; the steady iteration is
   their median (their mean where they move very different amounts), the first kept apart; a loop of
   copies before it (a dataset loaded chunk by chunk, then iterated over) is found among the calls
-  ahead of its first iteration and kept as its ``lead``;
+  ahead of its first iteration and kept as its ``lead``. Calls that only ask the driver something
+  (cudaGetDevice, cuKernelGetName, cudaStreamIsCapturing: a framework makes a varying number of them)
+  are left out of the period's search, and an iteration is cut at a call that moves data or launches
+  work; where the iterations come in regular groups (their calls differ every k-th: an epoch's last,
+  smaller batch, a request's input and output around its layers), the loop is the groups', the
+  shorter one its ``inner``;
 * **unified memory**: migrations each way, GPU fault groups and faults, CPU faults, and whether
   prefetch or advice calls were made;
 * **the strategy**: the one of umprof's that the application's data movement matches (pageable
@@ -26,6 +31,7 @@ From :class:`~umprof.nsight.trace_db.TraceTables`, per process and GPU:
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -79,6 +85,9 @@ class Loop:
     # a loop of copies run before it (a load phase: a dataset copied in chunk by chunk, then iterated over), read on
     # its own; ``first`` and ``largest`` are then of what follows it. None where there is none
     lead: "Loop | None" = None
+    # the loop inside it, where its iterations are regular groups of a shorter loop's (batches in epochs, layers in
+    # requests, tiles in passes over an image): that loop over the whole run. None where there is none
+    inner: "Loop | None" = None
 
 
 class LoopPinning(NamedTuple):
@@ -259,7 +268,8 @@ def _application(t, pid: int, device: int) -> Application:
     copies["direction"] = copies["kind"].replace(HOST_ARRAY)
     copies["host_kind"] = np.where(copies["direction"].isin(["h2d", "um_h2d"]), copies["src"],
                                    np.where(copies["direction"].isin(["d2h", "um_d2h"]), copies["dst"], "device"))
-    copies["range"] = [unnumbered(r) for r in _enclosing_ranges(copies, t.ranges[t.ranges["pid"] == pid])]
+    ranges = pd.Series(_enclosing_ranges(copies, t.ranges[t.ranges["pid"] == pid]), index=copies.index, dtype=object)
+    copies["range"] = ranges.map({r: unnumbered(r) for r in ranges.unique()})
     gpus = t.gpus.set_index("device") if len(t.gpus) else pd.DataFrame()
     gpu = str(gpus.loc[device, "name"]) if device in gpus.index else "unknown GPU"
     memory = int(gpus.loc[device, "memory_bytes"]) if device in gpus.index and pd.notna(gpus.loc[device, "memory_bytes"]) else 0
@@ -584,7 +594,7 @@ def _unified_memory(t, pid: int, device: int, copies: pd.DataFrame, calls: pd.Da
                     cpu_faults: pd.DataFrame) -> dict:
     um = copies[copies["direction"].isin(UM_DIRECTIONS)]
     gf = t.gpu_faults[(t.gpu_faults["pid"] == pid) & (t.gpu_faults["device"] == device)]
-    names = set(calls["name"])
+    names = set(calls["name"].unique())
     placed = um.dropna(subset=["address"])
     footprint = managed_footprint(pd.to_numeric(placed["address"]).to_numpy(np.int64),
                                   placed["bytes"].to_numpy(np.int64),
@@ -603,18 +613,61 @@ def _unified_memory(t, pid: int, device: int, copies: pd.DataFrame, calls: pd.Da
 
 # -- the loop -------------------------------------------------------------------------------
 
+# A call that asks the driver something and does no work (cudaGetDevice, cudaGetLastError, cuKernelGetName,
+# cuGetProcAddress, cuCtxGetCurrent, cudaStreamIsCapturing, cudaEventQuery): a framework makes a varying number of
+# them an iteration (PyTorch's device guards, its caching allocator's capture checks), so the period is searched
+# without them, and none cuts a loop.
+QUERY_CALL = re.compile(r"^cu(?:da)?\w*?(?:Get|Peek|Query|IsCapturing)")
+# A call that moves data or launches work on the GPU: what a loop's iterations are cut at, where its window has one.
+WORK_CALL = re.compile(r"Memcpy|Memset|Launch|Prefetch")
+SETUP_COUNT = 3  # calls made fewer times than this are setup, not a loop's
+# A call that the loop's iterations make this share fewer times than its other calls is made by some iterations
+# only (a copy of 16 MiB where each epoch's last batch is smaller), and cut at it, those iterations would join the
+# next: it cuts no loop.
+ANCHOR_SHORT = 0.01
+# An iteration this many times the median's wall time, at a regular interval, ends an outer loop's iteration (an
+# epoch's first batch waits for its data loader's workers to start) as a different set of calls does.
+OUTER_SLOW = 3.0
+
+
+class _Tokens(NamedTuple):
+    """The calls of the thread that makes most of them (``calls``), each as a code (``codes``) of what it is
+    (``labels``: its name, and for a copy its direction and bytes)."""
+
+    calls: pd.DataFrame
+    codes: np.ndarray
+    labels: list
+
+
+def _tokens(calls: pd.DataFrame, copies: pd.DataFrame) -> _Tokens:
+    tid = calls["tid"].value_counts().index[0]
+    mine = calls[calls["tid"] == tid]
+    what = copies.dropna(subset=["correlation"]).drop_duplicates("correlation").set_index("correlation")
+    corr = mine["correlation"]
+    direction = corr.map(what["direction"]).astype(object).fillna("") if len(what) else pd.Series("", index=mine.index)
+    nbytes = corr.map(what["bytes"]).fillna(-1).astype(np.int64) if len(what) else pd.Series(-1, index=mine.index)
+    # one label a distinct call, direction and size, not one a call: each part numbered, the numbers combined
+    parts = [pd.factorize(col) for col in (mine["name"], direction, nbytes)]
+    combined = np.zeros(len(mine), np.int64)
+    for codes, uniques in parts:
+        combined = combined * len(uniques) + codes
+    codes, distinct = pd.factorize(combined)
+    labels = []
+    for key in distinct:
+        d, b = divmod(int(key), len(parts[2][1]))
+        n, d = divmod(d, len(parts[1][1]))
+        name, way = str(parts[0][1][n]), str(parts[1][1][d])
+        labels.append(name + (f":{way}:{int(parts[2][1][b])}" if way else ""))
+    return _Tokens(mine, codes.astype(np.int64), labels)
+
+
 def call_tokens(calls: pd.DataFrame, copies: pd.DataFrame) -> pd.DataFrame:
     """The calls of the thread that makes most of them, each named by what it is: its name, and
     for a copy its direction and bytes."""
     if calls.empty:
         return calls.assign(token=pd.Series(dtype=str))
-    tid = calls["tid"].value_counts().index[0]
-    mine = calls[calls["tid"] == tid]
-    what = copies.dropna(subset=["correlation"]).drop_duplicates("correlation")[["correlation", "direction", "bytes"]]
-    joined = mine[["correlation"]].merge(what, on="correlation", how="left")
-    detail = (":" + joined["direction"].astype(str) + ":" + joined["bytes"].astype("Int64").astype(str)) \
-        .where(joined["direction"].notna(), "")
-    return mine.assign(token=mine["name"].to_numpy() + detail.to_numpy())
+    t = _tokens(calls, copies)
+    return t.calls.assign(token=np.asarray(t.labels, dtype=object)[t.codes])
 
 
 def find_period(codes: np.ndarray) -> tuple[int, int, int] | None:
@@ -638,61 +691,91 @@ def find_period(codes: np.ndarray) -> tuple[int, int, int] | None:
                 candidates.add(p)
     for p in sorted(candidates):
         wanted = recurring[counts[recurring] >= n / p / 2]
-        where = np.flatnonzero(np.isin(codes, wanted))
+        is_wanted = np.zeros(len(counts), bool)
+        is_wanted[wanted] = True
+        where = np.flatnonzero(is_wanted[codes])
         first, last = int(where[0]), int(where[-1]) + 1
         span = codes[first:last]
         if len(span) < 2 * p or np.mean(span[:-p] == span[p:]) < PERIOD_MATCH:
             continue
         starts = [int(f * (len(span) - p)) for f in WINDOWS]
-        if all(np.isin(wanted, span[i:i + p]).all() for i in starts):
+        if all(len(np.intersect1d(wanted, span[i:i + p])) == len(wanted) for i in starts):
             return p, first, last
     return None
 
 
-def _without_bursts(tokens: pd.DataFrame) -> pd.DataFrame:
-    """The calls less those made only in one burst, one after another (streams or events created before a loop,
-    destroyed after it), where calls that recur apart remain: a burst is setup, and counted among a loop's calls it
-    passes for one (six streams created before a loop of eight iterations of four calls had made its period look
-    twice as long). A run made of one call alone keeps it."""
-    if tokens.empty:
-        return tokens
-    position = pd.Series(np.arange(len(tokens)), index=tokens.index)
-    spread = position.groupby(tokens["token"]).agg(lambda p: p.iloc[-1] - p.iloc[0] + 1 > len(p))
-    if not spread.any():
-        return tokens
-    return tokens[tokens["token"].map(spread)]
+def _recurring(codes: np.ndarray) -> np.ndarray:
+    """Which calls may be a loop's: those made SETUP_COUNT times or more, less those made only in one burst, one
+    after another (streams or events created before a loop, destroyed after it), where calls that recur apart remain:
+    a burst is setup, and counted among a loop's calls it passes for one (six streams created before a loop of eight
+    iterations of four calls had made its period look twice as long). A run made of one call alone keeps it."""
+    counts = np.bincount(codes)
+    keep = counts[codes] >= SETUP_COUNT
+    pos = np.flatnonzero(keep)
+    kept = codes[pos]
+    order = np.arange(len(kept))
+    first = np.full(len(counts), len(kept))
+    np.minimum.at(first, kept, order)
+    last = np.full(len(counts), -1)
+    np.maximum.at(last, kept, order)
+    spread = last - first + 1 > counts  # between its first and last, other calls: it recurs apart
+    if spread[kept].any():
+        keep[pos] = spread[kept]
+    return keep
 
 
-def find_loop(calls: pd.DataFrame, copies: pd.DataFrame, kernels: pd.DataFrame, with_lead: bool = True) -> Loop | None:
-    """The application's loop (see the module's docstring), or None where its calls do not repeat; ``with_lead``:
-    with the loop of copies run before it, where there is one (``Loop.lead``)."""
-    tokens = call_tokens(calls, copies)
-    tokens = tokens[tokens["token"].map(tokens["token"].value_counts()) >= 3]  # setup calls made once or twice
-    tokens = _without_bursts(tokens)
-    if len(tokens) < 4:
-        return None
-    codes, names = pd.factorize(tokens["token"])
+def _anchor(span: np.ndarray, p: int, labels: list) -> int:
+    """The call a loop's iterations are cut at: of the calls in a window of one period in the loop's middle, one that
+    moves data or launches work (WORK_CALL) where there is one, and of those one that every iteration makes
+    (``ANCHOR_SHORT``), the least made over the loop, the earliest in the window of those."""
+    window = span[(len(span) - p) // 2:(len(span) - p) // 2 + p]
+    counts = np.bincount(span, minlength=len(labels))
+    present = list(dict.fromkeys(window.tolist()))  # in the order of their first position in the window
+    pool = [c for c in present if WORK_CALL.search(labels[c].split(":", 1)[0])] or present
+    made = {c: counts[c] / int((window == c).sum()) for c in pool}  # the iterations that make each
+    typical = float(np.median(list(made.values())))
+    pool = [c for c in pool if made[c] >= (1 - ANCHOR_SHORT) * typical]
+    return min(pool, key=lambda c: counts[c])  # min keeps the earliest of equals
+
+
+def _loop_period(codes: np.ndarray) -> tuple[int, int, int] | None:
+    """``find_period`` over the run, else over its later half, then its earlier one: a run of two phases (a warm-up
+    loop, then the loop it times) repeats in each half, the later one's the loop an application usually times."""
     found = find_period(codes)
-    # a run of two phases (a warm-up loop, then the loop it times) repeats in each half: the later
-    # half's loop first, the one an application usually times
     halves = ((len(codes) // 2, len(codes)), (0, len(codes) // 2))
     for lo, hi in halves if found is None else ():
         part = find_period(codes[lo:hi])
         if part is not None:
-            found = (part[0], part[1] + lo, part[2] + lo)
-            break
+            return part[0], part[1] + lo, part[2] + lo
+    return found
+
+
+def find_loop(calls: pd.DataFrame, copies: pd.DataFrame, kernels: pd.DataFrame, with_lead: bool = True) -> Loop | None:
+    """The application's loop (see the module's docstring), or None where its calls do not repeat; ``with_lead``:
+    with the loop of copies run before it, where there is one (``Loop.lead``). Where the shortest loop's iterations
+    come in regular groups (batches in epochs, layers in requests), the loop is the groups', the shortest one its
+    ``inner``."""
+    if calls.empty:
+        return None
+    t = _tokens(calls, copies)
+    keep = _recurring(t.codes)
+    query = np.array([bool(QUERY_CALL.match(label)) for label in t.labels], dtype=bool)
+    where = np.flatnonzero(keep & ~query[t.codes])  # the calls the period is searched on, as positions of t.calls
+    seq = t.codes[where]
+    if len(seq) < 4:
+        return None
+    found = _loop_period(seq)
     if found is None:
         return None
     p, first, last = found
-    span = codes[first:last]
-    window = span[(len(span) - p) // 2:(len(span) - p) // 2 + p]
-    counts = np.bincount(span, minlength=len(names))
-    anchor = int(min(set(window), key=lambda c: (counts[c], int(np.flatnonzero(window == c)[0]))))
-    per_window = int((window == anchor).sum())  # a call made k times an iteration: every k-th cuts
-    at = first + np.flatnonzero(span == anchor)[::per_window]  # the cuts, as positions among the tokens
-    cuts = tokens["start"].to_numpy()[at]
-    if len(cuts) < 2:
+    span = seq[first:last]
+    anchor = _anchor(span, p, t.labels)
+    per_window = int((span[(len(span) - p) // 2:(len(span) - p) // 2 + p] == anchor).sum())
+    cut_at = first + np.flatnonzero(span == anchor)[::per_window]  # a call made k times an iteration: every k-th cuts
+    if len(cut_at) < 2:
         return None
+    starts = t.calls["start"].to_numpy()
+    cuts = starts[where[cut_at]]
     begin = int(calls["start"].min())
     end = int(max(calls["end"].max(), copies["end"].max() if len(copies) else 0,
                   kernels["end"].max() if len(kernels) else 0))
@@ -702,19 +785,85 @@ def find_loop(calls: pd.DataFrame, copies: pd.DataFrame, kernels: pd.DataFrame, 
     if (steady[GPU_WORK].sum(axis=1) > 0).mean() < 0.5:
         # calls repeated in its setup (streams, events created one by one), the GPU's work after the last
         return None
-    med = _typical_iteration(steady)
+    # calls an iteration, the queries among them: what the loop's kept calls between its first and last cut make
+    kept = np.flatnonzero(keep)
+    period = int(round((np.searchsorted(kept, where[cut_at[-1]]) - np.searchsorted(kept, where[cut_at[0]]))
+                       / (len(cut_at) - 1)))
     # a loop before it ends a period before the first cut: the first iteration's calls ahead of its cut are its own
-    ahead = int(tokens["start"].to_numpy()[max(0, at[0] - p + 1)])
+    ahead = int(starts[where[max(0, cut_at[0] - p + 1)]])
     lead = _lead_loop(ahead, calls, copies, kernels) if with_lead else None
+    ahead = ahead if lead is not None else None
+    loop = _loop_of(per, edges, period, t.labels[anchor], ahead, calls, copies, kernels)
+    # where its iterations come in regular groups, the loop is the groups' (a pass over one dataset, an epoch, a
+    # request), the shorter one inside it
+    outer = _outer_loop(seq, np.concatenate([cut_at, [last]]), per, edges, loop, ahead, calls, copies, kernels)
+    if outer is not None:
+        outer.inner, loop = loop, outer
+    loop.lead = lead
+    return loop
+
+
+def _loop_of(per: pd.DataFrame, edges: np.ndarray, period: int, anchor: str, ahead: int | None,
+             calls: pd.DataFrame, copies: pd.DataFrame, kernels: pd.DataFrame) -> Loop:
+    """The Loop of the iterations between ``edges`` (``per``: ``_per_iteration``'s rows), its steady iteration their
+    typical one; ``ahead``: where a loop before it ended (its first iteration is then what follows that)."""
+    steady = per.iloc[1:] if len(per) > 2 else per
+    med = _typical_iteration(steady)
     first = per.iloc[0]
-    if lead is not None:
+    if ahead is not None:
         # the first iteration less the loop before it, whose buffers its own reading prices
         first = _per_iteration(np.concatenate([[ahead], edges[1:]]),
                                *_issued_from(ahead, calls, copies, kernels)).iloc[0]
     largest = pd.concat([per.iloc[1:], pd.DataFrame([first.to_dict()])]).max(numeric_only=True).to_dict()
-    return Loop(iterations=len(per), period=p, anchor=str(names[anchor]), first_s=float(per["wall_s"].iloc[0]),
+    return Loop(iterations=len(per), period=period, anchor=anchor, first_s=float(per["wall_s"].iloc[0]),
                 steady_s=float(med["wall_s"]), per_iteration=med, first=first.to_dict(), largest=largest,
-                span=(int(edges[0]), int(edges[-1])), lead=lead)
+                span=(int(edges[0]), int(edges[-1])))
+
+
+def _odd_iterations(seq: np.ndarray, bounds: np.ndarray, wall_s: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The iterations (between consecutive ``bounds``, positions in ``seq``) whose calls differ from the most common
+    iteration's; and those whose wall time is OUTER_SLOW times the median's or more."""
+    rng = np.random.default_rng(0)  # a random 64-bit value a call: a set of calls sums to one value
+    value = rng.integers(1, 2**62, size=int(seq.max()) + 1, dtype=np.int64).astype(np.uint64)
+    sums = np.add.reduceat(value[seq], bounds[:-1])
+    key = sums * np.uint64(1_000_003) + np.diff(bounds).astype(np.uint64)
+    _, of, counts = np.unique(key, return_inverse=True, return_counts=True)
+    steady = float(np.median(wall_s[1:])) if len(wall_s) > 1 else 0.0
+    slow = np.flatnonzero(wall_s >= OUTER_SLOW * steady) if steady > 0 else np.array([], np.int64)
+    return np.flatnonzero(of != np.argmax(counts)), slow
+
+
+def _group_starts(odd: np.ndarray, n: int) -> np.ndarray | None:
+    """Where the groups of a loop of ``n`` iterations start, where its odd iterations (its first and last aside) come
+    every k >= 2 iterations: every k iterations where k divides n, else after each odd one (an epoch's last batch)
+    or at each (an epoch's first); None where they do not come regularly."""
+    odd = odd[(odd > 0) & (odd < n - 1)]
+    if not len(odd):
+        return None
+    gaps = np.diff(odd)
+    k = int(gaps[0]) if len(gaps) else next((int(g) for g in (odd[0] + 1, odd[0]) if 2 * g == n), 0)
+    if k < 2 or (gaps != k).any():
+        return None
+    if n % k == 0:  # groups of k: an odd iteration is cut mid-group where the loop's cut falls inside an epoch's end
+        return np.arange(k, n, k)
+    return odd + 1 if (odd[0] + 1) % k == 0 else odd
+
+
+def _outer_loop(seq: np.ndarray, bounds: np.ndarray, per: pd.DataFrame, edges: np.ndarray, inner: Loop,
+                ahead: int | None, calls: pd.DataFrame, copies: pd.DataFrame, kernels: pd.DataFrame) -> Loop | None:
+    """The loop around the loop: where the loop's iterations whose calls differ from the others (else those that
+    take OUTER_SLOW times the others' time) come at a regular interval (``_group_starts``), each group of iterations
+    between them is an outer iteration (batches in epochs, layers in requests). None where there is none."""
+    n = len(per)
+    differ, slow = _odd_iterations(seq, bounds, per["wall_s"].to_numpy())
+    starts = _group_starts(differ, n)
+    starts = _group_starts(slow, n) if starts is None else starts
+    if starts is None:
+        return None
+    outer_edges = np.concatenate([[edges[0]], edges[starts], [edges[-1]]])
+    k = int(starts[1] - starts[0]) if len(starts) > 1 else int(starts[0])
+    outer = _per_iteration(outer_edges, calls, copies, kernels)
+    return _loop_of(outer, outer_edges, inner.period * k, inner.anchor, ahead, calls, copies, kernels)
 
 
 # the spread (standard deviation over mean) of the bytes the steady iterations move beyond which they are read by

@@ -38,6 +38,7 @@ predicted.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
 
@@ -162,7 +163,12 @@ def _pct(f: float) -> str:
 
 KEYS = {f.name for f in fields(Workload)}
 FRACTIONS = ("host_writes", "gpu_writes", "host_reads")
+# The bounds of what a person types (a workload file, `recommend`'s options), not of what a trace holds: a loop of
+# more iterations or copies, or slower kernels, read from a trace is priced as it is. `recommend --verify` runs the
+# loop op, which measures at most MAX_ITERATIONS iterations and whose copies are each a cudaMemcpy call.
 MAX_ITERATIONS = 100_000
+MAX_COPIES = 1_000_000
+MAX_KERNEL_S = 3600
 
 
 class KeyNames(dict):
@@ -214,8 +220,8 @@ def _check(w: Workload) -> None:
     if (not isinstance(w.stride, int) or isinstance(w.stride, bool) or w.stride < 1
             or w.stride & (w.stride - 1) or w.stride > PAGE_WORDS):
         bad("stride", f"a power of two from 1 to {PAGE_WORDS} (4-byte words between touched words)")
-    if not isinstance(w.iterations, int) or isinstance(w.iterations, bool) or not 1 <= w.iterations <= MAX_ITERATIONS:
-        bad("iterations", f"an integer from 1 to {MAX_ITERATIONS} (iterations of the application's loop)")
+    if not isinstance(w.iterations, int) or isinstance(w.iterations, bool) or w.iterations < 1:
+        bad("iterations", "an integer of 1 or more (iterations of the application's loop)")
     for key, what in (("host_writes", "of the buffer the host writes before each iteration"),
                       ("gpu_writes", "of what a kernel pass touches that it also writes (0: a read-only input)"),
                       ("host_reads", "of the buffer the host reads after each iteration (0: only a small result)")):
@@ -226,9 +232,9 @@ def _check(w: Workload) -> None:
         bad("pingpong", lambda n: f"true or false ({n['host_writes']} = {n['gpu_writes']} = {n['host_reads']} = 1)")
     if w.fits is not None and not isinstance(w.fits, bool):
         bad("fits", "true, false, or absent (decided from the device's memory)")
-    if not isinstance(w.copies, int) or isinstance(w.copies, bool) or not 1 <= w.copies <= 1_000_000:
-        bad("copies", "an integer from 1 to 1000000 (explicit copies each way per iteration)")
-    if isinstance(w.kernel_s, bool) or not isinstance(w.kernel_s, (int, float)) or not 0 <= w.kernel_s < 3600:
+    if not isinstance(w.copies, int) or isinstance(w.copies, bool) or w.copies < 1:
+        bad("copies", "an integer of 1 or more (explicit copies each way per iteration)")
+    if isinstance(w.kernel_s, bool) or not isinstance(w.kernel_s, (int, float)) or not 0 <= w.kernel_s < math.inf:
         bad("kernel_s", "seconds of kernel time per iteration, 0 or more (0: the passes' own)")
     if not isinstance(w.kernel_bytes, int) or isinstance(w.kernel_bytes, bool) or w.kernel_bytes < 0:
         bad("kernel_bytes", "bytes the kernels move of the buffer per iteration at most, 0 or more (0: not known)")
@@ -251,9 +257,24 @@ def _check(w: Workload) -> None:
         bad("touched", f"a fraction that selects at least one 64 KiB page of {format_size(w.bytes)}")
 
 
+def _check_typed(values: dict) -> None:
+    """The bounds of a workload a person typed (MAX_ITERATIONS, MAX_COPIES, MAX_KERNEL_S), beyond ``_check``'s: a
+    WorkloadError for an integer or a number of seconds out of them (the type errors are ``_check``'s)."""
+    for key, most, what in (("iterations", MAX_ITERATIONS, "iterations of the application's loop"),
+                            ("copies", MAX_COPIES, "explicit copies each way per iteration")):
+        given = values.get(key)
+        if isinstance(given, int) and not isinstance(given, bool) and not 1 <= given <= most:
+            raise WorkloadError(key, lambda n: f": expected an integer from 1 to {most} ({what}), got {given!r}")
+    seconds = values.get("kernel_s")
+    if isinstance(seconds, (int, float)) and not isinstance(seconds, bool) and seconds >= MAX_KERNEL_S:
+        raise WorkloadError("kernel_s", lambda n: f": expected seconds of kernel time per iteration, 0 to "
+                            f"{MAX_KERNEL_S} (0: the passes' own), got {seconds!r}")
+
+
 def from_mapping(raw: dict, where: str, options: bool = False) -> Workload:
-    """A Workload from a TOML table or the CLI's options; ``where`` names the source in errors, and with
-    ``options`` they name each key as the option that gave it (``--host-writes``, not ``host_writes``)."""
+    """A Workload from a TOML table or the CLI's options, within the bounds of what a person types
+    (``_check_typed``); ``where`` names the source in errors, and with ``options`` they name each key as the
+    option that gave it (``--host-writes``, not ``host_writes``)."""
     try:
         return _from_mapping(raw)
     except WorkloadError as e:
@@ -291,6 +312,7 @@ def _from_mapping(raw: dict) -> Workload:
             raise WorkloadError("pingpong", lambda n: f" means {n['host_writes']} = {n['gpu_writes']} = "
                                 f"{n['host_reads']} = 1, but '{n[k]}' is {v!r}: give one or the other")
         values.update({k: 1.0 for k in FRACTIONS})
+    _check_typed(values)
     return Workload(**values)
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from umprof.core.errors import UsageError
+from umprof.core.errors import ToolUnavailable, UsageError
 from umprof.nsight.tables import GRAPH_COLUMNS, TraceTables  # noqa: F401 (TraceTables is imported from here)
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -28,6 +28,9 @@ COPY_KINDS = {0: "unknown", 1: "h2d", 2: "d2h", 3: "h2a", 4: "a2h", 5: "a2a", 6:
 MEM_KINDS = {0: "unknown", 1: "pageable", 2: "pinned", 3: "device", 4: "array", 5: "managed", 6: "device",
              7: "managed"}
 PID_SHIFT = 24  # a globalTid / globalPid holds the process id in bits 24..47
+# rows read from SQLite at once: a table is read in chunks, so that Python's row objects never hold more than this
+# many rows (a table of 10M rows as one list of tuples takes gigabytes), while pandas keeps the columns
+CHUNK_ROWS = 250_000
 # What a trace without one of these tables lacks, said in its notes (nsys leaves out a table it has no rows for)
 MISSING = {"CUPTI_ACTIVITY_KIND_MEMCPY": "no memory copies",
            "CUPTI_ACTIVITY_KIND_KERNEL": "no kernels",
@@ -38,26 +41,67 @@ MISSING = {"CUPTI_ACTIVITY_KIND_MEMCPY": "no memory copies",
                                             "--cuda-um-cpu-page-faults=true)"}
 
 
+EXPECTED = "expected an Nsight Systems .nsys-rep report or the .sqlite that `nsys export --type sqlite` makes of it"
+EXPECTED_CONTENT = "expected a .nsys-rep report or the .sqlite that `nsys export --type sqlite` makes of it"
+HEAD_BYTES = 4096  # what is read of a file to say what it holds: a trace can be gigabytes
+
+
 def open_trace(path, nsys: str | None = None) -> TraceTables:
     """Read a trace: ``.sqlite`` directly, ``.nsys-rep`` through its SQLite export (made once with
-    nsys, kept beside it). Bad input is one :class:`UsageError` naming the file; an ``.nsys-rep``
-    without nsys is a :class:`~umprof.core.errors.ToolUnavailable`."""
+    nsys, kept beside it). Bad input is one :class:`UsageError` naming the file and saying what it is; an
+    ``.nsys-rep`` without nsys is a :class:`~umprof.core.errors.ToolUnavailable` naming the report."""
     path = Path(path)
-    if not path.is_file():
-        raise UsageError(f"{path}: no such trace file (expected an Nsight Systems .nsys-rep or its .sqlite export)")
-    with open(path, "rb") as f:  # the magic only: a trace can be gigabytes
-        head = f.read(len(SQLITE_MAGIC))
-    if head == SQLITE_MAGIC:
+    head = _head(path)
+    if head.startswith(SQLITE_MAGIC):
         return read_sqlite(path)
     if head[:2] == b"\x1f\x8b" or head.lstrip()[:1] in (b"{", b"["):  # gzip or JSON: torch.profiler's trace
         from umprof.nsight.kineto import read_kineto
 
         return read_kineto(path)
-    if path.suffix == NSYS_MAGIC_HINT:
+    what = content_of(head)
+    if path.suffix == NSYS_MAGIC_HINT and what == BINARY:
         return read_sqlite(export_sqlite(path, nsys))
-    what = "an empty file" if not head else f"{path.suffix or 'no suffix'} content"
-    raise UsageError(f"{path}: not an Nsight Systems trace (got {what}); expected a .nsys-rep report or the .sqlite "
-                     "that `nsys export --type sqlite` makes of it")
+    if path.suffix == ".sqlite" and what == BINARY:
+        raise UsageError(f"{path}: not an SQLite file (its first bytes are not SQLite's header); {EXPECTED_CONTENT}")
+    raise UsageError(f"{path}: {what}, not an Nsight Systems trace; {EXPECTED_CONTENT}")
+
+
+def _head(path: Path) -> bytes:
+    """The file's first HEAD_BYTES, or a UsageError naming it where there is no file to read."""
+    if path.is_dir():
+        raise UsageError(f"{path}: a directory, not a trace file; {EXPECTED}")
+    if not path.exists():
+        raise UsageError(f"{path}: no such trace file; {EXPECTED}")
+    try:
+        with open(path, "rb") as f:
+            return f.read(HEAD_BYTES)
+    except OSError as e:
+        raise UsageError(f"{path}: could not be read ({e.strerror or e})") from None
+
+
+BINARY = "binary data of no kind umprof reads"
+# what a file's first bytes say it is, where they say it (magic numbers)
+MAGICS = ((b"\x1f\x8b", "a gzip-compressed file (decompress it first: gunzip)"), (b"PK\x03\x04", "a zip archive"),
+          (b"\x7fELF", "an executable (ELF)"), (b"PAR1", "a Parquet file"))
+
+
+def content_of(head: bytes) -> str:
+    """What a file whose first bytes are ``head`` holds, in words: empty, a compressed file or archive, text
+    (JSON among it), else BINARY."""
+    if not head:
+        return "an empty file"
+    for magic, what in MAGICS:
+        if head.startswith(magic):
+            return what
+    try:
+        text = head.decode("utf-8")
+    except UnicodeDecodeError as e:
+        if e.start < len(head) - 4:  # not a character cut at the end of what was read
+            return BINARY
+        text = head[:e.start].decode("utf-8")
+    if "\x00" in text:
+        return BINARY
+    return "a JSON file" if text.lstrip()[:1] in ("{", "[") else "a text file"
 
 
 def export_sqlite(report: Path, nsys: str | None = None) -> Path:
@@ -70,7 +114,11 @@ def export_sqlite(report: Path, nsys: str | None = None) -> Path:
     out = report.with_suffix(".sqlite")
     if out.is_file() and out.stat().st_mtime >= report.stat().st_mtime:
         return out
-    exe = find_nsys(nsys)
+    try:
+        exe = find_nsys(nsys)
+    except ToolUnavailable as e:
+        raise ToolUnavailable(f"{report}: an Nsight Systems report, read through its SQLite export, which needs nsys: "
+                              f"{e}") from None
     tmp = out.with_name(f".{out.stem}.exporting.sqlite")
     tmp.unlink(missing_ok=True)
     proc = subprocess.run([exe, "export", "--type", "sqlite", "--force-overwrite", "true", "--output", str(tmp),
@@ -126,7 +174,9 @@ class _Reader:
             self._lacks(table)
             return pd.DataFrame(columns=list(wanted))
         cols = [f'"{src}" AS "{ours}"' for ours, src in wanted.items() if src in have]
-        df = pd.read_sql_query(f"SELECT {', '.join(cols)} FROM {table} {where}", self.con)
+        chunks = list(pd.read_sql_query(f"SELECT {', '.join(cols)} FROM {table} {where}", self.con,
+                                        chunksize=CHUNK_ROWS))
+        df = pd.concat(chunks, ignore_index=True) if len(chunks) > 1 else chunks[0]
         for ours in wanted:
             if ours not in df:
                 df[ours] = pd.NA
@@ -178,9 +228,9 @@ class _Reader:
             "cause": "migrationCause", "address": "virtualAddress"})
         kinds = self.enum("ENUM_CUDA_MEMCPY_OPER", COPY_KINDS, _copy_kind)
         mems = self.enum("ENUM_CUDA_MEM_KIND", MEM_KINDS, _mem_kind)
-        df["kind"] = df["kind"].map(lambda k: kinds.get(int(k), "unknown") if pd.notna(k) else "unknown")
+        df["kind"] = _named(df["kind"], kinds, "unknown")
         for col in ("src", "dst"):
-            df[col] = df[col].map(lambda k: mems.get(int(k), "unknown") if pd.notna(k) else "unknown")
+            df[col] = _named(df[col], mems, "unknown")
         return _with_pid(df)
 
     def kernels(self) -> pd.DataFrame:
@@ -189,8 +239,10 @@ class _Reader:
         df = self.frame("CUPTI_ACTIVITY_KIND_KERNEL", {
             "start": "start", "end": "end", "global": "globalPid", "device": "deviceId", "stream": "streamId",
             "correlation": "correlationId", "name": name})
+        ids = pd.to_numeric(df["name"], errors="coerce")
         strings = self.strings()
-        df["name"] = df["name"].map(lambda i: strings.get(int(i), str(i)) if pd.notna(i) else "kernel")
+        known = {i: strings.get(int(i), str(int(i))) for i in ids.dropna().unique()}
+        df["name"] = _named(ids, known, "kernel")
         return _with_pid(df)
 
     def memsets(self) -> pd.DataFrame:
@@ -201,8 +253,9 @@ class _Reader:
     def calls(self) -> pd.DataFrame:
         df = self.frame("CUPTI_ACTIVITY_KIND_RUNTIME", {
             "start": "start", "end": "end", "tid": "globalTid", "correlation": "correlationId", "name": "nameId"})
+        ids = pd.to_numeric(df["name"], errors="coerce")
         strings = self.strings()
-        df["name"] = df["name"].map(lambda i: _api_name(strings.get(int(i), "")) if pd.notna(i) else "")
+        df["name"] = _named(ids, {i: _api_name(strings.get(int(i), "")) for i in ids.dropna().unique()}, "")
         df["global"] = df["tid"]
         return _with_pid(df)
 
@@ -228,11 +281,19 @@ class _Reader:
         df = self.frame("NVTX_EVENTS", {"start": "start", "end": "end", "tid": "globalTid", "text": "text",
                                         "text_id": "textId", "type": "eventType"},
                         where="WHERE end IS NOT NULL AND end > start")
+        ids = pd.to_numeric(df["text_id"], errors="coerce")
         strings = self.strings()
-        df["name"] = [t if isinstance(t, str) and t else strings.get(int(i), "") if pd.notna(i) else ""
-                      for t, i in zip(df["text"], df["text_id"])]
+        by_id = _named(ids, {i: strings.get(int(i), "") for i in ids.dropna().unique()}, "")
+        text = df["text"].fillna("").astype(str)
+        df["name"] = text.where(text != "", by_id)
         df["global"] = df["tid"]
         return _with_pid(df)[["start", "end", "pid", "tid", "name"]]
+
+
+def _named(codes: pd.Series, names: dict, default: str) -> pd.Series:
+    """Each code's name from ``names`` (code → name), ``default`` where it has none or is empty: one look-up a
+    distinct code, not one a row."""
+    return pd.to_numeric(codes, errors="coerce").map(names).astype(object).fillna(default).astype(str)
 
 
 def _with_pid(df: pd.DataFrame) -> pd.DataFrame:

@@ -7,7 +7,7 @@ import math
 from rich.console import Console
 from rich.table import Table
 
-from umprof.core.units import format_rate, format_size, format_time
+from umprof.core.units import format_rate, format_share, format_size, format_time
 from umprof.model.application import flow_size
 
 FLOWS_SHOWN = 10
@@ -72,6 +72,13 @@ def print_advice(adv, console: Console) -> None:
                       f"{format_time(max(p['wall_s'] - p['busy_s'], 0.0))}"
                       + (f"; pages moved {format_size(p['um_h2d_bytes'])} to the GPU and {format_size(p['um_d2h_bytes'])} "
                          "back" if p["um_h2d_bytes"] or p["um_d2h_bytes"] else ""))
+        inner = app.loop.inner
+        if inner is not None:
+            q = inner.per_iteration
+            console.print(f"inside each: a loop of {round(inner.iterations / app.loop.iterations)} iterations "
+                          f"({inner.period} CUDA calls each, cut at {inner.anchor}), {format_time(inner.steady_s)} "
+                          f"each: {format_size(q['h2d_bytes'])} in, {format_size(q['d2h_bytes'])} out, kernels "
+                          f"{format_time(q['kernel_s'])}")
         lead = app.loop.lead
         if lead is not None:
             q = lead.per_iteration
@@ -98,4 +105,4 @@ def print_advice(adv, console: Console) -> None:
 
 
 def _pct(v) -> str:
-    return f"{v:.0%}" if v is not None and not (isinstance(v, float) and math.isnan(v)) else "-"
+    return format_share(v) if v is not None else "-"

@@ -95,3 +95,23 @@ def test_parse_override():
     for bad in ("bytes", "=1", "bytes="):
         with pytest.raises(UsageError, match="NAME=VALUES"):
             parse_override(bad)
+
+
+@pytest.mark.parametrize("seconds, text", [
+    (0.0, "0 s"), (-0.0, "0 s"), (-1e-12, "0 s"), (1e-12, "0 s"), (4e-7, "400 ns"), (-0.587, "-587 ms"),
+    (999.4, "999 s"), (1260.0, "21 min"), (1.26e3 * 4.7, "98.7 min"), (7200.0, "2 h"), (4e6, "1111 h"),
+    (999.6e-9, "1 µs"), (-1e-7, "-100 ns"),
+])
+def test_a_time_is_never_a_negative_zero_nor_an_exponent(seconds, text):
+    assert format_time(seconds) == text
+    assert "e+" not in format_time(seconds) and "e-" not in format_time(seconds)
+
+
+def test_a_size_or_share_is_never_an_exponent_nor_a_negative_zero():
+    from umprof.core.units import format_share
+
+    assert format_size(1023.9 * 2**20) == "1024MiB" and format_size(1500 * 2**40) == "1.46PiB"
+    assert format_size(3 * 2**40) == "3TiB" and format_size(-2**20) == "-1MiB"
+    assert format_percent(-1e-9) == "0.0%"
+    assert format_share(0.003) == "under 1%" and format_share(0.0) == "0%" and format_share(-0.001) == "over -1%"
+    assert format_share(0.25) == "25%" and format_share(-0.004999) == "over -1%"

@@ -125,3 +125,16 @@ def test_split_puts_the_host_s_reads_apart_from_its_writes():
         Workload(bytes=MiB, split="yes")
     with pytest.raises(UsageError, match="'host_reads': expected at most 1 - host_writes"):
         Workload(bytes=MiB, host_writes=0.75, host_reads=0.5, split=True)
+
+
+def test_a_loop_read_from_a_trace_has_no_typed_bounds():
+    # a trace's loop of 137,960 iterations, two million copies each way, kernels of two hours: priced as they are
+    w = Workload(bytes=MiB, iterations=137_960, copies=2_000_000, kernel_s=7200.0)
+    assert (w.iterations, w.copies, w.kernel_s) == (137_960, 2_000_000, 7200.0)
+    with pytest.raises(UsageError, match="key 'iterations': expected an integer of 1 or more"):
+        Workload(bytes=MiB, iterations=0)
+    # what a person types keeps the loop op's bounds, named as they typed them
+    with pytest.raises(UsageError, match=r"x: key 'copies': expected an integer from 1 to 1000000 .*got 2000000"):
+        from_mapping({"bytes": "1MiB", "copies": 2_000_000}, "x")
+    with pytest.raises(UsageError, match=r"x: option '--iterations': expected an integer from 1 to 100000"):
+        from_mapping({"bytes": "1MiB", "iterations": 137_960}, "x", options=True)

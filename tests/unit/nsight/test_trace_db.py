@@ -4,8 +4,9 @@ and what bad input gets."""
 
 import gzip
 import lzma
-import re
 import os
+import random
+import re
 import shutil
 import stat
 
@@ -61,17 +62,47 @@ def test_unified_memory_migrations_are_their_own_kind(tmp_path):
     assert len(t.gpu_faults) > 0 and t.copies["address"].notna().all()
 
 
-@pytest.mark.parametrize("content, message", [
-    (b"", "not an Nsight Systems trace (got an empty file)"),
-    (b"hello, I am text", "not an Nsight Systems trace"),
+EXPECTED = "expected an Nsight Systems .nsys-rep report or the .sqlite that `nsys export --type sqlite` makes of it"
+EXPECTED_CONTENT = "expected a .nsys-rep report or the .sqlite that `nsys export --type sqlite` makes of it"
+
+
+@pytest.mark.parametrize("name, content, says", [
+    ("app.sqlite", b"", "an empty file, not an Nsight Systems trace"),
+    ("app.sqlite", b"hello, I am text\n", "a text file, not an Nsight Systems trace"),
+    ("x.sqlite", random.Random(0).randbytes(1 << 20), "not an SQLite file (its first bytes are not SQLite's header)"),
+    ("x.nsys-rep", b"a report, I promise\n" * 100, "a text file, not an Nsight Systems trace"),
+    ("x.nsys-rep", b'{"traceEvents": []}', "a JSON file, not an Nsight Systems trace"),
+    ("x.sqlite", gzip.compress(b"SQLite format 3\x00" + bytes(100)), "a gzip-compressed file (decompress it first"),
 ])
-def test_what_is_not_a_trace_is_refused_in_one_line(tmp_path, content, message):
-    bad = tmp_path / "app.sqlite"
+def test_what_is_not_a_trace_is_one_line_naming_the_file(tmp_path, name, content, says):
+    bad = tmp_path / name
     bad.write_bytes(content)
-    with pytest.raises(UsageError, match=re.escape(message)):
+    with pytest.raises(UsageError) as e:
         open_trace(bad)
+    assert str(e.value).startswith(f"{bad}: {says}") and str(e.value).endswith(EXPECTED_CONTENT)
+    assert "\n" not in str(e.value)
     r = CliRunner().invoke(cli, ["advise", str(bad)])
-    assert r.exit_code == 2 and message in r.output and "Traceback" not in r.output
+    assert r.exit_code == 2 and "Traceback" not in r.output
+    assert r.output.strip() == f"umprof: error: {e.value}"
+
+
+def test_a_directory_or_a_missing_file_is_one_line_naming_it(tmp_path):
+    for path, says in ((tmp_path, "a directory, not a trace file"), (tmp_path / "gone.sqlite", "no such trace file")):
+        r = CliRunner().invoke(cli, ["advise", str(path)])
+        assert r.exit_code == 2 and r.output.strip() == f"umprof: error: {path}: {says}; {EXPECTED}"
+        from umprof import api
+
+        with pytest.raises(UsageError, match=re.escape(f"{path}: {says}")):
+            api.advise(path)
+
+
+def test_a_text_file_named_a_report_is_refused_before_nsys_is_looked_for(tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", str(tmp_path))  # no nsys anywhere: the file's own bytes decide
+    monkeypatch.delenv("UMPROF_NSYS", raising=False)
+    rep = tmp_path / "x.nsys-rep"
+    rep.write_text("not a report\n")
+    with pytest.raises(UsageError, match=re.escape(f"{rep}: a text file, not an Nsight Systems trace")):
+        open_trace(rep)
 
 
 def test_a_truncated_trace_and_a_foreign_database_are_refused(tmp_path):
@@ -98,7 +129,7 @@ def _fake_nsys(tmp_path, body: str):
 
 def test_a_report_is_exported_once_beside_it_and_nothing_half_is_left(tmp_path, monkeypatch):
     rep = tmp_path / "app.nsys-rep"
-    rep.write_bytes(b"NSYS report")
+    rep.write_bytes(b"\x00\x01NSYS report\xff")
     failing = _fake_nsys(tmp_path, 'echo partial > "$7"\necho "broken report" >&2\nexit 1\n')  # $7: --output's
     with pytest.raises(UsageError, match="could not export"):
         export_sqlite(rep, failing)
@@ -113,13 +144,14 @@ def test_a_report_is_exported_once_beside_it_and_nothing_half_is_left(tmp_path, 
 
 def test_a_report_without_nsys_says_what_to_install(tmp_path, monkeypatch):
     rep = tmp_path / "app.nsys-rep"
-    rep.write_bytes(b"NSYS report")
+    rep.write_bytes(b"\x00\x01NSYS report\xff")
     monkeypatch.setenv("PATH", str(tmp_path))
     monkeypatch.delenv("UMPROF_NSYS", raising=False)
     import umprof.nsight.nsys as nsysmod
 
     monkeypatch.setattr(nsysmod, "_INSTALL_GLOBS", ())
-    with pytest.raises(ToolUnavailable, match="nsys"):
+    with pytest.raises(ToolUnavailable, match=re.escape(f"{rep}: an Nsight Systems report, read through its SQLite "
+                                                        "export, which needs nsys: Nsight Systems' nsys was not found")):
         open_trace(rep)
     r = CliRunner().invoke(cli, ["advise", str(rep)])
     assert r.exit_code == 3 and "nsys" in r.output and "Traceback" not in r.output

@@ -1,0 +1,121 @@
+"""`umprof advise -- CMD`: the program run under a fake nsys (a script on PATH that runs it and writes a committed
+trace as its export) and untraced, through click's CliRunner; and what bad input to `advise` gets."""
+
+import json
+import os
+import stat
+import sys
+
+import pytest
+from click.testing import CliRunner
+
+from tests.unit.nsight.test_trace_db import fixture
+from umprof.cli import cli
+from umprof.core.errors import UsageError
+from umprof.nsight.program import ProgramFailed, run_program, uses_managed_memory
+
+SLEEP = [sys.executable, "-c", "import time; time.sleep(0.05)"]
+FAKE_NSYS = """#!{python}
+import os, shutil, subprocess, sys
+args = sys.argv[1:]
+with open(os.environ["FAKE_NSYS_LOG"], "a") as log:
+    log.write(" ".join(args) + "\\n")
+if args[0] == "profile":
+    i = args.index("-o")
+    code = subprocess.call(args[i + 2:])
+    with open(args[i + 1] + ".nsys-rep", "wb") as f:
+        f.write(b"\\x00\\x01fake report\\xff")
+    sys.exit(code)
+if args[0] == "export":
+    shutil.copy(os.environ["FAKE_NSYS_TRACE"], args[args.index("--output") + 1])
+"""
+
+
+@pytest.fixture
+def fake_nsys(tmp_path, monkeypatch):
+    """A fake nsys on PATH: it runs the program, writes a report, and exports the committed vectorAdd trace; the
+    command lines it got are in FAKE_NSYS_LOG."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    exe = bin_dir / "nsys"
+    exe.write_text(FAKE_NSYS.format(python=sys.executable))
+    exe.chmod(exe.stat().st_mode | stat.S_IEXEC)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.delenv("UMPROF_NSYS", raising=False)
+    monkeypatch.setenv("FAKE_NSYS_LOG", str(tmp_path / "nsys.log"))
+    monkeypatch.setenv("FAKE_NSYS_TRACE", str(fixture("vectorAdd")))
+    return tmp_path / "nsys.log"
+
+
+def test_a_program_is_traced_once_and_timed_untraced(fake_nsys, tmp_path):
+    r = CliRunner().invoke(cli, ["advise", "--runs", "3", "-o", str(tmp_path / "kept"), "--json", "--", *SLEEP])
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.stdout)
+    runs = doc["runs"]
+    assert len(runs["untraced_s"]) == 3 and all(0.05 <= s < 5 for s in runs["untraced_s"])
+    assert runs["wall_s"] == sorted(runs["untraced_s"])[1] and runs["um_faults"] is False
+    assert doc["trace"] == str(tmp_path / "kept.sqlite") and (tmp_path / "kept.sqlite").is_file()
+    calls = fake_nsys.read_text().splitlines()
+    profile = next(c for c in calls if c.startswith("profile"))
+    assert "-t cuda,nvtx,osrt --cuda-graph-trace=node" in profile and "page-faults" not in profile
+    assert len([c for c in calls if c.startswith("profile")]) == 1  # vectorAdd uses no managed memory
+    # progress on stderr, each run with its time
+    assert "untraced run 3 of 3:" in r.stderr and "traced run:" in r.stderr
+
+
+def test_the_advice_says_both_times(fake_nsys):
+    r = CliRunner().invoke(cli, ["advise", "--runs", "1", "--", *SLEEP])
+    assert r.exit_code == 0, r.output
+    line = r.stdout.splitlines()[0]
+    assert line.startswith("traced ") and "(first CUDA call to last GPU work), untraced " in line
+    assert line.endswith("(start to exit, one run)")
+
+
+def test_a_program_on_managed_memory_is_traced_again_with_faults(fake_nsys, tmp_path, monkeypatch):
+    monkeypatch.setenv("FAKE_NSYS_TRACE", str(fixture("managed_loop", tmp_path)))
+    said = []
+    ran = run_program(SLEEP, runs=2, prefix=tmp_path / "m", say=said.append)
+    assert ran.um_faults and ran.managed_why == "cudaMallocManaged calls"
+    profiles = [c for c in fake_nsys.read_text().splitlines() if c.startswith("profile")]
+    assert len(profiles) == 2 and "page-faults" not in profiles[0]
+    assert "--cuda-um-cpu-page-faults=true --cuda-um-gpu-page-faults=true" in profiles[1]
+    assert any("managed memory (cudaMallocManaged calls): tracing it again" in s for s in said)
+    assert len(ran.untraced_s) == 2
+
+
+def test_managed_memory_is_known_by_its_calls_or_migrations(tmp_path):
+    assert uses_managed_memory(fixture("vectorAdd")) == ""
+    assert uses_managed_memory(fixture("UnifiedMemoryStreams", tmp_path)) != ""
+
+
+def test_a_failing_program_is_one_line_with_its_exit_code(fake_nsys):
+    failing = [sys.executable, "-c", "import sys; print('warming up', file=sys.stderr); "
+                                     "sys.exit('out of memory: 3 GiB wanted')"]
+    r = CliRunner().invoke(cli, ["advise", "--", *failing])
+    assert r.exit_code == 1 and "Traceback" not in r.output
+    (line,) = r.stderr.strip().splitlines()[-1:]
+    assert "exited with code 1: out of memory: 3 GiB wanted" in line and line.startswith("umprof: error:")
+    with pytest.raises(ProgramFailed, match="its traced run exited with code 1"):
+        run_program(failing, runs=1, prefix=fake_nsys.parent / "f")
+
+
+@pytest.mark.parametrize("args, says", [
+    (["advise"], "expected a TRACE"),
+    (["advise", "x.sqlite", "--", "./app"], "give one"),
+    (["advise", "--wall", "1", "--", "./app"], "option '--wall'"),
+    (["advise", "x.sqlite", "-o", "kept"], "option '-o'"),
+    (["advise", "--runs", "0", "--", "./app"], "option '--runs': expected 1 or more"),
+])
+def test_the_runners_options_are_checked(args, says):
+    r = CliRunner().invoke(cli, args)
+    assert r.exit_code == 2 and says in r.output and "Traceback" not in r.output
+
+
+def test_wall_is_the_untraced_time_of_a_trace():
+    r = CliRunner().invoke(cli, ["advise", str(fixture("vectorAdd")), "--wall", "0.5"])
+    assert r.exit_code == 0, r.output
+    assert r.stdout.splitlines()[0].endswith("untraced 500 ms (given by --wall)")
+    with pytest.raises(UsageError, match="wall_s: expected the program's untraced wall time"):
+        from umprof import api
+
+        api.advise(fixture("vectorAdd"), wall_s=-1.0)

@@ -1,0 +1,122 @@
+"""The loop of an application's trace as frameworks make them: dozens of CUDA calls an iteration, queries among
+them, loops in loops, a first iteration that carries the program's start."""
+
+import pytest
+
+from tests.unit.nsight.synthetic_trace import App, Op, write_trace
+from umprof.model.application import QUERY_CALL, WORK_CALL, applications
+from umprof.nsight.trace_db import open_trace
+
+MiB = 2**20
+
+
+def call(name, dur_ns=1_000):
+    return Op("call", name=name, dur_ns=dur_ns)
+
+
+def training_step(step: int, batch: int = 16 * MiB) -> list[Op]:
+    """One step as PyTorch's nsys trace shows it: device guards (a varying number of cudaGetDevice), the caching
+    allocator's capture checks, the batch copied in asynchronously, a small parameter copy, twenty kernels, a memset,
+    an event, the loss read back and waited for."""
+    ops = [call("cudaGetDevice") for _ in range(2 + step % 3)] + [call("cudaStreamIsCapturing")]
+    ops += [Op("copy", "h2d", batch, "pageable", sync=False, dur_ns=1_600_000),
+            Op("copy", "h2d", 256, "pageable", sync=False, dur_ns=2_000)]
+    for k in range(20):
+        ops += [call("cudaGetDevice"), Op("kernel", dur_ns=40_000, name=f"layer{k}")]
+        if k == 10:
+            ops += [call("cudaMemsetAsync"), call("cudaGetLastError")]
+    ops += [call("cudaEventRecord"), Op("copy", "d2h", 4, "pageable", sync=False, dur_ns=3_000),
+            call("cudaStreamSynchronize", 5_000), Op("host", dur_ns=200_000)]
+    return ops
+
+
+def warm_up() -> list[Op]:
+    """A program's start: imports that query the driver a thousand times, modules loaded, the allocator's blocks."""
+    ops = [call("cuGetProcAddress") for _ in range(300)] + [call("cudaGetDevice") for _ in range(700)]
+    ops += [call("cuModuleLoadData", 200_000), call("cuKernelGetName")] * 5
+    return ops + [call("cudaMalloc", 50_000) for _ in range(8)] + [Op("host", dur_ns=500_000_000)]
+
+
+def training(epochs=3, steps=64) -> App:
+    run = []
+    for _ in range(epochs):
+        for s in range(steps):
+            # the data loader's last batch of an epoch is smaller (its dataset is not a multiple of the batch)
+            run += training_step(s, 8 * MiB if s == steps - 1 else 16 * MiB)
+    return App(iterations=1, steps=run, first=warm_up(), gpu="NVIDIA H100 80GB HBM3", memory_bytes=85_017_493_504)
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    path = write_trace(tmp_path_factory.mktemp("torch") / "train.sqlite", training())
+    return applications(open_trace(path))[0]
+
+
+def test_a_training_loop_is_its_epochs_of_steps(trained):
+    epochs, steps = trained.loop, trained.loop.inner
+    assert epochs.iterations == 3 and steps is not None and steps.iterations == 3 * 64
+    assert epochs.period == 64 * steps.period
+    # a step's work: its 16 MiB batch and 256-byte parameters in, twenty kernels, the loss back
+    assert steps.per_iteration["h2d_bytes"] == 16 * MiB + 256 and steps.per_iteration["kernels"] == 20
+    assert steps.per_iteration["d2h_bytes"] == 4
+    # an epoch's: 63 batches and a smaller last one, the dataset carried in again every epoch (within a batch: the
+    # epochs are cut where the steps are, inside a step, and the run's last epoch ends with the run)
+    assert abs(epochs.per_iteration["h2d_bytes"] - (63 * 16 * MiB + 8 * MiB + 64 * 256)) <= 16 * MiB + 256
+    assert abs(epochs.per_iteration["kernels"] - 64 * 20) <= 20
+
+
+def test_a_loop_is_never_cut_at_a_query(trained):
+    anchor = trained.loop.inner.anchor
+    assert not QUERY_CALL.match(anchor) and WORK_CALL.search(anchor)
+    # not the 16 MiB batch's copy either: each epoch's last batch is smaller, and cut there, it would join the next
+    assert anchor != f"cudaMemcpyAsync:h2d:{16 * MiB}"
+
+
+def test_the_first_iteration_carries_the_programs_start(trained):
+    steps = trained.loop.inner
+    # the imports' half second of host work is the first iteration's, not a steady one's
+    assert steps.first_s > 0.5 > 100 * steps.steady_s
+    # the program's start and the first step, up to where the loop's cut falls in the next step
+    assert 16 * MiB + 256 <= steps.first["h2d_bytes"] <= 2 * (16 * MiB + 256)
+    assert trained.loop.first_s > 0.5 + trained.loop.steady_s
+
+
+def offload(requests=5, layers=24) -> App:
+    """CPU-offloaded weights: each request copies its input in, then each layer's weights (64 MiB) before its three
+    kernels, then its output back."""
+    run = []
+    for _ in range(requests):
+        run += [call("cudaGetDevice"), Op("copy", "h2d", 32 * MiB, "pageable", dur_ns=3_000_000)]
+        for k in range(layers):
+            run += [call("cudaGetDevice"), Op("copy", "h2d", 64 * MiB, "pageable", sync=False, dur_ns=6_000_000)]
+            run += [Op("kernel", dur_ns=100_000, name=n) for n in ("gemm", "gelu", "norm")]
+        run += [Op("copy", "d2h", 32 * MiB, "pageable", dur_ns=3_000_000), Op("host", dur_ns=1_000_000)]
+    return App(iterations=1, steps=run, first=warm_up())
+
+
+def test_layers_in_requests(tmp_path):
+    app = applications(open_trace(write_trace(tmp_path / "offload.sqlite", offload())))[0]
+    requests, layers = app.loop, app.loop.inner
+    assert requests.iterations == 5 and requests.per_iteration["h2d_bytes"] == (32 + 24 * 64) * MiB
+    assert layers.iterations == 5 * 24 and layers.per_iteration["h2d_bytes"] == 64 * MiB
+
+
+def test_a_plain_loop_has_no_outer_loop(tmp_path):
+    from tests.unit.nsight.synthetic_trace import pageable_loop
+
+    app = applications(open_trace(write_trace(tmp_path / "plain.sqlite", pageable_loop(iterations=30))))[0]
+    assert app.loop.iterations == 30 and app.loop.inner is None
+
+
+@pytest.mark.parametrize("name", ["cudaGetDevice", "cudaGetLastError", "cuKernelGetName", "cuGetProcAddress",
+                                  "cuCtxGetCurrent", "cudaStreamIsCapturing", "cudaEventQuery",
+                                  "cudaPeekAtLastError", "cudaDeviceGetAttribute", "cudaPointerGetAttributes"])
+def test_queries_are_known_by_name(name):
+    assert QUERY_CALL.match(name)
+
+
+@pytest.mark.parametrize("name", ["cudaMemcpyAsync", "cudaLaunchKernel", "cuLaunchKernel", "cudaMemsetAsync",
+                                  "cudaStreamSynchronize", "cudaEventRecord", "cudaGraphLaunch", "cudaMalloc",
+                                  "cudaMemPrefetchAsync", "cuMemcpyHtoD"])
+def test_work_and_sync_calls_are_not_queries(name):
+    assert not QUERY_CALL.match(name)
