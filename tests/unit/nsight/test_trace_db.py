@@ -71,15 +71,15 @@ EXPECTED_CONTENT = "expected a .nsys-rep report or the .sqlite that `nsys export
     ("app.sqlite", b"hello, I am text\n", "a text file, not an Nsight Systems trace"),
     ("x.sqlite", random.Random(0).randbytes(1 << 20), "not an SQLite file (its first bytes are not SQLite's header)"),
     ("x.nsys-rep", b"a report, I promise\n" * 100, "a text file, not an Nsight Systems trace"),
-    ("x.nsys-rep", b'{"traceEvents": []}', "a JSON file, not an Nsight Systems trace"),
-    ("x.sqlite", gzip.compress(b"SQLite format 3\x00" + bytes(100)), "a gzip-compressed file (decompress it first"),
+    ("x.nsys-rep", b'{"a": 1}', "JSON, but not a Chrome trace"),
 ])
 def test_what_is_not_a_trace_is_one_line_naming_the_file(tmp_path, name, content, says):
     bad = tmp_path / name
     bad.write_bytes(content)
     with pytest.raises(UsageError) as e:
         open_trace(bad)
-    assert str(e.value).startswith(f"{bad}: {says}") and str(e.value).endswith(EXPECTED_CONTENT)
+    assert str(e.value).startswith(f"{bad}: {says}")
+    assert str(e.value).endswith(EXPECTED_CONTENT) or "JSON" in says
     assert "\n" not in str(e.value)
     r = CliRunner().invoke(cli, ["advise", str(bad)])
     assert r.exit_code == 2 and "Traceback" not in r.output
@@ -155,3 +155,16 @@ def test_a_report_without_nsys_says_what_to_install(tmp_path, monkeypatch):
         open_trace(rep)
     r = CliRunner().invoke(cli, ["advise", str(rep)])
     assert r.exit_code == 3 and "nsys" in r.output and "Traceback" not in r.output
+
+
+@pytest.mark.parametrize("name, content, says", [
+    ("x.nsys-rep", b'{"traceEvents": []}', "a torch.profiler trace without CUDA activity"),
+    ("x.sqlite", gzip.compress(b"SQLite format 3\x00" + bytes(100)), "a gzipped SQLite file: decompress it"),
+])
+def test_json_and_gzip_go_to_the_torch_profiler_reader(tmp_path, name, content, says):
+    """JSON or gzip content is read as torch.profiler's trace, whose reader names what it found instead."""
+    bad = tmp_path / name
+    bad.write_bytes(content)
+    with pytest.raises(UsageError) as e:
+        open_trace(bad)
+    assert str(e.value).startswith(f"{bad}: {says}") and "\n" not in str(e.value)
