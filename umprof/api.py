@@ -619,7 +619,7 @@ def report(results, path="umprof-report.html", *, workloads_from=None, traces=()
 
 
 def advise(trace, calibration=None, *, gpu: str | None = None, nsys: str | None = None,
-           all_processes: bool = False) -> list:
+           all_processes: bool = False, tables=None) -> list:
     """Advice for an application from its Nsight Systems trace (``.sqlite``, or ``.nsys-rep`` exported
     once with nsys): a :class:`~umprof.model.advise.AppAdvice` per process and GPU that ran CUDA work,
     the busiest first (every GPU of the busiest process unless ``all_processes``): its flows, loop, unified
@@ -627,14 +627,14 @@ def advise(trace, calibration=None, *, gpu: str | None = None, nsys: str | None 
 
     ``calibration``: saved calibrations (paths or ResultSets) or a Calibration; ``gpu``: a shipped GPU
     model's; else the calibration for the trace's GPU (this machine's cached one of that GPU, then the
-    shipped one), one line naming the GPU where there is none."""
+    shipped one), one line naming the GPU where there is none. ``tables``: the trace already read."""
     from umprof.core import calibrations as store
     from umprof.model import advise as amod
     from umprof.model.application import GRAPH_NODES, advised, applications
     from umprof.model.predict import Calibration
     from umprof.nsight.trace_db import open_trace
 
-    t = open_trace(trace, nsys)
+    t = tables if tables is not None else open_trace(trace, nsys)
     if not t.has_cuda and len(t.graphs):
         raise UsageError(f"{trace}: its GPU work ran in {len(t.graphs)} CUDA graph launches, traced whole (nsys's "
                          f"default): the copies and kernels inside them are not in the trace; {GRAPH_NODES}")
