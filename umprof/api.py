@@ -691,3 +691,83 @@ def import_nsys(trace, *, scenario: str | None = None, against=None, merge_numbe
         imported.meta["agreement"] = agree.to_dict("records")
         imported.frame = attach_agreement(imported.frame, agree)
     return imported
+
+
+TRACE_SUFFIXES = (".sqlite", ".nsys-rep", ".json", ".json.gz")  # what a job's folder is searched for
+
+
+def job_traces(paths) -> list[str]:
+    """A job's trace files: each path given, and the traces under each folder given (an ``.nsys-rep`` whose
+    ``.sqlite`` export lies beside it counted once), in name order."""
+    out: list[str] = []
+    for p in _listed(paths, (str, Path)):
+        p = Path(p)
+        if not p.is_dir():
+            out.append(str(p))
+            continue
+        found = sorted(f for f in p.rglob("*") if f.is_file() and not f.name.startswith(".")
+                       and f.name.endswith(TRACE_SUFFIXES))
+        names = {f.name for f in found}
+        out += [str(f) for f in found if not (f.suffix == ".nsys-rep" and f.with_suffix(".sqlite").name in names)]
+        if not found:
+            raise UsageError(f"{p}: a folder with no traces in it (expected {', '.join(TRACE_SUFFIXES)} files)")
+    return out
+
+
+def advise_job(paths, calibration=None, *, gpu: str | None = None, nsys: str | None = None,
+               scheduler: str | None = None, workers: int | None = None, links=()) -> dict:
+    """One answer for a job's traces (one per rank; files or folders of them): each trace read and advised as a
+    Dask task (a local cluster, or the running scheduler at ``scheduler``; a local process pool without
+    dask[distributed]), then the ranks grouped by host and behaviour, stragglers, shared links priced (against
+    the host-links results in ``links``) and the job's saving: {"schema", "job": {...}, "ranks": [...]} (see
+    :func:`umprof.model.job.job_answer`). A rank that fails is a problem in ``job["problems"]``, not an error."""
+    from functools import partial
+
+    from umprof.cluster.execute import map_tasks
+    from umprof.model.job import job_answer
+    from umprof.model.shared_links import concurrent_figures
+
+    traces = job_traces(paths)
+    figures = concurrent_figures((str(p), load(p)) for p in _listed(links, (str, Path)))
+    task = partial(_advise_rank, calibration=calibration, gpu=gpu, nsys=nsys)
+    ranks = map_tasks(task, traces, _failed_rank, scheduler=scheduler, workers=workers, what="traces advised")
+    return job_answer(ranks, figures)
+
+
+def _advise_rank(path, calibration=None, gpu: str | None = None, nsys: str | None = None) -> dict:
+    """One rank's record for :func:`advise_job` (a Dask task: small, plain data, never the trace's tables); a trace
+    that cannot be advised gives the record of its error."""
+    try:
+        return _rank_record(path, calibration, gpu, nsys)
+    except Exception as e:  # a rank's failure is its record: the job's other ranks are advised all the same
+        return _failed_rank(path, e)
+
+
+def _rank_record(path, calibration, gpu: str | None, nsys: str | None) -> dict:
+    import os
+    import resource
+    import socket
+    import time
+
+    from umprof.core.version import __version__
+    from umprof.nsight.rank_info import collective_kernels, rank_info
+    from umprof.nsight.trace_db import open_trace
+
+    t0 = time.perf_counter()
+    tables = open_trace(path, nsys)
+    who = rank_info(tables)
+    found = advise(path, calibration, gpu=gpu, nsys=nsys, tables=tables)
+    return {"path": str(path), "host": who.host, "rank": who.rank, "world_size": who.world_size,
+            "rank_from": who.how, "source": str(getattr(tables, "source", None) or "nsys"), "umprof": __version__,
+            "collectives": collective_kernels(tables), "applications": [a.to_dict() for a in found], "error": None,
+            "seconds": time.perf_counter() - t0, "worker": f"{socket.gethostname()}:{os.getpid()}",
+            "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}
+
+
+def _failed_rank(path, error: Exception) -> dict:
+    """The record of a rank whose trace could not be advised: its error in one line."""
+    from umprof.core.errors import UmprofError
+
+    text = str(error) if isinstance(error, UmprofError) else f"{type(error).__name__}: {error}"
+    return {"path": str(path), "host": "", "rank": None, "applications": [], "error": text.splitlines()[0] if text else
+            type(error).__name__}
