@@ -112,3 +112,13 @@ def test_failed_mixed_gpu_and_mixed_version_ranks_are_named_and_the_others_read(
     assert codes == {"job/rank1.sqlite": "schema-mixed", "job/rank3.sqlite": "gpu-mixed", "job/rank4.sqlite": "rank-failed"}
     assert doc["job"]["totals"]["advised"] == 2 and doc["job"]["totals"]["failed"] == 1
     assert all(p["text"].startswith(p["path"]) for p in doc["job"]["problems"])
+
+
+def test_the_report_shows_a_timeline_per_host_and_each_group_once(records):
+    from umprof.views import html
+
+    ranks = [rank(records["stream"], i, host=f"node{i // 4}") for i in range(8)] + [rank(records["pycuda"], 8, "node1")]
+    text = html.build([], ["job"], None, [], job.job_answer(ranks))
+    section = text[text.index("<h2 id='job'>"):]
+    assert section.count("<img") == 2 and section.count("<h3>group ") == 2
+    assert "group 1: 8 rank(s)" in section and "no-concurrent-figure" in section
