@@ -596,7 +596,8 @@ def report(results, path="umprof-report.html", *, workloads_from=None, traces=()
     """Write one self-contained HTML report of result files (paths or ResultSets) and return its path.
     Its recommendation section uses ``workloads_from`` (TOML paths; default: the six typical loops
     of ``scenarios/workloads/typical.toml``) when the results hold a calibration; ``traces``
-    (Nsight Systems traces) add a section of :func:`advise`'s advice with each one's timeline."""
+    (Nsight Systems traces) add a section of :func:`advise`'s advice with each one's timeline; several traces are
+    one job's ranks (:func:`advise_job`): a timeline per host, a row per rank group."""
     from umprof.core.resources import scenarios_dir
     from umprof.views import html
 
@@ -611,8 +612,9 @@ def report(results, path="umprof-report.html", *, workloads_from=None, traces=()
     names = [str(r) if not isinstance(r, ResultSet) else f"results {i}" for i, r in enumerate(items)]
     files = list(workloads_from or [scenarios_dir() / "workloads" / "typical.toml"])
     traces = _listed(traces, (str, Path))
-    advice = [a for t in traces for a in advise(t)]
-    text = html.build(_result_sets(items), names + [str(t) for t in traces], workloads(files), advice)
+    job = advise_job(traces) if len(traces) > 1 else None  # several traces: one job's ranks
+    advice = [] if job else [a for t in traces for a in advise(t)]
+    text = html.build(_result_sets(items), names + [str(t) for t in traces], workloads(files), advice, job)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(text, encoding="utf-8")
     return out
