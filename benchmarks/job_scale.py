@@ -102,8 +102,10 @@ def main():
           f"({a.workers} asked), {cores} CPU cores; {job['totals']['advised']} advised, {job['totals']['failed']} failed")
     print("per-worker peak memory (MiB): " + ", ".join(f"{v / 2**20:.0f}" for _, v in sorted(peaks.items())))
     per_task = sorted(r["seconds"] for r in doc["ranks"] if r.get("seconds"))
-    print(f"per trace: median {per_task[len(per_task) // 2]:.1f} s, slowest {per_task[-1]:.1f} s (read and advised, "
-          "in its worker)")
+    cpu = sorted(r["cpu_s"] for r in doc["ranks"] if r.get("cpu_s"))
+    print(f"per trace (read and advised, in its worker): wall median {per_task[len(per_task) // 2]:.1f} s, slowest "
+          f"{per_task[-1]:.1f} s; CPU median {cpu[len(cpu) // 2]:.1f} s, {sum(cpu):.0f} s in all; load average "
+          f"{os.getloadavg()[0]:.1f} at the end")
     print(f"groups: {[g['count'] for g in job['groups']]}; hosts: {len(job['hosts'])}; stragglers: "
           f"{job['stragglers']['count']}; limits: {[x['code'] for x in job['limits']]}")
 

@@ -755,14 +755,15 @@ def _rank_record(path, calibration, gpu: str | None, nsys: str | None) -> dict:
     from umprof.nsight.rank_info import collective_kernels, rank_info
     from umprof.nsight.trace_db import open_trace
 
-    t0 = time.perf_counter()
+    t0, cpu0 = time.perf_counter(), time.process_time()
     tables = open_trace(path, nsys)
     who = rank_info(tables)
     found = advise(path, calibration, gpu=gpu, nsys=nsys, tables=tables)
     return {"path": str(path), "host": who.host, "rank": who.rank, "world_size": who.world_size,
             "rank_from": who.how, "source": str(getattr(tables, "source", None) or "nsys"), "umprof": __version__,
             "collectives": collective_kernels(tables), "applications": [a.to_dict() for a in found], "error": None,
-            "seconds": time.perf_counter() - t0, "worker": f"{socket.gethostname()}:{os.getpid()}",
+            "seconds": time.perf_counter() - t0, "cpu_s": time.process_time() - cpu0,
+            "worker": f"{socket.gethostname()}:{os.getpid()}",
             "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}
 
 

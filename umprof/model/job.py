@@ -185,6 +185,32 @@ def rank_row(r: dict, share: dict | None) -> dict:
             "shared": share, "collectives": int(r.get("collectives") or 0)}
 
 
+def shared_summary(rows: dict[str, dict]) -> list[dict]:
+    """Per host: its ranks copying at once, the share each counts on, what they measured, and how many ranks' advised
+    times the share raised (their bytes need longer through it than the advice alone predicts)."""
+    by_host: dict[str, list[dict]] = {}
+    for r in rows.values():
+        if r["shared"]:
+            by_host.setdefault(r["host"], []).append(r)
+    out = []
+    for host, rs in sorted(by_host.items()):
+        out.append({"host": host, "ranks": len(rs), "gpus_at_once": rs[0]["shared"]["gpus_at_once"],
+                    "ranks_on_a_link": max(r["shared"]["ranks_on_link"] for r in rs),
+                    "figure": rs[0]["shared"]["figure"], "kept": rs[0]["shared"]["kept"],
+                    "link_bytes_per_s": rs[0]["shared"]["link_bytes_per_s"],
+                    "shared_bytes_per_s": {d: _median_of(r["shared"]["shared_bytes_per_s"][d] for r in rs)
+                                           for d in DIRECTIONS},
+                    "measured_bytes_per_s": {d: _median_of(r["shared"]["measured_bytes_per_s"][d] for r in rs)
+                                             for d in DIRECTIONS},
+                    "bounded_ranks": sum(1 for r in rs if r["predicted_s"] > r["now_s"] - r["saving_alone_s"])})
+    return out
+
+
+def _median_of(values) -> float | None:
+    xs = sorted(v for v in values if v is not None)
+    return xs[len(xs) // 2] if xs else None
+
+
 def groups(ranks: list[dict], rows: dict[str, dict]) -> list[dict]:
     """Ranks of identical behaviour (``signature``), the largest group first: each read once, from its median rank."""
     by_sig: dict[tuple, list[dict]] = {}
@@ -263,6 +289,7 @@ def job_answer(ranks: list[dict], figures: ConcurrentFigures | None = None) -> d
     found = groups(kept, rows)
     job = {"totals": _totals(ranks, kept), "groups": found, "hosts": hosts(kept, found),
            "stragglers": stragglers(found, rows), "saving": job_saving(rows) if rows else None,
+           "shared_links": shared_summary(rows),
            "limits": limits, "problems": problems}
     out_ranks = [dict(r, job=rows.get(r["path"])) for r in ranks]
     return {"schema": JOB_SCHEMA, "job": job, "ranks": out_ranks}

@@ -64,6 +64,23 @@ def print_stragglers(s: dict, console: Console) -> None:
                       f"{format_time(x['extra_s'])} ({x['extra_share']:.0%}) over {format_time(x['group_median_copy_s'])}")
 
 
+def _rate(v) -> str:
+    return format_rate(v) if v else "-"
+
+
+def print_shared(shared: list[dict], console: Console) -> None:
+    """Per host: the ranks copying at once and the share of the links each counts on, beside what they measured."""
+    for h in shared:
+        if h["ranks"] < 2:
+            continue
+        per, got = h["shared_bytes_per_s"], h["measured_bytes_per_s"]
+        console.print(f"shared links, {_host(h['host'])}: {h['ranks']} ranks copy at once on {h['gpus_at_once']} GPU(s) "
+                      f"(up to {h['ranks_on_a_link']} a link{'; ' + h['figure'] if h['figure'] else ''}): each counts on "
+                      f"{_rate(per['h2d'])} in, {_rate(per['d2h'])} out of {_rate(h['link_bytes_per_s'])}; measured "
+                      f"{_rate(got['h2d'])} in, {_rate(got['d2h'])} out (median rank); {h['bounded_ranks']} rank(s)' "
+                      "advised time raised to what their bytes need through that share")
+
+
 def print_saving(s: dict | None, console: Console) -> None:
     if s is None:
         console.print("[bold]no rank could be advised[/]")
@@ -84,6 +101,7 @@ def print_job(doc: dict, console: Console) -> None:
         print_group(g, console)
     console.rule("the job")
     console.print(hosts_table(job["hosts"]))
+    print_shared(job.get("shared_links", []), console)
     print_stragglers(job["stragglers"], console)
     print_saving(job["saving"], console)
     for lim in job["limits"]:

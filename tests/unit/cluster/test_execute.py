@@ -16,7 +16,7 @@ from umprof.cluster import execute
 from tests.unit.nsight.test_trace_db import fixture
 
 CLUSTER_S = 300  # the longest the Dask tests may take (three small traces on two workers take ~60 s on 2 cores)
-VOLATILE = ("seconds", "worker", "peak_rss_bytes")  # where and how fast a rank was advised: not the answer
+VOLATILE = ("seconds", "cpu_s", "worker", "peak_rss_bytes")  # where and how fast a rank was advised: not the answer
 
 
 @contextmanager

@@ -122,3 +122,12 @@ def test_the_report_shows_a_timeline_per_host_and_each_group_once(records):
     section = text[text.index("<h2 id='job'>"):]
     assert section.count("<img") == 2 and section.count("<h3>group ") == 2
     assert "group 1: 8 rank(s)" in section and "no-concurrent-figure" in section
+
+
+def test_a_hosts_shared_links_are_summed_up_beside_the_ranks_measured_copies(records):
+    ranks = [rank(records["stream"], i, device=0) for i in range(2)]
+    (h,) = job.job_answer(ranks)["job"]["shared_links"]
+    app = records["stream"]["applications"][0]
+    assert h["ranks"] == 2 and h["ranks_on_a_link"] == 2 and h["gpus_at_once"] == 1
+    assert h["measured_bytes_per_s"] == job.measured_rates(app)
+    assert h["shared_bytes_per_s"]["d2h"] == pytest.approx(app["link_bytes_per_s"] / 2)
