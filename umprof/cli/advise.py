@@ -43,7 +43,7 @@ def advise(traces, sources, gpu_name, nsys, all_processes, as_json, scheduler, w
     if sources and gpu_name:
         api.check_calibration_gpu(list(sources), gpu_name)
     if job.is_job(traces, scheduler):
-        return job.advise_job(traces, sources, gpu_name, nsys, scheduler, workers, links, as_json)
+        return job.advise_job(traces, sources, gpu_name, nsys, scheduler, workers, links, as_json, all_processes)
     trace = traces[0]
     found = api.advise(trace, list(sources) or None, gpu=gpu_name, nsys=nsys, all_processes=all_processes)
     if as_json:

@@ -9,6 +9,7 @@ import click
 
 from umprof import api
 from umprof.cli import common
+from umprof.core.errors import UsageError
 
 COMMANDS: list = []  # no command of its own: `advise` calls it
 
@@ -18,8 +19,10 @@ def is_job(traces, scheduler: str | None) -> bool:
     return len(traces) > 1 or scheduler is not None or any(Path(t).is_dir() for t in traces)
 
 
-def advise_job(traces, sources, gpu_name, nsys, scheduler, workers, links, as_json) -> None:
+def advise_job(traces, sources, gpu_name, nsys, scheduler, workers, links, as_json, all_processes=False) -> None:
     """Advise the job's traces together and print its answer (JSON with ``as_json``)."""
+    if all_processes:
+        raise UsageError("--all: a job's traces are read a rank each (its busiest process); give one trace for --all")
     doc = api.advise_job(list(traces), list(sources) or None, gpu=gpu_name, nsys=nsys, scheduler=scheduler,
                          workers=workers, links=list(links))
     if as_json:

@@ -135,18 +135,25 @@ def shared_links(ranks: list[dict], figures: ConcurrentFigures) -> tuple[dict[st
         limits.append({"code": "host-unknown", "text": (
             f"{len(unnamed)} ranks' traces do not name their host: each is priced as if it had its host's links "
             "to itself")})
-    for host, members in by_host.items():
+    unmeasured: dict[tuple[str, int], list[str]] = {}
+    for host, members in sorted(by_host.items()):
         devices = Counter((_app(r)["gpu"], _app(r)["device"]) for r in members)
         gpu = _app(members[0])["gpu"]
         kept, figure_words = _kept(figures, gpu, len(devices))
         if len(devices) > 1 and kept is None:
-            limits.append({"code": "no-concurrent-figure", "text": (
-                f"host {host or '(unnamed)'}: {len(devices)} {gpu} GPUs copy at once, and no host-links measurement "
-                f"of {len(devices)} or more of them is at hand (`umprof run host-links --device all` on that host, "
-                "passed with --links): each GPU is priced at its link's rate alone, which sharing the host can lower")})
+            unmeasured.setdefault((gpu, len(devices)), []).append(host)
         for r in members:
             out[r["path"]] = _share(r, devices[(_app(r)["gpu"], _app(r)["device"])], len(devices), kept, figure_words)
+    limits += [_unmeasured_limit(gpu, n, names) for (gpu, n), names in unmeasured.items()]
     return out, limits
+
+
+def _unmeasured_limit(gpu: str, gpus: int, hosts: list[str]) -> dict:
+    named = ", ".join(hosts[:3]) + (f" and {len(hosts) - 3} more" if len(hosts) > 3 else "")
+    return {"code": "no-concurrent-figure", "text": (
+        f"{len(hosts)} host(s) ({named}): {gpus} {gpu} GPUs each copy at once, and no host-links measurement of "
+        f"{gpus} or more of them is at hand (`umprof run host-links --device all` on such a host, passed with --links): "
+        "each GPU is priced at its link's rate alone, which sharing the host can lower")}
 
 
 def _kept(figures: ConcurrentFigures, gpu: str, gpus: int) -> tuple[dict | None, str]:

@@ -96,3 +96,8 @@ def test_advise_of_several_traces_prints_the_job_and_exits_1_for_a_failed_rank(t
     assert doc["schema"] == 1 and set(doc["job"]) >= {"totals", "groups", "stragglers", "saving"}
     assert [g["count"] for g in doc["job"]["groups"]] == [1, 1] and len(doc["ranks"]) == 3
     assert "missing_rank.sqlite: no such trace file" in r.stderr
+
+
+def test_all_processes_is_one_traces_option(traces):
+    r = CliRunner().invoke(cli, ["advise", *traces[:2], "--all"])
+    assert r.exit_code == 2 and "--all: a job's traces" in r.output

@@ -87,9 +87,10 @@ def test_ranks_on_one_gpu_share_its_link(records):
 
 
 def test_gpus_of_one_host_without_a_concurrent_figure_say_so(records):
-    ranks = [rank(records["stream"], i) for i in range(8)]
+    ranks = [rank(records["stream"], i, host=f"node{i // 8}") for i in range(16)]
     _, limits = job.shared_links(ranks, ConcurrentFigures())
-    assert [x["code"] for x in limits] == ["no-concurrent-figure"] and "8 NVIDIA H100" in limits[0]["text"]
+    assert [x["code"] for x in limits] == ["no-concurrent-figure"]  # one line for the hosts alike
+    assert "2 host(s) (node0, node1): 8 NVIDIA H100" in limits[0]["text"]
 
 
 def test_the_host_links_measurement_prices_two_gpus_of_its_model(records):
