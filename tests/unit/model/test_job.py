@@ -132,3 +132,20 @@ def test_a_hosts_shared_links_are_summed_up_beside_the_ranks_measured_copies(rec
     assert h["ranks"] == 2 and h["ranks_on_a_link"] == 2 and h["gpus_at_once"] == 1
     assert h["measured_bytes_per_s"] == job.measured_rates(app)
     assert h["shared_bytes_per_s"]["d2h"] == pytest.approx(app["link_bytes_per_s"] / 2)
+
+
+def test_the_terminal_reads_each_group_once_with_the_hosts_stragglers_links_and_saving(records):
+    from rich.console import Console
+
+    from umprof.views.job import print_job
+
+    ranks = [rank(records["stream"], i, device=i % 2, collectives=4) for i in range(4)]
+    ranks[3]["applications"][0]["totals"]["copy_s"] *= 1.3
+    console = Console(record=True, width=200)
+    print_job(job.job_answer(ranks), console)
+    text = console.export_text()
+    assert text.count("group 1: 4 ranks (node0 ×4)") == 1 and "group 2" not in text
+    assert "rank 3 on node0 (group 1)" in text and "(30%) over" in text
+    assert "shared links, node0: 4 ranks copy at once on 2 GPU(s) (up to 2 a link)" in text
+    assert "the job's saving" in text and "a step ends with the slowest rank" in text
+    assert "no-concurrent-figure" in text
