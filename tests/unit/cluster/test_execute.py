@@ -15,7 +15,7 @@ from umprof.cli import cli
 from umprof.cluster import execute
 from tests.unit.nsight.test_trace_db import fixture
 
-CLUSTER_S = 300  # the longest the Dask tests may take (three small traces on two workers take ~60 s on 2 cores)
+CLUSTER_S = 600  # the longest a Dask step may take (two traces on two workers: 20-270 s on 2 cores beside other work)
 VOLATILE = ("seconds", "cpu_s", "worker", "peak_rss_bytes")  # where and how fast a rank was advised: not the answer
 
 
@@ -51,10 +51,14 @@ def traces(tmp_path_factory):
 @pytest.fixture(scope="module")
 def scheduler():
     distributed = pytest.importorskip("distributed")
-    with bounded(CLUSTER_S), distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
-                                                      protocol="tcp", host="127.0.0.1", dashboard_address=None) as cluster:
+    with bounded(CLUSTER_S):
+        cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False, protocol="tcp",
+                                           host="127.0.0.1", dashboard_address=None)
+    try:
         assert cluster.scheduler_address.startswith("tcp://127.0.0.1:")
         yield cluster.scheduler_address
+    finally:
+        cluster.close()
 
 
 def test_without_dask_several_inputs_run_in_a_process_pool_with_a_note(monkeypatch):
