@@ -159,7 +159,7 @@ def _unmeasured_limit(gpu: str, gpus: int, hosts: list[str]) -> dict:
 def _kept(figures: ConcurrentFigures, gpu: str, gpus: int) -> tuple[dict | None, str]:
     """Each direction's share of its rate a GPU keeps with ``gpus`` GPUs copying at once, and where it comes from."""
     if gpus <= 1:
-        return {d: 1.0 for d in DIRECTIONS}, "one GPU"
+        return {d: 1.0 for d in DIRECTIONS}, ""  # one GPU's link, shared by its ranks: no host figure needed
     found = {d: figures.lookup(gpu, d, gpus) for d in DIRECTIONS}
     if any(f is None for f in found.values()):
         return None, ""
@@ -173,7 +173,7 @@ def _share(r: dict, on_link: int, gpus: int, kept: dict | None, figure_words: st
     share = {d: link * (kept or {}).get(d, 1.0) / on_link for d in DIRECTIONS}
     need = loop_bytes(app)
     floor = max((need[d] / share[d] for d in DIRECTIONS if need[d] > 0 and share[d] > 0), default=0.0)
-    return {"ranks_on_link": on_link, "gpus_at_once": gpus, "figure": figure_words if kept else None,
+    return {"ranks_on_link": on_link, "gpus_at_once": gpus, "figure": figure_words or None,
             "kept": kept, "link_bytes_per_s": None if math.isnan(link) else link,
             "shared_bytes_per_s": {d: None if math.isnan(v) else v for d, v in share.items()},
             "measured_bytes_per_s": measured_rates(app), "bytes": need, "least_s": floor}

@@ -85,9 +85,10 @@ def print_saving(s: dict | None, console: Console) -> None:
     if s is None:
         console.print("[bold]no rank could be advised[/]")
         return
-    console.print(f"[bold]the job's saving: {format_time(s['saving_s'])}[/] ({s['why']}): now "
-                  f"{format_time(s['now_s'])} ({s['slowest_now']} slowest), predicted {format_time(s['predicted_s'])} "
-                  f"({s['slowest_after']} slowest after the advice); the ranks' savings priced alone add up to "
+    what = "the job's saving" if s["synchronised"] else "the ranks' savings, summed"
+    console.print(f"[bold]{what}: {format_time(s['saving_s'])}[/] ({s['why']}): slowest rank now "
+                  f"{format_time(s['now_s'])} ({s['slowest_now']}), after the advice {format_time(s['predicted_s'])} "
+                  f"({s['slowest_after']}); the ranks' savings priced alone add up to "
                   f"{format_time(s['saving_alone_s'])}, on their shares of the links {format_time(s['rank_seconds_saved'])}")
 
 
