@@ -33,7 +33,7 @@ def host_rows(doc: dict, host: str) -> list[dict]:
 def host_timeline(host: str, rows: list[dict]):
     """A host's groups on one time axis: the measured time (to the slowest rank), its copies, and the predicted."""
     plt = _pyplot()
-    fig, ax = plt.subplots(figsize=(10, 1.2 + 0.5 * len(rows)))
+    fig, ax = plt.subplots(figsize=(11, 1.4 + 0.5 * len(rows)))
     for i, r in enumerate(rows):
         ax.barh(i, r["slowest_s"] * 1e3, color=MEASURED, height=0.7, label="measured (slowest rank)" if i == 0 else None)
         ax.barh(i, r["copy_s"] * 1e3, color=COPIES, height=0.35, label="copies" if i == 0 else None)
@@ -42,9 +42,9 @@ def host_timeline(host: str, rows: list[dict]):
     ax.set_yticks(range(len(rows)))
     ax.set_yticklabels([f"group {r['group']} ({r['ranks']} rank{'s' if r['ranks'] > 1 else ''})" for r in rows])
     ax.invert_yaxis()
-    ax.set_xlabel("ms (median rank of the group)")
+    ax.set_xlabel("ms (measured: the group's slowest rank; copies and predicted: its median rank)")
     ax.set_title(f"host {host or '(not in the traces)'}")
-    ax.legend(loc="lower right", fontsize=8)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8)  # beside the bars, never over them
     fig.tight_layout()
     return fig
 
