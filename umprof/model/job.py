@@ -23,6 +23,9 @@ from umprof.model.shared_links import DIRECTIONS, ConcurrentFigures
 
 JOB_SCHEMA = 1  # the job document's layout (``job_answer``)
 SIZE_STEPS = 4  # sizes read to a quarter of a power of two: a flow's bytes within ~19% read alike
+# flows under this share of a rank's bytes do not tell ranks apart: a DDP job's two ranks (torchrun, H100,
+# 2026-12-06) differed only in one-off copies of 4-96 bytes, 1e-6 of their bytes
+FLOW_SHARE = 0.01
 # a rank's copies this much slower than its group's median make it a straggler: the advice's prediction
 # error (10%, model.advise's PREDICTION_ERROR) is the closest two identical ranks can be told apart
 STRAGGLER_MARGIN = 0.10
@@ -77,9 +80,12 @@ def _step(x: float) -> float:
 
 
 def signature(app: dict) -> tuple:
-    """What a rank does, for grouping: its flows (direction, memory, size step, sync), its loop (calls an iteration,
-    iterations to a size step), its current strategy and what each piece of its advice would use."""
-    flows = tuple(sorted((f["direction"], f["host_kind"], _step(f["bytes"]), bool(f["sync"])) for f in app["flows"]))
+    """What a rank does, for grouping: the kinds of its flows that carry ``FLOW_SHARE`` of its bytes or more
+    (direction, memory, size step, sync; however many streams carry each), its loop (calls an iteration, iterations
+    to a size step), its current strategy and what each piece of its advice would use."""
+    total = sum(f["total_bytes"] for f in app["flows"])
+    flows = tuple(sorted({(f["direction"], f["host_kind"], _step(f["bytes"]), bool(f["sync"])) for f in app["flows"]
+                          if f["total_bytes"] >= FLOW_SHARE * total}))
     loop = app.get("loop")
     loop_key = None if loop is None else (loop["calls_per_iteration"], _step(loop["iterations"]))
     advice = tuple(sorted((a["flow"] == "loop", a["strategy"], a["saving_s"] > 0) for a in app["advice"]))
@@ -189,7 +195,7 @@ def rank_row(r: dict, share: dict | None) -> dict:
     return {"path": r["path"], "rank": r.get("rank"), "label": rank_label(r), "host": r.get("host") or "",
             "gpu": app["gpu"], "device": app["device"], "now_s": now, "copy_s": float(app["totals"]["copy_s"]),
             "advised": strategy, "saving_alone_s": saving, "predicted_s": priced, "saving_s": max(now - priced, 0.0),
-            "shared": share, "collectives": int(r.get("collectives") or 0)}
+            "shared": share, "collectives": int(r.get("collectives") or 0), "world_size": r.get("world_size")}
 
 
 def shared_summary(rows: dict[str, dict]) -> list[dict]:
@@ -271,10 +277,13 @@ def stragglers(found: list[dict], rows: dict[str, dict]) -> dict:
 
 
 def job_saving(rows: dict[str, dict]) -> dict:
-    """The job's saving: where its ranks run collectives, a step waits for the slowest rank, so the job saves what
-    its slowest rank's time drops by; else each rank runs on its own and the ranks' savings add up."""
+    """The job's saving: where its ranks run collectives, or were launched as one job (a launcher's world size: a
+    data-parallel job's collectives may run on the host, gloo's or MPI's, as no kernel), a step waits for the slowest
+    rank, so the job saves what its slowest rank's time drops by; else the ranks' savings add up."""
     ranks = list(rows.values())
-    synchronised = any(r["collectives"] for r in ranks)
+    collectives = any(r["collectives"] for r in ranks)
+    size = max((r["world_size"] or 0 for r in ranks), default=0)
+    synchronised = collectives or size > 1
     now = max(ranks, key=lambda r: r["now_s"])
     after = max(ranks, key=lambda r: r["predicted_s"])
     total = sum(r["saving_s"] for r in ranks)
@@ -283,8 +292,16 @@ def job_saving(rows: dict[str, dict]) -> dict:
             "saving_s": now["now_s"] - after["predicted_s"] if synchronised else total,
             "rank_seconds_saved": total,
             "saving_alone_s": sum(r["saving_alone_s"] for r in ranks),
-            "why": ("its ranks run collectives: a step ends with the slowest rank" if synchronised else
-                    "no collective kernels in its traces: each rank's saving is its own, summed")}
+            "why": _why(collectives, size)}
+
+
+def _why(collectives: bool, size: int) -> str:
+    if collectives:
+        return "its ranks run collective kernels: a step ends with the slowest rank"
+    if size > 1:
+        return (f"its ranks were launched as one job of {size} (the launcher's world size) and run no collective "
+                "kernel (gloo's or MPI's run on the host): its steps are taken to end with the slowest rank")
+    return "no collective kernels and no launcher's world size in its traces: each rank's saving is its own, summed"
 
 
 def job_answer(ranks: list[dict], figures: ConcurrentFigures | None = None) -> dict:

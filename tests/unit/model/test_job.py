@@ -149,3 +149,19 @@ def test_the_terminal_reads_each_group_once_with_the_hosts_stragglers_links_and_
     assert "shared links, node0: 4 ranks copy at once on 2 GPU(s) (up to 2 a link)" in text
     assert "the job's saving" in text and "a step ends with the slowest rank" in text
     assert "no-concurrent-figure" in text
+
+
+def test_one_off_small_copies_do_not_split_identical_ranks(records):
+    a, b = rank(records["stream"], 0), rank(records["stream"], 1)
+    extra = dict(b["applications"][0]["flows"][0], bytes=8, total_bytes=8, count=1, host_kind="pinned", time_s=1e-6)
+    b["applications"][0]["flows"].append(extra)  # a scalar read back by one rank only
+    assert job.signature(a["applications"][0]) == job.signature(b["applications"][0])
+
+
+def test_ranks_launched_as_one_job_synchronise_without_collective_kernels(records):
+    ranks = [rank(records["stream"], i) for i in range(2)]
+    assert not job.job_saving({r["path"]: job.rank_row(r, None) for r in ranks})["synchronised"]
+    for r in ranks:
+        r["world_size"] = 2  # torchrun's WORLD_SIZE: gloo's all-reduce runs on the host, as no kernel
+    s = job.job_saving({r["path"]: job.rank_row(r, None) for r in ranks})
+    assert s["synchronised"] and "launched as one job of 2" in s["why"]
