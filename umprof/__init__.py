@@ -14,11 +14,12 @@ The Python API (the CLI calls the same functions)::
 without a GPU: the driver is loaded lazily when a measurement needs it.
 
 Layers, each a subpackage whose docstring says what it owns and may import (imports go
-downward only): ``core`` → ``nsight`` → ``measure`` → ``model`` → ``views`` → ``api`` → ``cli``.
+downward only): ``core`` → ``nsight`` → ``measure`` → ``model`` → ``views`` → ``cluster`` → ``api`` → ``cli``.
 """
 
 from umprof.api import (
            advise,
+           advise_job,
            calibrate,
            calibrations,
            compare,
@@ -35,5 +36,5 @@ from umprof.api import (
 from umprof.core.results import ResultSet
 from umprof.core.version import SCHEMA_VERSION, __version__
 
-__all__ = ["ResultSet", "SCHEMA_VERSION", "__version__", "advise", "calibrate", "calibrations", "compare", "estimate", "load", "load_calibration",
+__all__ = ["ResultSet", "SCHEMA_VERSION", "__version__", "advise", "advise_job", "calibrate", "calibrations", "compare", "estimate", "load", "load_calibration",
            "recommend", "report", "run", "select", "verify", "workloads"]

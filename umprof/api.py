@@ -596,7 +596,8 @@ def report(results, path="umprof-report.html", *, workloads_from=None, traces=()
     """Write one self-contained HTML report of result files (paths or ResultSets) and return its path.
     Its recommendation section uses ``workloads_from`` (TOML paths; default: the six typical loops
     of ``scenarios/workloads/typical.toml``) when the results hold a calibration; ``traces``
-    (Nsight Systems traces) add a section of :func:`advise`'s advice with each one's timeline."""
+    (Nsight Systems traces) add a section of :func:`advise`'s advice with each one's timeline; several traces are
+    one job's ranks (:func:`advise_job`): a timeline per host, a row per rank group."""
     from umprof.core.resources import scenarios_dir
     from umprof.views import html
 
@@ -611,15 +612,16 @@ def report(results, path="umprof-report.html", *, workloads_from=None, traces=()
     names = [str(r) if not isinstance(r, ResultSet) else f"results {i}" for i, r in enumerate(items)]
     files = list(workloads_from or [scenarios_dir() / "workloads" / "typical.toml"])
     traces = _listed(traces, (str, Path))
-    advice = [a for t in traces for a in advise(t)]
-    text = html.build(_result_sets(items), names + [str(t) for t in traces], workloads(files), advice)
+    job = advise_job(traces) if len(traces) > 1 else None  # several traces: one job's ranks
+    advice = [] if job else [a for t in traces for a in advise(t)]
+    text = html.build(_result_sets(items), names + [str(t) for t in traces], workloads(files), advice, job)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(text, encoding="utf-8")
     return out
 
 
 def advise(trace, calibration=None, *, gpu: str | None = None, nsys: str | None = None,
-           all_processes: bool = False, wall_s: float | None = None) -> list:
+           all_processes: bool = False, wall_s: float | None = None, tables=None) -> list:
     """Advice for an application from its Nsight Systems trace (``.sqlite``, or ``.nsys-rep`` exported
     once with nsys): a :class:`~umprof.model.advise.AppAdvice` per process and GPU that ran CUDA work,
     the busiest first (every GPU of the busiest process unless ``all_processes``): its flows, loop, unified
@@ -628,7 +630,8 @@ def advise(trace, calibration=None, *, gpu: str | None = None, nsys: str | None 
     ``calibration``: saved calibrations (paths or ResultSets) or a Calibration; ``gpu``: a shipped GPU
     model's; else the calibration for the trace's GPU (this machine's cached one of that GPU, then the
     shipped one), one line naming the GPU where there is none. ``wall_s``: the program's untraced wall time in
-    seconds, against which the tracing's overhead is measured (else it is estimated from the trace)."""
+    seconds, against which the tracing's overhead is measured (else it is estimated from the trace). ``tables``: the trace already
+    read (a caller that read it for its host and rank)."""
     from umprof.core import calibrations as store
     from umprof.model import advise as amod
     from umprof.model.application import GRAPH_NODES, advised, applications
@@ -638,7 +641,7 @@ def advise(trace, calibration=None, *, gpu: str | None = None, nsys: str | None 
     if wall_s is not None and (isinstance(wall_s, bool) or not isinstance(wall_s, (int, float)) or not wall_s > 0
                                or wall_s == float("inf")):
         raise UsageError(f"wall_s: expected the program's untraced wall time in seconds, more than 0, got {wall_s!r}")
-    t = open_trace(trace, nsys)
+    t = tables if tables is not None else open_trace(trace, nsys)
     if not t.has_cuda and len(t.graphs):
         raise UsageError(f"{trace}: its GPU work ran in {len(t.graphs)} CUDA graph launches, traced whole (nsys's "
                          f"default): the copies and kernels inside them are not in the trace; {GRAPH_NODES}")
@@ -722,3 +725,84 @@ def import_nsys(trace, *, scenario: str | None = None, against=None, merge_numbe
         imported.meta["agreement"] = agree.to_dict("records")
         imported.frame = attach_agreement(imported.frame, agree)
     return imported
+
+
+TRACE_SUFFIXES = (".sqlite", ".nsys-rep", ".json", ".json.gz")  # what a job's folder is searched for
+
+
+def job_traces(paths) -> list[str]:
+    """A job's trace files: each path given, and the traces under each folder given (an ``.nsys-rep`` whose
+    ``.sqlite`` export lies beside it counted once), in name order."""
+    out: list[str] = []
+    for p in _listed(paths, (str, Path)):
+        p = Path(p)
+        if not p.is_dir():
+            out.append(str(p))
+            continue
+        found = sorted(f for f in p.rglob("*") if f.is_file() and not f.name.startswith(".")
+                       and f.name.endswith(TRACE_SUFFIXES))
+        names = {f.name for f in found}
+        out += [str(f) for f in found if not (f.suffix == ".nsys-rep" and f.with_suffix(".sqlite").name in names)]
+        if not found:
+            raise UsageError(f"{p}: a folder with no traces in it (expected {', '.join(TRACE_SUFFIXES)} files)")
+    return out
+
+
+def advise_job(paths, calibration=None, *, gpu: str | None = None, nsys: str | None = None,
+               scheduler: str | None = None, workers: int | None = None, links=()) -> dict:
+    """One answer for a job's traces (one per rank; files or folders of them): each trace read and advised as a
+    Dask task (a local cluster, or the running scheduler at ``scheduler``; a local process pool without
+    dask[distributed]), then the ranks grouped by host and behaviour, stragglers, shared links priced (against
+    the host-links results in ``links``) and the job's saving: {"schema", "job": {...}, "ranks": [...]} (see
+    :func:`umprof.model.job.job_answer`). A rank that fails is a problem in ``job["problems"]``, not an error."""
+    from functools import partial
+
+    from umprof.cluster.execute import map_tasks
+    from umprof.model.job import job_answer
+    from umprof.model.shared_links import concurrent_figures
+
+    traces = job_traces(paths)
+    figures = concurrent_figures((str(p), load(p)) for p in _listed(links, (str, Path)))
+    task = partial(_advise_rank, calibration=calibration, gpu=gpu, nsys=nsys)
+    ranks = map_tasks(task, traces, _failed_rank, scheduler=scheduler, workers=workers, what="traces advised")
+    return job_answer(ranks, figures)
+
+
+def _advise_rank(path, calibration=None, gpu: str | None = None, nsys: str | None = None) -> dict:
+    """One rank's record for :func:`advise_job` (a Dask task: small, plain data, never the trace's tables); a trace
+    that cannot be advised gives the record of its error."""
+    try:
+        return _rank_record(path, calibration, gpu, nsys)
+    except Exception as e:  # a rank's failure is its record: the job's other ranks are advised all the same
+        return _failed_rank(path, e)
+
+
+def _rank_record(path, calibration, gpu: str | None, nsys: str | None) -> dict:
+    import os
+    import resource
+    import socket
+    import time
+
+    from umprof.core.version import __version__
+    from umprof.nsight.rank_info import collective_kernels, rank_info
+    from umprof.nsight.trace_db import open_trace
+
+    t0, cpu0 = time.perf_counter(), time.process_time()
+    tables = open_trace(path, nsys)
+    who = rank_info(tables)
+    found = advise(path, calibration, gpu=gpu, nsys=nsys, tables=tables)
+    return {"path": str(path), "host": who.host, "rank": who.rank, "world_size": who.world_size,
+            "rank_from": who.how, "source": str(getattr(tables, "source", None) or "nsys"), "umprof": __version__,
+            "collectives": collective_kernels(tables), "applications": [a.to_dict() for a in found], "error": None,
+            "seconds": time.perf_counter() - t0, "cpu_s": time.process_time() - cpu0,
+            "worker": f"{socket.gethostname()}:{os.getpid()}",
+            "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}
+
+
+def _failed_rank(path, error: Exception) -> dict:
+    """The record of a rank whose trace could not be advised: its error in one line."""
+    from umprof.core.errors import UmprofError
+
+    text = str(error) if isinstance(error, UmprofError) else f"{type(error).__name__}: {error}"
+    return {"path": str(path), "host": "", "rank": None, "applications": [], "error": text.splitlines()[0] if text else
+            type(error).__name__}

@@ -1,5 +1,5 @@
 """The layering rule (DESIGN.md): imports go downward only, core → nsight → measure → model →
-views → api → cli, and no module imports itself back through a circle. Every import is
+views → cluster → api → cli, and no module imports itself back through a circle. Every import is
 counted, those inside functions too, so a lazy upward import is caught as well."""
 
 import ast
@@ -11,7 +11,7 @@ import pytest
 
 from tests.unit.data import ROOT
 
-LAYERS = ["core", "nsight", "measure", "model", "views", "api", "cli"]
+LAYERS = ["core", "nsight", "measure", "model", "views", "cluster", "api", "cli"]
 PACKAGE = ROOT / "umprof"
 
 

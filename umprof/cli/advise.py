@@ -6,7 +6,7 @@ from __future__ import annotations
 import click
 
 from umprof import api
-from umprof.cli import common
+from umprof.cli import common, job
 from umprof.core.errors import UsageError
 
 
@@ -22,7 +22,7 @@ class _ProgramAfterDashes(click.Command):
 
 
 @click.command(cls=_ProgramAfterDashes)
-@click.argument("trace", required=False, type=click.Path())
+@click.argument("traces", nargs=-1, type=click.Path(), metavar="[TRACE...]")
 @click.option("--runs", type=int, default=3, show_default=True, metavar="N",
               help="With -- CMD: the untraced runs whose median wall time the advice is set against.")
 @click.option("-o", "--output", default=None, metavar="PREFIX",
@@ -41,8 +41,14 @@ class _ProgramAfterDashes(click.Command):
               help="Every process of the trace, not only the busiest (whose GPUs are all advised).")
 @click.option("--json", "as_json", is_flag=True,
               help="JSON: gpu, totals, flows, loop, advice, ... (under 'applications', one each, for several).")
+@click.option("--scheduler", default=None, metavar="ADDRESS",
+              help="A job's traces: advise them on this running Dask scheduler (default: a local cluster).")
+@click.option("--workers", type=click.IntRange(1), default=None, help="A job's traces: local workers (default: a core each).")
+@click.option("--links", multiple=True, type=click.Path(dir_okay=False), metavar="RESULTS",
+              help="A job's traces: host-links results of its hosts' GPUs, to price ranks copying at once (repeatable).")
 @click.pass_context
-def advise(ctx, trace, runs, output, wall_s, sources, gpu_name, nsys, all_processes, as_json):
+def advise(ctx, traces, runs, output, wall_s, sources, gpu_name, nsys, all_processes, as_json, scheduler,
+           workers, links):
     """Read an application's trace, or run it, and say what its transfers should use, and what that saves.
 
     TRACE is what `nsys profile -t cuda[,nvtx] -o app ./app` wrote (app.nsys-rep; exported once to
@@ -56,12 +62,19 @@ def advise(ctx, trace, runs, output, wall_s, sources, gpu_name, nsys, all_proces
     `umprof advise -- CMD [ARGS...]` runs the program itself: once under nsys (-t cuda,nvtx,osrt, CUDA graphs
     node by node; traced again with unified-memory page faults where the trace shows managed memory, and said),
     then --runs times untraced, timed by the host's clock, and advises its trace against the median untraced time.
+
+    Several TRACEs or a folder are a job (a trace per rank): each advised as a Dask task, then its ranks grouped by
+    host and behaviour, its stragglers, its ranks' shared links and its saving (--json: {"schema", "job", "ranks"});
+    exit 1 when some rank's trace could not be advised.
     """
     program = ctx.meta.get("umprof.program")
-    _check_inputs(trace, program, runs, output, wall_s)
+    _check_inputs(traces, program, runs, output, wall_s)
     if sources and gpu_name:
         api.check_calibration_gpu(list(sources), gpu_name)
     ran = None
+    if not program and job.is_job(traces, scheduler):
+        return job.advise_job(traces, sources, gpu_name, nsys, scheduler, workers, links, as_json, all_processes)
+    trace = traces[0] if traces else None
     if program:
         progress = common.err()
 
@@ -75,8 +88,11 @@ def advise(ctx, trace, runs, output, wall_s, sources, gpu_name, nsys, all_proces
     _show(found, ran, trace, wall_s, as_json)
 
 
-def _check_inputs(trace, program, runs, output, wall_s) -> None:
+def _check_inputs(traces, program, runs, output, wall_s) -> None:
     """One UsageError for a TRACE and a program both, or neither, or an option that goes with the other."""
+    trace = " ".join(traces)
+    if len(traces) > 1 and wall_s is not None:
+        raise UsageError("option '--wall': gives one program's untraced wall time; a job's traces take none")
     if trace and program:
         raise UsageError(f"advise: a TRACE ({trace}) and a program after -- ({' '.join(program)}): give one; "
                          "`umprof advise TRACE` reads a trace, `umprof advise -- CMD ARGS` runs CMD and traces it")

@@ -263,8 +263,17 @@ def _advise_section(advice) -> str:
     return "".join(parts)
 
 
-def build(sets: list[ResultSet], names: list[str], workloads=None, advice=None) -> str:
-    """The report's HTML text (``advice``: `umprof advise` results for traced applications)."""
+def _job_section(job) -> str:
+    if not job:
+        return ""
+    from umprof.views.job_report import job_section
+
+    return job_section(job, _img, _table)
+
+
+def build(sets: list[ResultSet], names: list[str], workloads=None, advice=None, job=None) -> str:
+    """The report's HTML text (``advice``: `umprof advise` results for traced applications; ``job``: the answer of
+    `umprof advise` for a job's traces)."""
     frame = pd.concat([rs.frame for rs in sets], ignore_index=True) if sets else pd.DataFrame(
         columns=["scenario", "op", "case", "phase", "status"])
     devices = [d for rs in sets for d in rs.devices]
@@ -272,6 +281,7 @@ def build(sets: list[ResultSet], names: list[str], workloads=None, advice=None) 
     sections = [
         _device_section(sets) if sets else "",
         _advise_section(advice),
+        _job_section(job),
         _topology_section(frame, devices),
         _recommend_section(frame, devices, workloads),
         _breakdown_section(frame),
@@ -280,7 +290,7 @@ def build(sets: list[ResultSet], names: list[str], workloads=None, advice=None) 
         _um_section(frame),
         _access_section(merged),
     ]
-    titles = {"device": "Device", "advise": "Advice", "topology": "Topology", "recommend": "Recommendation", "breakdown": "Strategy breakdown", "transfers": "Copies",
+    titles = {"device": "Device", "advise": "Advice", "job": "Job", "topology": "Topology", "recommend": "Recommendation", "breakdown": "Strategy breakdown", "transfers": "Copies",
               "crossovers": "Crossovers", "um": "Unified memory", "access": "Access patterns"}
     nav = " ".join(f"<a href='#{k}'>{v}</a>" for k, v in titles.items() if any(f"id='{k}'" in s for s in sections))
     head = (f"<h1>umprof report</h1><p class='muted'>{html.escape(', '.join(names))} · umprof {__version__} · "
