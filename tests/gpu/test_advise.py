@@ -90,3 +90,23 @@ def test_a_managed_program_whose_host_samples_its_pages_is_priced_its_stalls(nsy
     by = {r["strategy"]: r["saving_s"] for r in adv.ranking}
     assert not adv.loop_advice.strategy.startswith("managed-advise-prefer-gpu")
     assert by["pinned"] > by["managed-advise-prefer-gpu"] + 0.5 * h.seconds * advise.TRACED_FAULT_SHARE
+
+
+def test_a_program_run_by_advise_is_traced_once_and_timed_untraced(nsys, tmp_path):
+    """`umprof advise -- CMD`: the program traced under nsys, run untraced, advised against the untraced median; a
+    managed program is traced again with page faults, a pageable one is not."""
+    for app, args, managed in (("stream_loop", ["--iters", "12", "--in", "32", "--out", "32"], False),
+                               ("managed_loop", ["--iters", "8", "--in", "64"], True)):
+        exe = tmp_path / app
+        subprocess.run(["nvcc", "-O2", "-arch=sm_90", "-std=c++17", "-o", str(exe), str(APPS / f"{app}.cu")],
+                       check=True)
+        r = subprocess.run([sys.executable, "-m", "umprof", "advise", "--runs", "2", "--json", "-o",
+                            str(tmp_path / f"{app}-trace"), "--", str(exe), *args],
+                           capture_output=True, text=True, cwd=ROOT)
+        assert r.returncode == 0, r.stderr[-2000:]
+        doc = json.loads(r.stdout)
+        runs = doc["runs"]
+        assert len(runs["untraced_s"]) == 2 and all(t > 0 for t in runs["untraced_s"]), runs
+        assert runs["um_faults"] is managed, runs
+        assert (tmp_path / f"{app}-trace.sqlite").is_file() and doc["advice"], doc.keys()
+        assert "Traceback" not in r.stderr
