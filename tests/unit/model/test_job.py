@@ -165,3 +165,36 @@ def test_ranks_launched_as_one_job_synchronise_without_collective_kernels(record
         r["world_size"] = 2  # torchrun's WORLD_SIZE: gloo's all-reduce runs on the host, as no kernel
     s = job.job_saving({r["path"]: job.rank_row(r, None) for r in ranks})
     assert s["synchronised"] and "launched as one job of 2" in s["why"]
+
+
+def _decompressed(stem: str, folder) -> str:
+    """A torch fixture's nsys export by its stem, decompressed into ``folder`` (.sqlite.gz or .sqlite.xz)."""
+    import gzip
+    import lzma
+    from tests.unit.data import ROOT
+
+    base = ROOT / "tests" / "fixtures" / "traces" / "torch"
+    for suffix, opener in ((".sqlite.xz", lzma.open), (".sqlite.gz", gzip.open)):
+        if (base / f"{stem}{suffix}").is_file():
+            out = folder / f"{stem}.sqlite"
+            with opener(base / f"{stem}{suffix}") as f:
+                out.write_bytes(f.read())
+            return str(out)
+    pytest.skip(f"no fixture {stem}")
+
+
+def test_a_real_two_rank_torchrun_job_reads_as_one_group_on_one_host(tmp_path):
+    """Two ranks of one torchrun job (gloo, both on one H100), traced by nsys and by torch.profiler: one group, the
+    launcher's world size read from each trace, the job's steps ending with its slowest rank."""
+    from tests.unit.data import ROOT
+
+    torch_dir = ROOT / "tests" / "fixtures" / "traces" / "torch"
+    nsys = [_decompressed(f"h100-ddp_train-rank{r}", tmp_path) for r in (0, 1)]
+    kineto = [str(torch_dir / f"h100-ddp_train-rank{r}.json.gz") for r in (0, 1)]
+    for files in (nsys, kineto):  # each rank advised in this process (the Dask path is tests/unit/cluster's)
+        doc = job.job_answer([api._advise_rank(f) for f in files])
+        j = doc["job"]
+        assert j["totals"]["advised"] == 2 and j["totals"]["failed"] == 0 and j["totals"]["hosts"] == 1, j["totals"]
+        assert len(j["groups"]) == 1, j["groups"]
+        assert sorted(r["rank"] for r in doc["ranks"]) == [0, 1] and {r["world_size"] for r in doc["ranks"]} == {2}
+        assert j["saving"]["synchronised"] and 0 <= j["saving"]["saving_s"] <= j["saving"]["now_s"], j["saving"]
