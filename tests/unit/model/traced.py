@@ -7,6 +7,7 @@ never changes it; a test that changes the model (a monkeypatched constant) advis
 import atexit
 import functools
 import gzip
+import lzma
 import shutil
 import tempfile
 from pathlib import Path
@@ -31,12 +32,14 @@ def _scratch() -> Path:
 
 @functools.cache
 def path(name: str, gpu: str = "h100") -> Path:
-    """The fixture trace ``{gpu}-{name}`` as a .sqlite file (a gzipped one decompressed once a session)."""
+    """The fixture trace ``{gpu}-{name}`` as a .sqlite file (a gzipped or xz-compressed one decompressed once a
+    session)."""
     plain = TRACES / f"{gpu}-{name}.sqlite"
     if plain.is_file():
         return plain
     out = _scratch() / plain.name
-    with gzip.open(f"{plain}.gz", "rb") as f, open(out, "wb") as g:
+    packed = plain.with_name(plain.name + ".xz")
+    with (lzma.open(packed, "rb") if packed.is_file() else gzip.open(f"{plain}.gz", "rb")) as f, open(out, "wb") as g:
         shutil.copyfileobj(f, g)
     return out
 
