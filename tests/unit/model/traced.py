@@ -6,12 +6,11 @@ never changes it; a test that changes the model (a monkeypatched constant) advis
 
 import atexit
 import functools
-import gzip
 import shutil
 import tempfile
 from pathlib import Path
 
-from tests.unit.data import ROOT
+from tests.unit.data import ROOT, unpacked
 
 TRACES = ROOT / "tests" / "fixtures" / "traces"
 GOLDEN = ROOT / "tests" / "fixtures" / "golden"
@@ -31,14 +30,8 @@ def _scratch() -> Path:
 
 @functools.cache
 def path(name: str, gpu: str = "h100") -> Path:
-    """The fixture trace ``{gpu}-{name}`` as a .sqlite file (a gzipped one decompressed once a session)."""
-    plain = TRACES / f"{gpu}-{name}.sqlite"
-    if plain.is_file():
-        return plain
-    out = _scratch() / plain.name
-    with gzip.open(f"{plain}.gz", "rb") as f, open(out, "wb") as g:
-        shutil.copyfileobj(f, g)
-    return out
+    """The fixture trace ``{gpu}-{name}`` as a .sqlite file (a compressed one, .xz or .gz, decompressed once a session)."""
+    return unpacked(TRACES / f"{gpu}-{name}.sqlite", _scratch())
 
 
 @functools.cache
