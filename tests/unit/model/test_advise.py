@@ -1297,7 +1297,7 @@ def test_passes_over_one_dataset_carried_out_and_back_price_managed_memory_movin
     advised, 1.1% behind the fastest. Its saving is over-predicted: 1.31 s against 0.62 s measured while its first
     pass's copies back, faulting the second image in, counted beside the model's price of that (1.00 s since), and the
     calibration prices managed memory's first write by stores at 0.20 s for the image, where the program took
-    0.30-0.32 s (its traces on an H200, 2026-12-03: results/advise/nvidia-h200-tiles-passes.tar.gz)."""
+    0.30-0.32 s (its traces on an H200, 2026-12-03)."""
     walls = _walls(json.loads((RESULTS / "advise" / "nvidia-h200-judged-zzg.json").read_text()), "tiles")
     (adv,) = traced.advice("tiles", "h200")
     app, a = adv.app, adv.loop_advice
