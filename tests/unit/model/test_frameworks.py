@@ -81,7 +81,7 @@ def test_a_python_program_on_the_driver_api_is_pycuda(tmp_path):
     assert evidence(t).framework == "pycuda" and "driver API" in evidence(t).why
 
 
-@pytest.mark.parametrize("name", ["h100-asyncAPI.sqlite", "h100-pin_per_call.sqlite.gz"])
+@pytest.mark.parametrize("name", ["h100-asyncAPI.sqlite", "h100-pin_per_call.sqlite"])
 def test_a_native_program_is_cuda(name, tmp_path):
     assert detect(open_trace(sqlite(name, tmp_path))) == "cuda"
 
