@@ -436,8 +436,8 @@ def test_a_python_application_is_told_its_change_in_pycuda_and_pins_rather_than_
 
 
 def test_a_c_program_s_free_of_its_malloc_d_pages_is_counted_in_its_time_now(monkeypatch, tmp_path):
-    """A C program's free() gives its malloc'd pages back to the kernel (0.04-0.06 s a GiB on the lent GPUs'
-    hosts), which its trace does not show, while its time now stands on the allocation calls the trace
+    """A C program's free() gives its malloc'd pages back to the kernel (0.04-0.06 s a GiB on the H100 and
+    H200 machines' hosts, 2026-11-27), which its trace does not show, while its time now stands on the allocation calls the trace
     timed: the release is put back, and every other way saves it (upload_once, 1 GiB in, traced on an H200);
     a Python program's numpy arrays are left as they are (pycuda_loop)."""
     (counted,) = traced.advice("upload_once", "h200")

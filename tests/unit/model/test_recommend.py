@@ -1198,7 +1198,7 @@ def test_managed_memory_left_on_the_host_shares_cached_memorys_host_rates(cal7):
 
 def test_write_combined_memory_read_as_cached_memory_shares_its_host_rates(cal7):
     """Write-combined memory is uncached to the host, its reads several times slower than cached
-    memory's. The lent H200's calibration read it as fast as pinned memory (0.89-1.03x): the
+    memory's. The H200's calibration read it as fast as pinned memory (0.89-1.03x): the
     platform mapped it cached, and its host rates are the cached pool's, not its allocations' luck.
     Where its reads measure uncached, it keeps its own."""
     from umprof.model.predict import Calibration
