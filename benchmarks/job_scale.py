@@ -12,6 +12,7 @@ Goal (issue 90): 64 traces in under 60 s on 8 local workers.
 
 import argparse
 import gzip
+import lzma
 import os
 import shutil
 import sqlite3
@@ -39,7 +40,8 @@ def source_trace(name: str, tmp: Path) -> Path:
     if path.is_file():
         return path
     out = tmp / path.name
-    with gzip.open(f"{path}.gz", "rb") as f, open(out, "wb") as g:
+    xz = path.with_name(path.name + ".xz")
+    with (lzma.open(xz, "rb") if xz.is_file() else gzip.open(f"{path}.gz", "rb")) as f, open(out, "wb") as g:
         shutil.copyfileobj(f, g)
     return out
 

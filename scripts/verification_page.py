@@ -33,7 +33,7 @@ FIGURES = ROOT / "docs" / "figures.md"
 WORKLOADS = ROOT / "benchmarks" / "workloads"
 GPUS = {"h100": "NVIDIA H100 80GB HBM3", "h200": "NVIDIA H200"}
 # the verification sets measured on each GPU whose measurements are committed (results/verification), and the
-# runs of each (two runs of one lease are judged pooled); a set measured again by a changed loop is a row of its
+# runs of each (two runs on one machine are judged pooled); a set measured again by a changed loop is a row of its
 # own, named after its run ("25-c": set 25's run -c, measured with 0.13.0's free of malloc'd pages)
 SETS = {"h100": {10: ("",), 13: ("",), 14: ("",), 15: ("",), 16: ("", "-b"), 18: ("",), 19: ("", "-b"), 20: ("",), 21: ("",),
                 22: ("",), 23: ("", "-b"), 24: ("", "-b"), 25: ("", "-b"), "25-c": ("-c",)},
@@ -90,7 +90,7 @@ def _calibration_rows(gpu: str) -> list[tuple[str, str, object]]:
         cut, left, first = _cut_to_first_run(old, shipped.path)
         rows.append(("calibration-7, cut", f"calibration-7 less the cases the shipped file's first run (this release's "
                      f"full calibration) does not measure: {left} cases left (what the cut to {first} cases costs, on "
-                     "one lease's measurements)", lambda: api.load_calibration(cut)))
+                     "one run's measurements)", lambda: api.load_calibration(cut)))
     return rows
 
 
@@ -209,14 +209,14 @@ def calibrations_section(gpu: str) -> list[str]:
                 "shipped one's picks that missed there was the staged plan). Set 18 measured 0.3.0's ring and the "
                 "registered buffer. quick-d is 0.4.0's quick calibration, with the copies in parts. Set 20 and "
                 "full-v050 (2026-11-26) measured the native ring of 0.5.0; every set before it measured an older "
-                "ring, so the staged plan's picks are judged by sets 20 and 21. full-v060 and full-v060-b (one lease, "
+                "ring, so the staged plan's picks are judged by sets 20 and 21. full-v060 and full-v060-b (one run, "
                 "2026-11-26) measured 0.6.0's ring (transfers up to 2 MiB on the calling thread: no calibrated size "
                 "moved from one engine to the other) and the ring at 1 GiB. The shipped calibration prices the staged "
                 "plan by the rows of full-v050, full-v060 and full-v060-b (its host steps as their ratio to pageable "
                 "memory's in each run, the median over the runs), every other strategy as before; since 0.6.0 managed "
                 "memory kept on the host is written and read at cached memory's pooled rate. quick-e, 0.8.2's quick "
-                "calibration (2026-11-26), was measured on the lease of holdout-24's first run, just before it; the "
-                "set's second run is another lease's." if gpu == "h100"
+                "calibration (2026-11-26), was measured on the machine of holdout-24's first run, just before it; the "
+                "set's second run is another machine's." if gpu == "h100"
                 else " Sets 10-17 were measured with 0.1.0 (its staging ring, no `pageable-registered`) on one-GPU "
                 "machines of 2026-11-23 and -24, where calibration-7 was measured too; 0.4.0's calibrations (full, "
                 "quick-a, quick-b) and set 19 were measured on one machine of 2026-11-25, a host of two H200s and 32 "
@@ -229,7 +229,7 @@ def calibrations_section(gpu: str) -> list[str]:
                 "calibration prices the staged plan by the rows of full-v050 and full-v060 (its host steps as their "
                 "ratio to pageable memory's in each run, the median over the runs), every other strategy as before; "
                 "since 0.6.0 managed memory kept on the host is written and read at cached memory's pooled rate. quick-c, "
-                "0.8.2's quick calibration (2026-11-26, a one-GPU machine), was measured on the lease of both of "
+                "0.8.2's quick calibration (2026-11-26, a one-GPU machine), was measured on the machine of both of "
                 "holdout-24's runs, just before them."), ""]
     sets = list(SETS[gpu])
     head = "| calibration | file, measured, cases, wall time | " + " | ".join(f"set {n}" for n in sets) + " | all (whole / steady) |"
@@ -244,29 +244,29 @@ def calibrations_section(gpu: str) -> list[str]:
 
 
 def set_measured(n: int | str, gpu: str) -> str:
-    """How verification set ``n`` (a row of SETS) was measured on ``gpu``: its date, rounds, runs and leases."""
+    """How verification set ``n`` (a row of SETS) was measured on ``gpu``: its date, rounds, runs and machines."""
     if n == "25-c":
         return ("2026-11-27, set 25 again with 0.13.0's loop (its free gives malloc'd pages back, as a C program's "
-                "free() does), two rounds on one lease")
+                "free() does), two rounds on one machine")
     if n <= 15:
         return "2026-11-23 or -24, five rounds"
     if n <= 17:
-        return "two runs of five rounds on one lease, pooled"
+        return "two runs of five rounds on one machine, pooled"
     if n == 18:
-        return ("2026-11-25, runs of three leases pooled in one file (column run): 11, 16 and 33 rounds of a workload, "
+        return ("2026-11-25, runs of three machines pooled in one file (column run): 11, 16 and 33 rounds of a workload, "
                 "the last a run of five rounds cut off at the device's time limit")
     if n == 19:
-        return "2026-11-25, two runs of two rounds on one lease, pooled"
+        return "2026-11-25, two runs of two rounds on one machine, pooled"
     if n <= 22:
         return "2026-11-26, two rounds"
     if n == 23:
-        return "2026-11-26, two runs of two rounds on one lease, pooled"
+        return "2026-11-26, two runs of two rounds on one machine, pooled"
     if n == 24:
-        return "2026-11-26, two runs of two rounds, pooled, " + ("each on its own lease" if gpu == "h100" else "on one lease")
+        return "2026-11-26, two runs of two rounds, pooled, " + ("each on its own machine" if gpu == "h100" else "on one machine")
     if n == 25:
         return ("2026-11-26, loops of C programs, their pageable memory malloc'd (host_pages = malloc); "
-                + ("two runs of two rounds on one lease, pooled (the first cut off at its last workload's second round)"
-                   if gpu == "h100" else "a run of two rounds and one of one round, on two leases, pooled"))
+                + ("two runs of two rounds on one machine, pooled (the first cut off at its last workload's second round)"
+                   if gpu == "h100" else "a run of two rounds and one of one round, on two machines, pooled"))
     raise ValueError(f"holdout-{n}: say how it was measured (set_measured in scripts/verification_page.py)")
 
 
@@ -288,46 +288,46 @@ def sets_section(gpu: str) -> list[str]:
 
 
 def _pooled_advice(docs: list[dict]) -> list[str]:
-    """One row an application, its leases pooled: each mode's time as a ratio to the own mode's in the
-    same lease (their medians), the median of those ratios over the leases that timed both, scaled by the
-    own mode's median over every lease. Leases differ by up to a quarter in every mode at once, and
-    modes added later were timed on fewer of them: ratios within a lease keep both out of the
-    comparison. Beside it, paired: every mode against the advised one in the same lease, the median of
+    """One row an application, its runs pooled: each mode's time as a ratio to the own mode's in the
+    same run (their medians), the median of those ratios over the runs that timed both, scaled by the
+    own mode's median over every run. Runs differ by up to a quarter in every mode at once, and
+    modes added later were timed on fewer of them: ratios within a run keep both out of the
+    comparison. Beside it, paired: every mode against the advised one on the same machine, the median of
     those ratios (the own mode's noise does not enter it). An application whose advice differs between
-    leases is a row an advice, each judged against every lease."""
+    runs is a row an advice, each judged against every run."""
     rows = []
     for app in dict.fromkeys(a for d in docs for a in d["apps"]):  # every application, in the order first timed
         judged = [next(r for r in d["judged"] if r["app"] == app) for d in docs if app in d["apps"]]
-        leases = [d["apps"][app]["modes"] for d in docs if app in d["apps"]]
-        if len(leases[-1]) < 2:
+        runs = [d["apps"][app]["modes"] for d in docs if app in d["apps"]]
+        if len(runs[-1]) < 2:
             continue  # timed as written only: nothing to judge the advice by
-        advised = list(dict.fromkeys(x["advised"] for x in reversed(judged)))  # the latest lease's first
+        advised = list(dict.fromkeys(x["advised"] for x in reversed(judged)))  # the latest run's first
         for a in advised:
             r = next(x for x in reversed(judged) if x["advised"] == a)
             given = sum(x["advised"] == a for x in judged)
-            name = app if len(advised) == 1 else f"{app} (advice of {given} of {len(judged)} leases)"
-            rows.append(_pooled_row(name, leases, r))
+            name = app if len(advised) == 1 else f"{app} (advice of {given} of {len(judged)} runs)"
+            rows.append(_pooled_row(name, runs, r))
     return rows
 
 
-def _pooled_row(name: str, leases: list[dict], r: dict) -> str:
-    """One advice (``r``, a lease's judgement) against the application's leases pooled (:func:`_pooled_advice`)."""
+def _pooled_row(name: str, runs: list[dict], r: dict) -> str:
+    """One advice (``r``, a run's judgement) against the application's runs pooled (:func:`_pooled_advice`)."""
     from benchmarks.apps.judge import FASTEST_WITHIN, SAVING_WITHIN
 
     own, adv, applied = r["own"], _advised(r), r.get("applied", r["advised"])
-    ratios = _ratios(leases, own)
+    ratios = _ratios(runs, own)
     ratio = _medians(ratios)
     fastest = min(ratio, key=ratio.get)
     if applied not in ratio:
         return (f"| {name} | {own} | {adv} | {fastest} | - | not judged: a mode it was not timed in | - | "
                 f"{r['predicted_saving_s']:.3f} s | - | - | - |")
-    scale = statistics.median([t for modes in leases for t in modes[own]["wall_s"]])
+    scale = statistics.median([t for modes in runs for t in modes[own]["wall_s"]])
     saving = scale * (1 - ratio[applied])
-    spread = statistics.median([statistics.pstdev(v["wall_s"]) for modes in leases for v in modes.values()
+    spread = statistics.median([statistics.pstdev(v["wall_s"]) for modes in runs for v in modes.values()
                                 if len(v.get("wall_s", [])) > 1])
     ok = ratio[applied] <= (1 + FASTEST_WITHIN) * ratio[fastest]
     within = abs(r["predicted_saving_s"] - saving) <= max(SAVING_WITHIN * abs(saving), spread)
-    against = _medians(_ratios(leases, applied))
+    against = _medians(_ratios(runs, applied))
     best = min(against, key=against.get)
     behind = 1 / against[best] - 1
     return (f"| {name} | {own} | {adv} | {fastest} | {ratio[applied] / ratio[fastest] - 1:+.1%} | "
@@ -344,11 +344,11 @@ def _advised(r: dict) -> str:
             + (f", applied as {applied}" if applied != r["advised"] else ""))
 
 
-def _ratios(leases: list[dict], ref: str) -> dict[str, list[float]]:
-    """Each mode's time as a ratio to mode ``ref``'s in the same lease (their medians), one a lease that
+def _ratios(runs: list[dict], ref: str) -> dict[str, list[float]]:
+    """Each mode's time as a ratio to mode ``ref``'s on the same machine (their medians), one a run that
     timed both."""
     ratios: dict[str, list[float]] = {}
-    for modes in leases:
+    for modes in runs:
         if not modes.get(ref, {}).get("wall_s"):
             continue
         mine = statistics.median(modes[ref]["wall_s"])
@@ -359,7 +359,7 @@ def _ratios(leases: list[dict], ref: str) -> dict[str, list[float]]:
 
 
 def _medians(ratios: dict[str, list[float]]) -> dict[str, float]:
-    """Each mode's ratios (:func:`_ratios`) pooled over the leases: their median."""
+    """Each mode's ratios (:func:`_ratios`) pooled over the runs: their median."""
     return {m: statistics.median(v) for m, v in ratios.items()}
 
 
@@ -377,15 +377,15 @@ def advise_section(gpu: str) -> list[str]:
              "variant that does so with the advised memory applies it (named beside the advice: *applied as*). "
              "Each judgement file holds the timings it judged; the traces the advice was read from are written by "
              "`scripts/device.sh apps` beside them and are not kept in the repository.", "",
-             f"All {len(docs)} leases pooled (each mode's median as a ratio to the own mode's in its lease, the median "
-             "of those ratios over the leases that timed it, scaled by the own mode's median over every lease; the "
-             "leases that timed the advised mode, and the median standard deviation of a mode's runs within a lease, "
+             f"All {len(docs)} runs pooled (each mode's median as a ratio to the own mode's in its run, the median "
+             "of those ratios over the runs that timed it, scaled by the own mode's median over every run; the "
+             "runs that timed the advised mode, and the median standard deviation of a mode's runs within a run, "
              "the noise a difference is measured against). *paired*: every mode against the advised one in the same "
-             "lease, the median of those ratios over the leases (the own mode's noise does not enter it), its fastest "
+             "run, the median of those ratios over the runs (the own mode's noise does not enter it), its fastest "
              "mode, how far behind it the advised one measured and whether that is within 5%:", "",
              "| application | as written | advised | measured fastest | advised vs fastest | held | paired | "
-             "predicted saving | measured saving | within 20% | leases, noise |", "|---|---|---|---|---|---|---|---|---|---|---|"]
-    lines += _pooled_advice(docs) + ["", "Each lease alone:", ""]
+             "predicted saving | measured saving | within 20% | runs, noise |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+    lines += _pooled_advice(docs) + ["", "Each run alone:", ""]
     for f, doc in zip(files, docs):
         note = f"; {doc['note']}" if doc.get("note") else ""
         lines += [f"{doc['gpu']}, {doc['date'][:10]}, {doc['rounds']} rounds{note} ({f.relative_to(ROOT)}):", "",
@@ -466,7 +466,7 @@ def _benchmark(name: str):
 def first_touch_section() -> list[str]:
     """The first write and the registration of pageable memory by how its pages are backed
     (benchmarks/first_touch.py), what a process pays at its exit (benchmarks/exit_teardown.py), and the
-    calibration's setup loop of malloc'd pages beside numpy's on one lease (results/first-touch, results/calibration)."""
+    calibration's setup loop of malloc'd pages beside numpy's on one machine (results/first-touch, results/calibration)."""
     files = sorted((RESULTS / "first-touch").glob("*-first-touch-*.json"))
     if not files:
         return []
@@ -526,9 +526,9 @@ def setup_pages_section() -> list[str]:
         med = f.groupby(["axis.strategy", "phase", "axis.bytes", "pages"])["time_median_s"].median()
         if not lines:
             lines += ["The calibration's setup loop (`calibration-loop-setup`, numpy's pages) and the same loop of "
-                      "malloc'd pages (`calibration-loop-setup-malloc`, the median of its two runs of one lease), "
+                      "malloc'd pages (`calibration-loop-setup-malloc`, the median of its two runs on one machine), "
                       "milliseconds, each file's date below (the H200's numpy run is of the malloc'd runs' earlier "
-                      "lease, 2026-11-26, whose free of malloc'd pages left them to the garbage collector); the "
+                      "run, 2026-11-26, whose free of malloc'd pages left them to the garbage collector); the "
                       "malloc'd runs are the newest of the shipped calibrations' setup of a C program's pageable "
                       "memory:", ""]
         lines += [f"{GPUS.get(gpu.removeprefix('nvidia-'), gpu)}:", "", "| strategy | step | 16 MiB numpy | malloc | 256 MiB numpy | malloc | 1 GiB numpy | malloc |",
@@ -554,8 +554,8 @@ def staging_section() -> list[str]:
              "H2D and D2H, beside its ceiling: the slower of the host's own parallel copy of the same bytes on the ring's "
              "threads and the pinned link, both measured in the same run (goal: 85% of it). Beside it, cudaMemcpy from "
              "the same pageable memory and the buffer page-locked in place (`pageable-registered`) with what registering "
-             "cost. Below each, the sweep of threads and slot size. Each run is the rule as shipped, on its own lease, "
-             "oldest first: the ring's share of its ceiling moves by 10-20% from lease to lease with the host copy it is "
+             "cost. Below each, the sweep of threads and slot size. Each run is the rule as shipped, on its own machine, "
+             "oldest first: the ring's share of its ceiling moves by 10-20% from run to run with the host copy it is "
              "measured against. Runs named *native* measured the native ring of 0.5.0 and later, whose threads are "
              "native (kernels/staging_ring.c; native-c on the H100 and native-b on the H200: 0.6.0; native-d on the H100: "
              "0.35.0, without the sweep); the others, the ring of Python threads before it, and their host copy ran on "

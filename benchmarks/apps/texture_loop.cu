@@ -2,7 +2,7 @@
 // 16 MiB frame of malloc'd (pageable) memory, copies it into a cudaArray (cudaMemcpy2DToArray: Host-to-Array in
 // the trace), a kernel samples it through a texture object, its result goes into a second array, and the host
 // copies that back (cudaMemcpy2DFromArray: Array-to-Host) and reads it. Traced to check that `umprof advise`
-// reads copies to and from arrays as copies between host and GPU (tests/fixtures/traces/*-texture_loop.sqlite).
+// reads copies to and from arrays as copies between host and GPU (tests/fixtures/traces/*-texture_loop.sqlite.xz).
 //
 //     nvcc -O2 -arch=sm_90 -o texture_loop benchmarks/apps/texture_loop.cu && ./texture_loop [STEPS]
 #include <cstdio>

@@ -29,10 +29,10 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 from benchmarks.apps.judge import FASTEST_WITHIN, SAVING_WITHIN, applied_mode, held  # noqa: E402  (judge.py's criteria)
 
-LEASES = 3  # the runs an application needs to have been measured in to say what its runs agree on
+RUNS = 3  # the runs an application needs to have been measured in to say what its runs agree on
 
 
-def lease_apps(traces: Path) -> list[dict]:
+def run_apps(traces: Path) -> list[dict]:
     """Every judged application of every run whose trace is under ``traces`` (GPU/traces/RUN/APP.sqlite), with
     its modes' median walls, the advice and the ranking of today's model; those whose trace is not there are named on
     stderr."""
@@ -41,24 +41,24 @@ def lease_apps(traces: Path) -> list[dict]:
     rows, missing = [], []
     for f in sorted((ROOT / "results" / "advise").glob("nvidia-h*-judged-*.json")):
         gpu = "h100" if "-h100-" in f.name else "h200"
-        lease = f.stem.rsplit("-judged-", 1)[1]
+        run = f.stem.rsplit("-judged-", 1)[1]
         for name, app in json.loads(f.read_text())["apps"].items():
             walls = {m: statistics.median(v["wall_s"]) for m, v in app["modes"].items() if v.get("wall_s")}
-            trace = traces / gpu / "traces" / lease / f"{name}.sqlite"
+            trace = traces / gpu / "traces" / run / f"{name}.sqlite"
             if len(walls) >= 2 and not trace.is_file():
-                missing.append(f"{gpu}/{lease}/{name}")
+                missing.append(f"{gpu}/{run}/{name}")
             if len(walls) < 2 or not trace.is_file():
                 continue
             (adv,) = api.advise(trace)
             loop = adv.loop_advice
             advised = loop.strategy if loop else app["own_mode"]
-            rows.append({"gpu": gpu, "lease": lease, "app": name, "own": app["own_mode"], "walls": walls,
+            rows.append({"gpu": gpu, "run": run, "app": name, "own": app["own_mode"], "walls": walls,
                          "advised": advised, "applied": applied_mode(advised, loop.change if loop else "", walls),
                          "tie": bool(loop and loop.tie),
                          "fastest_predicted": adv.ranking[0]["strategy"] if adv.ranking else app["own_mode"],
                          "predicted_s": {r["strategy"]: r["predicted_s"] for r in adv.ranking}})
     if missing and rows:  # a judged application whose trace is not under ``traces``: left out, and said so
-        print(f"no trace for {len(missing)} judged lease-application(s), left out: {', '.join(missing)}", file=sys.stderr)
+        print(f"no trace for {len(missing)} judged run-application(s), left out: {', '.join(missing)}", file=sys.stderr)
     return rows
 
 
@@ -98,7 +98,7 @@ def measured_mode(r: dict, pick: str = "advised") -> str:
 def compare(rows: list[dict]) -> dict:
     """Each pick's record where both were measured: held (within FASTEST_WITHIN of the fastest), and how far behind."""
     both = [r for r in rows if measured_mode(r) in r["walls"] and measured_mode(r, "fastest_predicted") in r["walls"]]
-    out = {"lease_apps": len(rows), "both_measured": len(both),
+    out = {"run_apps": len(rows), "both_measured": len(both),
            "differ": sum(r["advised"] != r["fastest_predicted"] for r in both)}
     for pick in ("advised", "fastest_predicted"):
         behind = sorted(r["walls"][measured_mode(r, pick)] / min(r["walls"].values()) - 1 for r in both)
@@ -124,12 +124,12 @@ def savings(rows: list[dict]) -> dict:
         w, p, a, o, m = r["walls"], r.get("predicted_s", {}), r["advised"], r["own"], measured_mode(r)
         if m != o and {m, o} <= set(w) and {a, o} <= set(p) and w[o] != w[m]:
             errors.append(abs((p[o] - p[a]) / (w[o] - w[m]) - 1))
-    return {"lease_apps": len(errors), "within": int(sum(e <= SAVING_WITHIN for e in errors)),
+    return {"run_apps": len(errors), "within": int(sum(e <= SAVING_WITHIN for e in errors)),
             "median_error": float(statistics.median(errors)) if errors else None}
 
 
 def ceilings(rows: list[dict]) -> dict:
-    """What the runs' own spread leaves to predict, over the applications measured in at least LEASES runs on one
+    """What the runs' own spread leaves to predict, over the applications measured in at least RUNS runs on one
     GPU, each advice judged as applied (``measured_mode``). Savings: each judged application of a run whose advice was
     a change measured both ways, against the median of the savings its runs measured for the same change (a figure
     fixed per application, known only afterwards): how often that lies within SAVING_WITHIN of the run's, beside how often
@@ -139,7 +139,7 @@ def ceilings(rows: list[dict]) -> dict:
         out = {}
         for r in rows:
             out.setdefault(key(r), []).append(r)
-        return [g for g in out.values() if len(g) >= LEASES]
+        return [g for g in out.values() if len(g) >= RUNS]
 
     def changed(r):
         w, p, a, o, m = r["walls"], r.get("predicted_s", {}), r["advised"], r["own"], measured_mode(r)
@@ -148,7 +148,7 @@ def ceilings(rows: list[dict]) -> dict:
     n = fixed = model = 0
     for g in group(lambda r: (r["gpu"], r["app"], r["own"], r["advised"])):
         g = [r for r in g if changed(r)]
-        if len(g) < LEASES:
+        if len(g) < RUNS:
             continue
         saved = [r["walls"][r["own"]] - r["walls"][measured_mode(r)] for r in g]
         middle = statistics.median(saved)
@@ -156,7 +156,7 @@ def ceilings(rows: list[dict]) -> dict:
             n += 1
             fixed += within_saving(middle, measured)
             model += within_saving(r["predicted_s"][r["own"]] - r["predicted_s"][r["advised"]], measured)
-    savings = {"lease_apps": n, "median_of_leases": fixed, "predicted": model}
+    savings = {"run_apps": n, "median_of_runs": fixed, "predicted": model}
 
     n = best = advised = 0
     for g in group(lambda r: (r["gpu"], r["app"])):
@@ -167,14 +167,14 @@ def ceilings(rows: list[dict]) -> dict:
         n += len(g)
         best += sum(held(r["walls"], mode) for r in g)
         advised += sum(held(r["walls"], measured_mode(r)) for r in g)
-    return {"leases": LEASES, "savings": savings,
-            "picks": {"lease_apps": n, "best_mode_afterwards": best, "advised": advised}}
+    return {"runs": RUNS, "savings": savings,
+            "picks": {"run_apps": n, "best_mode_afterwards": best, "advised": advised}}
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("traces", type=Path, help="the judged runs' traces under GPU/traces/RUN/ (h100/traces/b/APP.sqlite, ...)")
-    ap.add_argument("--json", type=Path, help="write the comparison and every lease-application's picks")
+    ap.add_argument("--json", type=Path, help="write the comparison and every run-application's picks")
     ap.add_argument("--error", type=float, help="the tie's width instead of the prediction's error (advise's "
                     "PREDICTION_ERROR, 0.10)")
     a = ap.parse_args()
@@ -182,10 +182,10 @@ def main():
 
     if a.error is not None:
         thresholds.PREDICTION_ERROR = a.error
-    rows = lease_apps(a.traces)
+    rows = run_apps(a.traces)
     if not rows:
-        ap.error(f"{a.traces}: no judged lease's trace found; expected h100/traces/LEASE/APP.sqlite and "
-                 "h200/traces/LEASE/APP.sqlite there (the traces scripts/device.sh apps wrote for each judged run)")
+        ap.error(f"{a.traces}: no judged run's trace found; expected h100/traces/RUN/APP.sqlite and "
+                 "h200/traces/RUN/APP.sqlite there (the traces scripts/device.sh apps wrote for each judged run)")
     result = {"tie": thresholds.PREDICTION_ERROR, **compare(rows),
               "pair_errors": pair_errors(rows, thresholds.PREDICTION_ERROR)}
     result["savings"] = savings(rows)
@@ -193,7 +193,7 @@ def main():
         result[gpu] = {**compare([r for r in rows if r["gpu"] == gpu]),
                        "savings": savings([r for r in rows if r["gpu"] == gpu])}
     result["ceilings"] = ceilings(rows)
-    print(f"{result['lease_apps']} lease-applications judged; both picks measured in {result['both_measured']}, "
+    print(f"{result['run_apps']} run-applications judged; both picks measured in {result['both_measured']}, "
           f"different in {result['differ']}")
     for pick, label in (("advised", "as advised (a tie: the least code)"), ("fastest_predicted", "fastest predicted")):
         p = result[pick]
@@ -207,18 +207,18 @@ def main():
               f"({pe['every']['pairs']} pairs), {pe['close']['median'] or 0:.1%} where predicted within "
               f"{pe['within']:.0%} ({pe['close']['pairs']} pairs)")
     sv = result["savings"]
-    if sv["lease_apps"]:
+    if sv["run_apps"]:
         print(f"  the predicted saving came within {SAVING_WITHIN:.0%} of the measured one in {sv['within']} of "
-              f"{sv['lease_apps']} (median error {sv['median_error']:.1%}; H100 {result['h100']['savings']['within']} "
-              f"of {result['h100']['savings']['lease_apps']}, H200 {result['h200']['savings']['within']} of "
-              f"{result['h200']['savings']['lease_apps']})")
+              f"{sv['run_apps']} (median error {sv['median_error']:.1%}; H100 {result['h100']['savings']['within']} "
+              f"of {result['h100']['savings']['run_apps']}, H200 {result['h200']['savings']['within']} of "
+              f"{result['h200']['savings']['run_apps']})")
     c = result["ceilings"]
-    if c["savings"]["lease_apps"]:
+    if c["savings"]["run_apps"]:
         s, k = c["savings"], c["picks"]
-        print(f"  over applications measured in {c['leases']} leases or more: the median saving of an application's "
-              f"leases comes within {SAVING_WITHIN:.0%} of a lease's in {s['median_of_leases']} of {s['lease_apps']}, "
+        print(f"  over applications measured in {c['runs']} runs or more: the median saving of an application's "
+              f"runs comes within {SAVING_WITHIN:.0%} of a run's in {s['median_of_runs']} of {s['run_apps']}, "
               f"the prediction in {s['predicted']}; the one mode that held most often, chosen afterwards, held in "
-              f"{k['best_mode_afterwards']} of {k['lease_apps']}, the advice in {k['advised']}")
+              f"{k['best_mode_afterwards']} of {k['run_apps']}, the advice in {k['advised']}")
     if a.json:
         a.json.write_text(json.dumps({**result, "rows": rows}, indent=1))
 

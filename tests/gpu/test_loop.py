@@ -61,8 +61,8 @@ def test_staged_and_registered_loops_copy_pageable_data_faster_than_cudamemcpy(c
     """pageable-staged (the loop's copies through umprof's staging ring) and pageable-registered
     (the same malloc'd buffer page-locked in place), checked like every loop; at 256 MiB of new data
     per iteration each one's H2D beats cudaMemcpy from pageable memory (the driver's own staging:
-    8 GB/s against a ring near the host's parallel copy and a pinned link of 50+ GB/s on the lent
-    machines). Their D2H is checked, not ordered: cudaMemcpy's own pageable D2H can come close."""
+    8 GB/s against a ring near the host's parallel copy and a pinned link of 50+ GB/s on the H100
+    and H200 machines of 16 cores, 2026-11). Their D2H is checked, not ordered: cudaMemcpy's own pageable D2H can come close."""
     rows = run_cases(ctx_factory, "calibration-loop-sizes", strategy="pageable,pageable-staged,pageable-registered",
                      bytes="256MiB", host_writes="1", gpu_writes="1", host_reads="1", iterations="3")
     totals = {r["axis.strategy"]: r for r in by(rows, phase="total")}
@@ -146,7 +146,7 @@ def test_the_malloc_setup_loop_backs_pageable_memory_as_a_c_program_does(session
     pageable memory, its pages a fresh mapping with no huge-page advice (as glibc's malloc maps a large
     buffer), every loop checked. Where the host gives transparent huge pages only where advised, numpy's
     arrays (advised) fault in 2 MiB at a time and the malloc'd mapping 4 KiB at a time: its first write of
-    256 MiB costs more (2.9x on the lent H100's host, results/first-touch/)."""
+    256 MiB costs more (2.9x on an H100 machine's host of 16 cores, 2026-11, results/first-touch/)."""
     from pathlib import Path
 
     import umprof

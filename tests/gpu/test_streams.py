@@ -61,7 +61,7 @@ def test_a_staging_ring_beats_cudamemcpy_from_pageable(ctx_factory):
     """Each method's figure is the median over three rounds, the two methods in turn (the second
     round in reverse order). The ring's H2D beats cudaMemcpy's (1.5-3.3x in every run); its D2H ends
     in host threads copying into pageable memory, whose rate moves from one allocation and one second
-    to the next on the lent machines, and only matches cudaMemcpy's: 0.93-1.86x over the runs of
+    to the next on the H100 and H200 machines of 16 cores, and only matches cudaMemcpy's: 0.93-1.86x over the runs of
     2026-11 (0.96x a single round on an H200, 0.93x the median of three on an H100), so it is held to
     no worse than 1.25x cudaMemcpy's time, not to an order the noise does not keep."""
     rounds = []

@@ -7,7 +7,10 @@ which the verification sets were judged by) and the first verification set measu
 strategy.
 """
 
+import gzip
 import importlib.util
+import lzma
+import shutil
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -29,8 +32,21 @@ def load_script(path: str):
     return mod
 
 
+def unpacked(plain: Path, folder: Path) -> Path:
+    """The SQLite trace ``plain`` as a file: itself where it is committed plain, else its ``.xz`` or ``.gz`` copy
+    decompressed into ``folder`` (a fixture's stem stays the same whichever compression it is committed in)."""
+    plain = Path(plain)
+    if plain.is_file():
+        return plain
+    xz, gz = plain.with_name(plain.name + ".xz"), plain.with_name(plain.name + ".gz")
+    out = Path(folder) / plain.name
+    with (lzma.open(xz, "rb") if xz.is_file() else gzip.open(gz, "rb")) as f, open(out, "wb") as g:
+        shutil.copyfileobj(f, g)
+    return out
+
+
 def holdout(gpu: str, n: int, *tags: str) -> list[Path]:
-    """A verification set's measured runs on one GPU (``-b``: a second run on the same lease)."""
+    """A verification set's measured runs on one GPU (``-b``: a second run on the same machine)."""
     return [VERIFICATION / f"nvidia-{gpu}-loop-holdout-{n}{tag}.parquet" for tag in ("", *tags)]
 
 

@@ -86,7 +86,7 @@ class Loop:
     # its own; ``first`` and ``largest`` are then of what follows it. None where there is none
     lead: "Loop | None" = None
     # the loop inside it, where its iterations are regular groups of a shorter loop's (batches in epochs, layers in
-    # requests, tiles in passes over an image): that loop over the whole run. None where there is none
+    # a model's forward pass, blocks in passes over an image): that loop over the whole run. None where there is none
     inner: "Loop | None" = None
 
 
@@ -248,8 +248,8 @@ def _note_gpus_of_one_process(same: list[Application]) -> None:
         theirs = pd.concat([b.explicit_copies for b in same if b is not a])
         dur = (mine["end"] - mine["start"]).to_numpy()
         shared = float((overlap_share(mine, theirs) * dur).sum() / dur.sum()) if dur.sum() > 0 else 0.0
-        # copies that never ran beside another GPU's save their own time whatever the others do (two_gpus: one host
-        # thread, pageable copies, 0.21 s predicted a GPU, 0.47 s measured for the program on two H200s)
+        # copies that never ran beside another GPU's save their own time whatever the others do: the GPUs' copies,
+        # issued one after another from one host thread, each wait for none of the others'
         how = ("; its copies ran beside no other GPU's, so the program's saving is the sum of the GPUs'"
                if shared < 0.05 else f"; {shared:.0%} of its copies' time ran beside another GPU's copies, so the "
                "program's saving may be less than the sum of the GPUs'")
@@ -384,9 +384,9 @@ RECURRING = 3  # copies of one size that make it a flow's own (fewer join the ot
 def size_classes(copies: pd.DataFrame) -> np.ndarray:
     """Each copy's size class, within the copies of its direction, host memory, stream, call and range: its size where
     at least RECURRING copies there have that size, else its power-of-two range, as the negative of the range's lower
-    bound, which no size is. A program whose copies change size every iteration (requests, a server's loop over
-    requests of 284 KiB to 30 MiB: benchmarks/apps/unseen) has a flow of each range rather than 320 flows of one or
-    two copies each; a program's recurring sizes, and a copy alone in its range, keep their flows."""
+    bound, which no size is. A program whose copies change size every iteration (a server's loop over requests of
+    many sizes) has a flow of each range rather than a flow for every one or two copies; a program's recurring
+    sizes, and a copy alone in its range, keep their flows."""
     if copies.empty:
         return np.zeros(0, np.int64)
     nbytes = copies["bytes"].to_numpy(np.int64)
@@ -437,7 +437,7 @@ ALLOCATION_CALLS = ("cudaMalloc", "cudaFree", "cuMemAlloc", "cuMemFree") + PIN_C
 
 def allocation_s(calls: pd.DataFrame) -> float:
     """The host's time in the calls that allocate, pin, register and free memory. The process's first
-    such call often creates its CUDA context too (140-160 ms on the lent H100, where the same call
+    such call often creates its CUDA context too (140-160 ms on an H100 of 16 cores, 2026-11, where the same call
     next took 0.1 ms): where a later call of that name was made, the first is counted at its time."""
     mine = calls[calls["name"].isin(ALLOCATION_CALLS)].sort_values("start", kind="stable")
     times = ((mine["end"] - mine["start"]) / 1e9).to_numpy(float).copy()
@@ -464,9 +464,9 @@ def pinning_in_loop(calls: pd.DataFrame, loop: Loop | None) -> LoopPinning:
                        tuple(sorted(set(mine["name"]))))
 
 
-# A host's copy of memory into or out of a page-locked buffer on one thread: 8.2-10.2 GB/s on the lent H100's and
-# H200's hosts (the issue of 2026-11-26 measured 10.2 GB/s from pageable into pinned memory; bounce_per_call's
-# 8 MiB chunks, 8.4 GB/s). The host's time between two chunks of a bounce buffer is taken for such a copy where it
+# A host's copy of memory into or out of a page-locked buffer on one thread: 8.2-10.2 GB/s on the H100's and
+# H200's hosts (16 cores each, 2026-11-26: 10.2 GB/s from pageable into pinned memory, 8.4 GB/s in 8 MiB chunks
+# of a bounce buffer). The host's time between two chunks of a bounce buffer is taken for such a copy where it
 # moves the chunk at a rate within a factor of four of them: slower is a program computing each chunk (its work
 # stays under any way), faster is no host copy at all.
 HOST_COPY_RATES = (2.5e9, 40e9)
@@ -526,8 +526,8 @@ def host_fault_stalls(copies: pd.DataFrame, kernels: pd.DataFrame, cpu_faults: p
     """The loop's host stalls on managed pages faulting back from the GPU: in each stretch of the loop without GPU
     work (kernels, explicit copies) after its first kernel or copy, the time from its first CPU page fault or
     migration to the host to the end of its last. The host touching pages the GPU holds waits for each to come
-    back, one fault at a time (a managed array sampled between kernels: particles, benchmarks/apps/unseen, an H200
-    trace of 2026-11-27, spent 96-116 ms of each 98-122 ms stretch so); where the GPU idles, nothing else of the
+    back, one fault at a time (a host sampling a managed array between kernels can spend nearly all of each stretch
+    so: 96-116 ms of each 98-122 ms stretch in an H200 trace of 2026-11-27); where the GPU idles, nothing else of the
     program's CUDA work runs then. A trace without CPU page faults (nsys without ``--cuda-um-cpu-page-faults``)
     still has the migrations."""
     if loop is None:
@@ -569,8 +569,8 @@ def managed_footprint(addresses: np.ndarray, sizes: np.ndarray, faults: np.ndarr
     neighbour they touched too, whole (part of an allocation larger than a block; a lone block counts what
     migrated of it).
 
-    A trace does not hold every migration: managed_loop's first kernel reads all of its 256 MiB, and its
-    migrations covered 61-156 MiB of it on six H200 leases, while its faults (the host's, as it wrote the
+    A trace does not hold every migration: a kernel that reads all of a 256 MiB managed buffer had its
+    migrations cover 61-156 MiB of it in six H200 traces, while its faults (the host's, as it wrote the
     buffer, and the GPU's) touched every 2 MiB block of it on each. The driver manages managed memory in
     blocks of 2 MiB (its allocations are aligned to them), so a block touched beside another touched one is
     taken as used whole."""
@@ -875,9 +875,9 @@ def _typical_iteration(steady: pd.DataFrame) -> dict:
     """The steady iteration: the median of each column, which no odd iteration moves; where the iterations move very
     different amounts (their bytes' spread over VARIED_BYTES), their mean, so that the iterations times it make the
     loop's bytes and time. A loop whose iterations repeat a pattern is cut at its period and moves the same each
-    iteration (cadence's 32 MiB back every 8th step is in every iteration of 8 steps); a loop whose copies change
-    size every iteration is cut at a call that recurs (requests, benchmarks/apps/unseen: a launch a request of 284 KiB
-    to 30 MiB), and its median iteration moved 2.7 MiB in where the mean moved 6.2 MiB."""
+    iteration (a copy back every 8th step is in every iteration of 8 steps); a loop whose copies change size every
+    iteration is cut at a call that recurs (a launch a request), where its median iteration can move far less than
+    its mean (2.7 MiB in against 6.2 MiB for requests of 284 KiB to 30 MiB)."""
     moved = steady[["h2d_bytes", "d2h_bytes", "um_h2d_bytes", "um_d2h_bytes"]].sum(axis=1)
     mean = float(moved.mean())
     varied = len(steady) > 1 and mean > 0 and float(moved.std(ddof=0)) > VARIED_BYTES * mean

@@ -5,7 +5,7 @@ import sys
 
 import pytest
 
-from tests.unit.data import ROOT, load_script
+from tests.unit.data import ROOT, load_script, unpacked
 
 FIXTURE = ROOT / "tests" / "fixtures" / "traces" / "h200-upload_once.sqlite"
 
@@ -15,8 +15,8 @@ def _mode_phases():
     return load_script("benchmarks/apps/mode_phases.py")
 
 
-def test_a_one_shot_upload_reads_as_allocation_write_and_run():
-    ph = _mode_phases().phases(FIXTURE)
+def test_a_one_shot_upload_reads_as_allocation_write_and_run(tmp_path):
+    ph = _mode_phases().phases(unpacked(FIXTURE, tmp_path))
     # upload_once as written: its first call (a cudaMalloc, the context's creation in it), then the host writes
     # 1 GiB of malloc'd pages before its first copy, then copies 1 GiB in and 64 MiB out
     assert 0.1 < ph["alloc"] < 0.3

@@ -1,5 +1,5 @@
 """benchmarks/apps/run_apps.py without a GPU: a mode whose run fails is recorded and left out, and the
-other modes' runs go on (one failing mode once cost a whole lease's timings)."""
+other modes' runs go on (one failing mode once cost a whole run's timings)."""
 
 import json
 

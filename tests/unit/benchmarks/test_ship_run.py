@@ -43,7 +43,7 @@ def _files(tmp_path):
 
 
 def _ship(tmp_path, *extra):
-    return _script(tmp_path / "shipped.parquet", tmp_path / "measured.parquet", "2026-11-25, another lease", *extra)
+    return _script(tmp_path / "shipped.parquet", tmp_path / "measured.parquet", "2026-11-25, another run", *extra)
 
 
 def test_a_run_is_numbered_after_the_file_s_own_and_described(tmp_path):
@@ -58,7 +58,7 @@ def test_a_run_is_numbered_after_the_file_s_own_and_described(tmp_path):
     assert len(added) == len(setup) + len(copies) - ((setup["axis.strategy"].astype(str) == "write-combined").sum()
                                                      + (copies["axis.strategy"].astype(str) == "write-combined").sum())
     cal = out.meta["calibration"]
-    assert cal["runs"][-1] == "2026-11-25, another lease" and len(cal["runs"]) == 2
+    assert cal["runs"][-1] == "2026-11-25, another run" and len(cal["runs"]) == 2
     fresh = copies.loc[(copies["phase"] == "total") & (copies["axis.strategy"].astype(str) != "write-combined"), "case"]
     assert cal["cases"] == setup.loc[setup["phase"] == "total", "case"].nunique() + fresh.nunique()  # only new cases
 
@@ -94,7 +94,7 @@ def test_a_step_measured_anew_leaves_the_earlier_runs_rows_of_it_out_and_says_so
     assert set(alloc[RUN]) == {0, 1, 2}  # the other steps pool every run
     runs = out.meta["calibration"]["runs"]
     assert len(runs) == 3 and runs[0].endswith("(its free rows left out: run 2 measured them anew)")
-    assert runs[1].endswith("(its free rows left out: run 2 measured them anew)") and runs[2] == "2026-11-25, another lease"
+    assert runs[1].endswith("(its free rows left out: run 2 measured them anew)") and runs[2] == "2026-11-25, another run"
     before = len(f)
     p = _ship(tmp_path, "--supersede", "teardown")
     assert p.returncode == 2 and "no phase teardown" in p.stderr and "free" in p.stderr

@@ -22,7 +22,7 @@ def test_each_pick_is_held_and_behind_the_fastest_where_both_were_measured():
         {"gpu": "h200", "advised": "pinned", "fastest_predicted": "pinned-pipelined", "walls": walls},  # not measured
     ]
     out = _tie_policy().compare(rows)
-    assert out["lease_apps"] == 3 and out["both_measured"] == 2 and out["differ"] == 1
+    assert out["run_apps"] == 3 and out["both_measured"] == 2 and out["differ"] == 1
     assert out["advised"]["held"] == 1 and out["fastest_predicted"]["held"] == 0
     assert out["advised"]["mean_behind"] == pytest.approx(0.1)
     assert out["fastest_predicted"]["median_behind"] == pytest.approx(0.2)
@@ -54,31 +54,31 @@ def test_the_predicted_ratio_of_two_ways_is_measured_against_their_measured_rati
 
 
 def test_a_judged_lease_whose_trace_is_not_there_is_left_out_and_named(tmp_path, capsys):
-    lease = tmp_path / "h200" / "traces" / "zzg"  # the archive's layout, holding tiles' second lease alone
-    lease.mkdir(parents=True)
-    shutil.copyfile(fixture("tiles", tmp_path, gpu="h200"), lease / "tiles.sqlite")
-    rows = _tie_policy().lease_apps(tmp_path)
-    assert [(r["gpu"], r["lease"], r["app"]) for r in rows] == [("h200", "zzg", "tiles")]
+    run = tmp_path / "h200" / "traces" / "zzg"  # the archive's layout, holding tiles' second run alone
+    run.mkdir(parents=True)
+    shutil.copyfile(fixture("tiles", tmp_path, gpu="h200"), run / "tiles.sqlite")
+    rows = _tie_policy().run_apps(tmp_path)
+    assert [(r["gpu"], r["run"], r["app"]) for r in rows] == [("h200", "zzg", "tiles")]
     err = capsys.readouterr().err
     assert "left out" in err and "h200/zzf/tiles" in err and "h200/zzg/tiles" not in err
 
 
 def test_the_ceilings_set_each_lease_against_what_the_leases_of_its_application_agree_on():
-    def row(lease, own_s, advised_s, predicted_saving, gpu="h200", app="loop", fastest="pinned"):
+    def row(run, own_s, advised_s, predicted_saving, gpu="h200", app="loop", fastest="pinned"):
         walls = {"pageable": own_s, "registered": advised_s, "pinned": 0.1 if fastest == "pinned" else 9.0}
-        return {"gpu": gpu, "lease": lease, "app": app, "own": "pageable", "advised": "registered", "walls": walls,
+        return {"gpu": gpu, "run": run, "app": app, "own": "pageable", "advised": "registered", "walls": walls,
                 "predicted_s": {"pageable": 2.0, "registered": 2.0 - predicted_saving}}
 
     # measured savings 1.0, 1.1 and 2.0 (median 1.1); predicted 1.0 each time
     rows = [row("a", 2.0, 1.0, 1.0), row("b", 2.1, 1.0, 1.0), row("c", 3.0, 1.0, 1.0, fastest="registered"),
-            row("a", 2.0, 1.0, 1.0, app="two leases only"), row("b", 2.0, 1.0, 1.0, app="two leases only")]
-    for r in rows:  # as lease_apps gives them: the predictions numpy's floats
+            row("a", 2.0, 1.0, 1.0, app="two runs only"), row("b", 2.0, 1.0, 1.0, app="two runs only")]
+    for r in rows:  # as run_apps gives them: the predictions numpy's floats
         r["predicted_s"] = {k: np.float64(v) for k, v in r["predicted_s"].items()}
     out = _tie_policy().ceilings(rows)
     json.dumps(out)
-    assert out["savings"] == {"lease_apps": 3, "median_of_leases": 2, "predicted": 2}
-    # pinned held in two of the three leases (the best mode afterwards), registered in one
-    assert out["picks"] == {"lease_apps": 3, "best_mode_afterwards": 2, "advised": 1}
+    assert out["savings"] == {"run_apps": 3, "median_of_runs": 2, "predicted": 2}
+    # pinned held in two of the three runs (the best mode afterwards), registered in one
+    assert out["picks"] == {"run_apps": 3, "best_mode_afterwards": 2, "advised": 1}
 
 
 def test_the_predicted_saving_is_set_against_the_measured_one_for_each_advice_that_is_a_change():
@@ -94,5 +94,5 @@ def test_the_predicted_saving_is_set_against_the_measured_one_for_each_advice_th
             {**row(2.0, 1.0, 0.0, advised="pageable"), "walls": {"pageable": 2.0}}]  # told to keep it: not counted
     out = _tie_policy().savings(rows)
     json.dumps(out)
-    assert out["lease_apps"] == 3 and out["within"] == 2
+    assert out["run_apps"] == 3 and out["within"] == 2
     assert out["median_error"] == pytest.approx(0.1)

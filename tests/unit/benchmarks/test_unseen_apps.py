@@ -1,5 +1,5 @@
 """benchmarks/apps/verification without a GPU: every application there is one run.sh builds and times, in modes its program
-accepts, and it compiles (CI has nvcc): a program that did not build would cost a lease's timings."""
+accepts, and it compiles (CI has nvcc): a program that did not build would cost a run's timings."""
 
 import py_compile
 import re

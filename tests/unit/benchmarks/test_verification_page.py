@@ -19,11 +19,11 @@ def test_an_advice_that_differs_by_lease_is_a_row_an_advice_each_judged_over_eve
             _lease(walls, "pageable-registered", 0.3)]
     rows = mod._pooled_advice(docs)
     assert len(rows) == 2
-    # the latest lease's advice first, with its own predicted saving; each against the three leases pooled
-    assert rows[0].startswith("| app (advice of 2 of 3 leases) | pageable | pageable-registered (tie) | "
+    # the latest run's advice first, with its own predicted saving; each against the three runs pooled
+    assert rows[0].startswith("| app (advice of 2 of 3 runs) | pageable | pageable-registered (tie) | "
                               "pageable-registered | +0.0% | yes |")
     assert "| 0.300 s | 0.400 s | no |" in rows[0]  # 0.1 s off: beyond 20% of 0.4 s and the runs' spread
-    assert rows[1].startswith("| app (advice of 1 of 3 leases) | pageable | pageable (tie) | pageable-registered | "
+    assert rows[1].startswith("| app (advice of 1 of 3 runs) | pageable | pageable (tie) | pageable-registered | "
                               "+15.4% | no |")  # 3.0 s against 2.6 s
 
 
@@ -37,10 +37,10 @@ def test_one_advice_over_every_lease_is_one_row_named_by_the_application():
 def test_an_advice_applied_by_its_variant_is_judged_and_named_by_it():
     mod = _page()
     walls = {"managed": [3.0, 3.0], "pageable-registered": [0.8, 0.8], "pageable-registered-sampled": [0.6, 0.6]}
-    lease = _lease(walls, "pageable-registered", 2.3)
-    lease["judged"][0]["applied"] = "pageable-registered-sampled"
-    lease["judged"][0]["own"] = "managed"
-    (row,) = mod._pooled_advice([lease])
+    run = _lease(walls, "pageable-registered", 2.3)
+    run["judged"][0]["applied"] = "pageable-registered-sampled"
+    run["judged"][0]["own"] = "managed"
+    (row,) = mod._pooled_advice([run])
     assert row.startswith("| app | managed | pageable-registered (tie), applied as pageable-registered-sampled | "
                           "pageable-registered-sampled | +0.0% | yes |")
     assert "| 2.300 s | 2.400 s | yes |" in row

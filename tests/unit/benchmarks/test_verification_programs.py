@@ -10,7 +10,7 @@ import subprocess
 
 import pytest
 
-from tests.unit.data import ROOT, load_script
+from tests.unit.data import ROOT, load_script, unpacked
 
 HERE = ROOT / "benchmarks" / "verification"
 FIXTURES = ROOT / "tests" / "fixtures" / "traces" / "torch"
@@ -92,8 +92,7 @@ def test_timings_of_two_calls_merge_and_a_different_gpu_is_refused():
 
 def test_a_shortened_sqlite_keeps_its_tables_and_the_early_events(tmp_path):
     shorten = load_script("benchmarks/verification/shorten_trace.py")
-    src = tmp_path / "in.sqlite"
-    src.write_bytes(gzip.decompress((FIXTURES / "h100-readback.sqlite.gz").read_bytes()))
+    src = unpacked(FIXTURES / "h100-readback.sqlite", tmp_path)
     shorten.shorten_sqlite(src, tmp_path / "out.sqlite", 0.5)
 
     def counts(p):

@@ -214,7 +214,7 @@ def _setup_of_1gib(*extra):
 
 def test_recommend_prices_a_c_program_s_malloced_pages_with_host_pages():
     """--host-pages malloc: the pageable strategies' setup from the shipped calibration's setup loop of malloc'd
-    pages (their first write of 1 GiB costs more than a numpy array's on the lent H100's host), the memory the
+    pages (their first write of 1 GiB costs more than a numpy array's on an H100 machine's host of 16 cores, 2026-11-26), the memory the
     driver allocates as before; a value that is neither is a usage error naming the option."""
     (w_numpy, numpy), (w_malloc, malloc) = _setup_of_1gib(), _setup_of_1gib("--host-pages", "malloc")
     assert w_numpy["host_pages"] == "numpy" and w_malloc["host_pages"] == "malloc"
@@ -227,7 +227,7 @@ def test_recommend_prices_a_c_program_s_malloced_pages_with_host_pages():
 
 def test_recommend_prices_a_first_write_by_stores_with_first_write():
     """--first-write stores: every strategy's first write from the shipped calibration's setup loop of stores
-    (page-locked memory's about twice memcpy's copy on the lent H100, 2026-11-26), the other setup steps as
+    (page-locked memory's about twice memcpy's copy on an H100 machine of 16 cores, 2026-11-26), the other setup steps as
     before; a value that is neither is a usage error naming the option."""
     (w_copy, copy), (w_stores, stores) = _setup_of_1gib(), _setup_of_1gib("--first-write", "stores")
     assert w_copy["first_write"] == "copy" and w_stores["first_write"] == "stores"

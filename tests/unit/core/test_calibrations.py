@@ -134,7 +134,7 @@ def test_a_calibration_saved_as_csv_or_json_describes_itself(tmp_path):
 
 
 def test_a_shipped_calibration_of_two_runs_keeps_them_apart():
-    """The H100's shipped calibration pools two leases in one file (column ``run``), two runs of one
+    """The H100's shipped calibration pools two runs in one file (column ``run``), two runs of one
     scenario measured alone on two more (calibration-loop-copies, added after them) and the staged plan of three
     more (with their reference rows, kept out of pageable memory's own figures): they stay apart when it is
     loaded alone, beside another file, or as a quick calibration's base, whose own rows are a run of

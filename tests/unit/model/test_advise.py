@@ -173,9 +173,9 @@ def _walls(doc, name):
 def test_the_advice_applied_measured_fastest_and_saved_what_it_said(tmp_path, gpu, name):
     """Every mode of the application timed by wall clock (three rounds, median): the advised one is the
     fastest or within 5% of it, and its predicted saving is within 20% of the measured one."""
-    doc = json.loads((RESULTS / "advise" / f"nvidia-{gpu}-judged-a.json").read_text())  # the lease of the fixtures
+    doc = json.loads((RESULTS / "advise" / f"nvidia-{gpu}-judged-a.json").read_text())  # the run of the fixtures
     walls, own = _walls(doc, name), doc["apps"][name]["own_mode"]
-    # advised by the calibration 0.2.0 shipped, measured on the lease the applications were judged on (a
+    # advised by the calibration 0.2.0 shipped, measured on the machine the applications were judged on (a
     # calibration of another machine predicts other savings: its host memory and link differ by 10-20%)
     (adv,) = traced.advice(name, "h100", RESULTS / "calibration" / "nvidia-h100-calibration-full-v020.parquet")
     advised = adv.loop_advice.strategy
@@ -183,12 +183,12 @@ def test_the_advice_applied_measured_fastest_and_saved_what_it_said(tmp_path, gp
     measured = walls[own] - walls[advised]
     if name == "pycuda_loop":
         # its pageable host accesses priced as pinned memory's (advice.read.host_now), the saving of pinning its
-        # buffers is predicted 0.22 s: this lease measured 0.29 s, the eight H100 leases 0.12-0.48 s (median
+        # buffers is predicted 0.22 s: this run measured 0.29 s, the eight H100 runs 0.12-0.48 s (median
         # 0.29) and two H200 runs 0.21 and 0.28 against 0.25 predicted there; without that pricing 0.34 s here
-        # and 0.46 s on the H200. Judged against the leases' range, not this lease's figure within 20%.
-        leases = [json.loads(f.read_text()) for f in sorted((RESULTS / "advise").glob(f"nvidia-{gpu}-judged-*.json"))]
-        savings = [_walls(d, name)[own] - _walls(d, name)[advised] for d in leases
-                   if name in d["apps"] and advised in d["apps"][name]["modes"]]  # a lease of other applications
+        # and 0.46 s on the H200. Judged against the runs' range, not this run's figure within 20%.
+        runs = [json.loads(f.read_text()) for f in sorted((RESULTS / "advise").glob(f"nvidia-{gpu}-judged-*.json"))]
+        savings = [_walls(d, name)[own] - _walls(d, name)[advised] for d in runs
+                   if name in d["apps"] and advised in d["apps"][name]["modes"]]  # a run of other applications
         assert min(savings) <= adv.loop_advice.saving_s <= max(savings), (adv.loop_advice.saving_s, savings)
     else:
         assert abs(adv.loop_advice.saving_s - measured) <= 0.2 * abs(measured) or abs(measured) < 0.05 * walls[own]
@@ -384,7 +384,7 @@ def test_an_h200_trace_is_advised_from_the_h200_s_calibration():
     """stream_loop traced on an H200 (2026-11-25): the trace names its GPU, the H200's shipped calibration
     answers, the loop reads as on the H100 (64 MiB each way, 40 iterations), and the advice is a tie that
     pinned memory is in."""
-    trace = ROOT / "tests" / "fixtures" / "traces" / "h200-stream_loop.sqlite"
+    trace = traced.path("stream_loop", "h200")
     (adv,) = api.advise(trace)
     assert adv.app.gpu == "NVIDIA H200" and "NVIDIA H200" in adv.calibration and "12 runs pooled" in adv.calibration
     assert adv.app.strategy == "pageable" and adv.app.loop.iterations == 40
@@ -436,8 +436,8 @@ def test_a_python_application_is_told_its_change_in_pycuda_and_pins_rather_than_
 
 
 def test_a_c_program_s_free_of_its_malloc_d_pages_is_counted_in_its_time_now(monkeypatch, tmp_path):
-    """A C program's free() gives its malloc'd pages back to the kernel (0.04-0.06 s a GiB on the lent GPUs'
-    hosts), which its trace does not show, while its time now stands on the allocation calls the trace
+    """A C program's free() gives its malloc'd pages back to the kernel (0.04-0.06 s a GiB on the H100 and
+    H200 machines' hosts, 2026-11-27), which its trace does not show, while its time now stands on the allocation calls the trace
     timed: the release is put back, and every other way saves it (upload_once, 1 GiB in, traced on an H200);
     a Python program's numpy arrays are left as they are (pycuda_loop)."""
     (counted,) = traced.advice("upload_once", "h200")
@@ -479,7 +479,7 @@ def test_a_texture_loop_traced_on_each_gpu_is_read_from_its_copies_to_and_from_a
     """benchmarks/apps/texture_loop.cu traced on an H100 and an H200 (2026-11-27): its frames copied into a CUDA
     array from malloc'd memory and its results back out of one (Nsight Systems' Host-to-Array and Array-to-Host,
     with a device-to-array copy between) are its loop's 16 MiB in and out, from pageable memory."""
-    (adv,) = api.advise(ROOT / "tests" / "fixtures" / "traces" / f"{gpu}-texture_loop.sqlite")
+    (adv,) = api.advise(traced.path("texture_loop", gpu))
     assert set(adv.app.copies["kind"]) == {"h2a", "d2a", "a2h"}
     assert adv.app.strategy == "pageable" and adv.app.loop.iterations == 20
     assert adv.app.totals["h2d_bytes"] == adv.app.totals["d2h_bytes"] == 20 * 16 * MiB
@@ -591,7 +591,7 @@ def test_a_managed_program_whose_host_samples_its_data_is_not_told_to_leave_it_o
     """particles (benchmarks/apps/unseen, fixed before it was measured; H200, 2026-11-27): 256 MiB of managed
     memory the GPU updates every step while the host reads every 4096th particle. Its trace moves 128 MiB to the
     GPU a step and 34 MiB back. Read as the host rewriting 55% of the buffer, it was told to advise the GPU as
-    accessed-by, which leaves the pages on the host: 2.67 s by wall clock against 1.76 s as written on that lease,
+    accessed-by, which leaves the pages on the host: 2.67 s by wall clock against 1.76 s as written on that run,
     the slowest of its six ways, where copies from pinned memory took 0.66 s. The host can touch no more than comes
     back, so it is read as touching 15%, and advised copies; and not told that migrations bound what any way saves."""
     (adv,) = traced.advice("particles", "h200")
@@ -609,7 +609,7 @@ def test_a_managed_program_whose_host_samples_its_data_is_not_told_to_leave_it_o
 def test_a_managed_programs_host_stalls_on_pages_faulting_back_are_priced(tmp_path):
     """particles again: between kernels its host waits for each sampled page to come back from the GPU, 2.1 s of
     its 3.0 s traced loop, where its reads are priced in microseconds. Predicted at 0.31 s, copies in place of its
-    managed memory measured 1.07-1.34 s faster untraced on two H200 leases. Half the traced stall (a fault traced
+    managed memory measured 1.07-1.34 s faster untraced on two H200 runs. Half the traced stall (a fault traced
     takes about twice its untraced time: benchmarks/host_touch.sh) beyond its priced host accesses is the current
     way's, and kept by the managed ways that leave the pages on the GPU; the others save it."""
     (adv,) = traced.advice("particles", "h200")
@@ -619,7 +619,7 @@ def test_a_managed_programs_host_stalls_on_pages_faulting_back_are_priced(tmp_pa
     assert not advice.strategy.startswith("managed") and 0.9 < advice.saving_s < 1.5
     by = {r["strategy"]: r["saving_s"] for r in adv.ranking}
     # a way whose pages sit on the GPU after the kernels keeps the stall: prefer-gpu saves what the model says, and
-    # accessed-by (measured 1.38-1.51x as written on all five leases that timed it), as the GPU's access counters
+    # accessed-by (measured 1.38-1.51x as written on all five runs that timed it), as the GPU's access counters
     # move the pages it reads to it
     assert by["managed-advise-prefer-gpu"] < 0.3 < 0.9 < by["managed-advise-prefer-host"]
     assert by["managed-advise-accessed-by-gpu"] < 0.5 * advice.saving_s
@@ -748,7 +748,7 @@ def test_a_loop_of_copies_before_the_loop_is_read_on_its_own_and_priced_with_it(
     24 chunks of 32 MiB (parsed into one malloc'd buffer, copied in, normalized), then 300 iterations of 4 KiB each
     way over it. Read as its 300 iterations alone, the load's copies (109 ms of pageable copies, 7.4 GB/s) were no
     iteration's and it was told to keep pageable memory; every way that pins or maps its chunk buffer measured
-    faster in that lease (0.73-0.90 s against 0.97 s as written). The load is now read as a loop of its own and
+    faster in that run (0.73-0.90 s against 0.97 s as written). The load is now read as a loop of its own and
     priced with it."""
     (adv,) = traced.advice("twophase", "h200")
     loop = adv.app.loop
@@ -771,7 +771,7 @@ def test_a_table_read_sparsely_is_read_across_the_link_as_far_as_its_kernels_cou
     """embedding (benchmarks/apps/unseen, fixed before it was measured; H200, 2026-11-27): a 1 GiB table copied in
     once, then 100 batches whose kernel reads 16 MiB of it at random rows (5.8 µs each). Priced as reading the whole
     table each batch, the ways that leave it in host memory were predicted at 3.7-3.9 s where they measured 1.15-1.37 s
-    (accessed-by the fastest way in that lease). A kernel of 5.8 µs moved at most what the DRAM's peak moves in that
+    (accessed-by the fastest way in that run). A kernel of 5.8 µs moved at most what the DRAM's peak moves in that
     time, or what the L2 holds: read across the link, a batch moves that."""
     (adv,) = traced.advice("embedding", "h200")
     w = adv.workload
@@ -1085,7 +1085,7 @@ def test_a_thrust_program_is_advised_from_the_calls_thrust_makes(tmp_path):
 
 def test_managed_footprint_counts_whole_the_2mib_blocks_that_faults_touched_beside_each_other():
     """A trace may hold only part of a run's migrations (managed_loop's first kernel read all 256 MiB; its
-    migrations covered 61-156 MiB of it on six H200 leases): the blocks its page faults touched count too."""
+    migrations covered 61-156 MiB of it on six H200 runs): the blocks its page faults touched count too."""
     mib, block = 2**20, application.MANAGED_BLOCK
     base = 1 << 40
     # migrations of the first 80 MiB of a 256 MiB buffer; a fault every 92 KiB over all of it
@@ -1136,11 +1136,11 @@ def test_a_table_copied_in_again_unchanged_is_told_what_copying_it_once_saves_at
 
 @pytest.mark.parametrize("name, advised", [("cadence", "pageable-registered"), ("arrays", "pinned")])
 def test_copies_from_pageable_memory_are_the_current_way_s_as_traced(tmp_path, name, advised):
-    """cadence and arrays (benchmarks/apps/unseen, fixed before they were measured; H200 lease zz, 2026-12-02): a
+    """cadence and arrays (benchmarks/apps/unseen, fixed before they were measured; H200 run zz, 2026-12-02): a
     pageable copy runs at the host's pace, which the trace measures and the calibration only estimates. cadence's
     copies took 463 ms where the model priced 655 ms (the saving had been predicted 0.56 s); arrays' copied back into
     a new numpy array every step, at 3.5 GB/s, 746 ms where the model priced 400 ms (0.33 s predicted). Taken as
-    traced, the advised way's saving is within 20% of the one measured by wall clock on that lease."""
+    traced, the advised way's saving is within 20% of the one measured by wall clock on that run."""
     (adv,) = traced.advice(name, "h200")
     a = adv.loop_advice
     assert adv.app.strategy == "pageable" and a.strategy == advised and a.tie
@@ -1152,7 +1152,7 @@ def test_copies_from_pageable_memory_are_the_current_way_s_as_traced(tmp_path, n
 
 @pytest.mark.parametrize("name, measured", [("render", 1.313 - 1.062), ("histogram", 1.165 - 0.852)])
 def test_a_first_copy_into_untouched_pages_and_a_small_copy_beside_a_large_one_unseen(tmp_path, name, measured):
-    """render and histogram (benchmarks/apps/unseen, fixed before they were measured; H200 lease zzb, 2026-12-02, eight
+    """render and histogram (benchmarks/apps/unseen, fixed before they were measured; H200 run zzb, 2026-12-02, eight
     rounds). render copies a 192 MiB frame back into one malloc'd buffer 16 times, its first copy faulting the pages
     in: counted whole, registering the buffer was predicted to save 0.45 s. histogram copies 64 MiB in and 4 KiB
     out an iteration. Both are advised to page-lock their buffers in place, within 20% of the saving measured by wall
@@ -1271,7 +1271,7 @@ def test_iterations_that_move_very_different_amounts_are_read_by_their_mean():
 
 
 def test_a_loop_whose_copies_change_size_every_iteration_unseen(tmp_path):
-    """requests (benchmarks/apps/unseen, fixed before it was measured; H200 lease zze, 2026-12-02, six rounds): 160
+    """requests (benchmarks/apps/unseen, fixed before it was measured; H200 run zze, 2026-12-02, six rounds): 160
     requests of 284 KiB to 30 MiB copied in from one malloc'd buffer and a quarter of each copied back. Its flows are
     its size ranges; its iteration moves what the run moves over its iterations; it is advised to page-lock its
     buffers, within 20% of the saving measured by wall clock (registered against pageable: 0.852 against 1.015 s)."""
@@ -1288,7 +1288,7 @@ def test_a_loop_whose_copies_change_size_every_iteration_unseen(tmp_path):
 
 
 def test_passes_over_one_dataset_carried_out_and_back_price_managed_memory_moving_it_once(tmp_path):
-    """tiles (benchmarks/apps/unseen, fixed before it was measured; H200 lease zzg, 2026-12-02, eight rounds): an
+    """tiles (benchmarks/apps/unseen, fixed before it was measured; H200 run zzg, 2026-12-02, eight rounds): an
     out-of-core filter's four passes over a 512 MiB image, each 32 tiles of 16 MiB copied in and out with cudaMemcpy2D,
     its host touching nothing between. Read as its iterations, its host rewriting the image every pass, managed memory
     was priced slower than the pageable copies (1.27 s against 1.31 s measured) and accessed-by was advised, 5.4%
@@ -1297,7 +1297,7 @@ def test_passes_over_one_dataset_carried_out_and_back_price_managed_memory_movin
     advised, 1.1% behind the fastest. Its saving is over-predicted: 1.31 s against 0.62 s measured while its first
     pass's copies back, faulting the second image in, counted beside the model's price of that (1.00 s since), and the
     calibration prices managed memory's first write by stores at 0.20 s for the image, where the program took
-    0.30-0.32 s (its traces on an H200, 2026-12-03: results/advise/nvidia-h200-tiles-passes.tar.gz)."""
+    0.30-0.32 s (its traces on an H200, 2026-12-03)."""
     walls = _walls(json.loads((RESULTS / "advise" / "nvidia-h200-judged-zzg.json").read_text()), "tiles")
     (adv,) = traced.advice("tiles", "h200")
     app, a = adv.app, adv.loop_advice

@@ -1,13 +1,12 @@
 """Telling PyTorch, CuPy, pycuda and CUDA C/C++ programs apart from their traces, one test per kind of evidence, and
 the changes in each framework's idiom."""
 
-import gzip
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
-from tests.unit.data import ROOT
+from tests.unit.data import ROOT, unpacked
 from umprof.model.application import applications
 from umprof.model.frameworks import CHANGES, FRAMEWORKS, change_for, detect, evidence
 from umprof.nsight.tables import TraceTables
@@ -33,12 +32,7 @@ def tables(process="python3", kernels=(), calls=(), ranges=(), source="nsys", th
 
 
 def sqlite(name: str, tmp_path) -> Path:
-    path = TRACES / name
-    if path.suffix == ".gz":
-        out = tmp_path / path.stem
-        out.write_bytes(gzip.decompress(path.read_bytes()))
-        return out
-    return path
+    return unpacked(TRACES / name.removesuffix(".gz").removesuffix(".xz"), tmp_path)
 
 
 def test_a_torch_profiler_trace_is_pytorch():
@@ -87,7 +81,7 @@ def test_a_python_program_on_the_driver_api_is_pycuda(tmp_path):
     assert evidence(t).framework == "pycuda" and "driver API" in evidence(t).why
 
 
-@pytest.mark.parametrize("name", ["h100-asyncAPI.sqlite", "h100-pin_per_call.sqlite.gz"])
+@pytest.mark.parametrize("name", ["h100-asyncAPI.sqlite", "h100-pin_per_call.sqlite"])
 def test_a_native_program_is_cuda(name, tmp_path):
     assert detect(open_trace(sqlite(name, tmp_path))) == "cuda"
 
@@ -140,6 +134,6 @@ MADE_WITH = {"h100-cupy_batches": "cupy", "h100-batch_loop": "cuda", "h100-manag
 @pytest.mark.skipif(not TORCH.is_dir(), reason="the verification programs' traces are not in this checkout")
 @pytest.mark.parametrize("name, framework", sorted(MADE_WITH.items()))
 def test_real_programs_frameworks(name, framework, tmp_path):
-    t = open_trace(sqlite(f"torch/{name}.sqlite.gz", tmp_path))
+    t = open_trace(sqlite(f"torch/{name}.sqlite", tmp_path))
     assert detect(t) == framework
     assert detect(applications(t)[0]) == framework

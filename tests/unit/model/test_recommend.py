@@ -289,7 +289,7 @@ def test_a_first_write_by_stores_takes_the_stores_setup_loop_where_it_measured_t
     assert both.predict("pinned", st).steady == pytest.approx(both.predict("pinned", w).steady)
     assert plain.predict("pinned", st).setup == pytest.approx(plain.predict("pinned", w).setup)
     # where the loop copied the same buffers in too, in the same run: the stores' ratio to that copy, times the
-    # first write the other setup loops price (one lease's host moves no strategy against the others)
+    # first write the other setup loops price (one run's host moves no strategy against the others)
     copied = stored.assign(time_median_s=stored["time_median_s"] * 4, **{"axis.first_write": "copy"})
     ratio = Calibration(pd.concat([f, numpy_rows, stored, copied], ignore_index=True), rs.devices[0])
     for s in ("pinned", "pageable"):
@@ -544,7 +544,7 @@ def test_read_mostly_is_ranked_only_for_read_only_inputs(cal):
 def test_read_mostly_rewritten_whole_pays_the_host_write_of_its_pages_on_the_host():
     """READ_MOSTLY has no whole-buffer loop of its own, so its host writes to pages holding no GPU copy
     are managed memory's on the host (managed-advise-prefer-host's), not free: holdout-18's 512 MiB
-    table rewritten each step and probed at 2% (H100, three leases pooled) measured 0.136 s a steady
+    table rewritten each step and probed at 2% (H100, three runs pooled) measured 0.136 s a steady
     step, where the writes priced at nothing had predicted 0.034 s and picked it."""
     from umprof import api
 
@@ -682,8 +682,8 @@ def test_runs_agree_says_how_often_one_runs_fastest_held_in_another():
 
 
 def test_phase_drift_says_when_the_calibration_no_longer_describes_the_machine():
-    """holdout-11's H200 lease ran the host's writes and reads about 1.45x slower than calibration-7's
-    lease (copies as predicted): the verification says so; holdout-17's lease ran close to it."""
+    """holdout-11's H200 run ran the host's writes and reads about 1.45x slower than calibration-7's
+    run (copies as predicted): the verification says so; holdout-17's run ran close to it."""
     from umprof.model.predict import Calibration
 
     cal = Calibration.from_results(ResultSet.load(data.CAL7["h200"]))
@@ -805,7 +805,7 @@ def _calibration_7(gpu: str):
 
 @pytest.mark.parametrize("gpu, n, runs, whole_held, steady_held, whole_err, steady_err", [
     # each set written before it was measured, judged by calibration-7 (2026-11-23) at today's model;
-    # sets 16 and 17: two runs of five rounds on one lease, pooled. Since ties (within 3%) are ordered by
+    # sets 16 and 17: two runs of five rounds on one machine, pooled. Since ties (within 3%) are ordered by
     # less code to change, then less memory pinned, the sets hold 159 / 146 picks in all (158 / 144 before);
     # since the staged plan's host accesses are its own curves, 157 / 146; since READ_MOSTLY's host writes
     # to its pages on the host cost managed memory's there (they had cost nothing), 157 / 147; since managed
@@ -814,7 +814,7 @@ def _calibration_7(gpu: str):
     # run's median error up by at most 0.01 in three sets (set 12 on the H200 one pick fewer, sets 13 and 15
     # on the H100 one more each)
     ("h200", 10, (), 11, 11, 0.13, 0.11),
-    ("h200", 11, (), 14, 12, 0.24, 0.22),  # a lease whose host memory ran 1.45x calibration-7's
+    ("h200", 11, (), 14, 12, 0.24, 0.22),  # a run whose host memory ran 1.45x calibration-7's
     ("h200", 12, (), 12, 13, 0.08, 0.09),
     ("h200", 13, (), 12, 11, 0.10, 0.09),
     ("h200", 14, (), 14, 12, 0.07, 0.09),
@@ -962,7 +962,7 @@ def test_a_staged_run_of_another_lease_prices_its_host_steps_against_pageable_me
     sizes = f[(f["axis.strategy"] == "pageable") & (f["scenario"] == "calibration-loop-sizes")]
     host = sizes["phase"].isin(["host_write", "host_read"])
     faster = sizes.copy()
-    faster.loc[host, "time_median_s"] /= 2  # the other lease's host
+    faster.loc[host, "time_median_s"] /= 2  # the other run's host
     faster[RUN] = 1
     staged = faster.assign(**{"axis.strategy": "pageable-staged"})
     staged.loc[host, "time_median_s"] *= 1.2
@@ -1198,7 +1198,7 @@ def test_managed_memory_left_on_the_host_shares_cached_memorys_host_rates(cal7):
 
 def test_write_combined_memory_read_as_cached_memory_shares_its_host_rates(cal7):
     """Write-combined memory is uncached to the host, its reads several times slower than cached
-    memory's. The lent H200's calibration read it as fast as pinned memory (0.89-1.03x): the
+    memory's. The H200's calibration read it as fast as pinned memory (0.89-1.03x): the
     platform mapped it cached, and its host rates are the cached pool's, not its allocations' luck.
     Where its reads measure uncached, it keeps its own."""
     from umprof.model.predict import Calibration

@@ -6,13 +6,11 @@ never changes it; a test that changes the model (a monkeypatched constant) advis
 
 import atexit
 import functools
-import gzip
-import lzma
 import shutil
 import tempfile
 from pathlib import Path
 
-from tests.unit.data import ROOT
+from tests.unit.data import ROOT, unpacked
 
 TRACES = ROOT / "tests" / "fixtures" / "traces"
 GOLDEN = ROOT / "tests" / "fixtures" / "golden"
@@ -32,16 +30,8 @@ def _scratch() -> Path:
 
 @functools.cache
 def path(name: str, gpu: str = "h100") -> Path:
-    """The fixture trace ``{gpu}-{name}`` as a .sqlite file (a gzipped or xz-compressed one decompressed once a
-    session)."""
-    plain = TRACES / f"{gpu}-{name}.sqlite"
-    if plain.is_file():
-        return plain
-    out = _scratch() / plain.name
-    packed = plain.with_name(plain.name + ".xz")
-    with (lzma.open(packed, "rb") if packed.is_file() else gzip.open(f"{plain}.gz", "rb")) as f, open(out, "wb") as g:
-        shutil.copyfileobj(f, g)
-    return out
+    """The fixture trace ``{gpu}-{name}`` as a .sqlite file (a compressed one, .xz or .gz, decompressed once a session)."""
+    return unpacked(TRACES / f"{gpu}-{name}.sqlite", _scratch())
 
 
 @functools.cache

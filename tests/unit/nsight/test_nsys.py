@@ -1,9 +1,7 @@
 """Nsight Systems: finding and driving nsys, and umprof's phase breakdown read with SQL from real traces
 captured on the GPU machine (tests/fixtures/nsys), held to nsys' own reports of the same traces."""
 
-import gzip
 import math
-import shutil
 import stat
 
 import numpy as np
@@ -11,7 +9,7 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
-from tests.unit.data import ROOT
+from tests.unit.data import ROOT, unpacked
 from umprof.cli import cli
 from umprof.core.errors import ToolUnavailable, UsageError
 from umprof.core.results import ResultSet
@@ -36,10 +34,7 @@ def trace_file(tmp_path_factory):
 
     def unpack(name):
         out = where / f"{name}.sqlite"
-        if not out.is_file():
-            with gzip.open(FIX / f"{name}.sqlite.gz", "rb") as f, open(out, "wb") as g:
-                shutil.copyfileobj(f, g)
-        return out
+        return out if out.is_file() else unpacked(FIX / f"{name}.sqlite", where)
 
     return unpack
 

@@ -3,17 +3,16 @@ NVIDIA's cuda-samples (H100, 2026-11-25, Nsight Systems 2025.3.1, trimmed to the
 and what bad input gets."""
 
 import gzip
-import lzma
 import os
 import random
 import re
-import shutil
 import stat
 
 import pytest
 from click.testing import CliRunner
 
-from tests.unit.data import ROOT
+from tests.unit.data import ROOT, unpacked
+from tests.unit.model import traced
 from umprof.cli import cli
 from umprof.core.errors import ToolUnavailable, UsageError
 from umprof.nsight.trace_db import export_sqlite, open_trace
@@ -22,15 +21,11 @@ TRACES = ROOT / "tests" / "fixtures" / "traces"
 
 
 def fixture(name, tmp_path=None, gpu="h100"):
-    """A committed trace (the large ones gzipped, or xz-compressed where gzip leaves them over 2 MB)."""
-    path = TRACES / f"{gpu}-{name}.sqlite"
-    if path.is_file():
-        return path
-    out = tmp_path / path.name
-    packed = path.with_name(path.name + ".xz")
-    with (lzma.open(packed, "rb") if packed.is_file() else gzip.open(f"{path}.gz", "rb")) as f, open(out, "wb") as g:
-        shutil.copyfileobj(f, g)
-    return out
+    """A committed trace as a .sqlite file (most are committed xz-compressed: decompressed into ``tmp_path``, or once
+    a session where none is given)."""
+    if tmp_path is None:
+        return traced.path(name, gpu)
+    return unpacked(TRACES / f"{gpu}-{name}.sqlite", tmp_path)
 
 
 def test_a_process_names_the_program_its_main_thread_runs():
