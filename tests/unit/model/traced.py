@@ -31,14 +31,13 @@ def _scratch() -> Path:
 
 @functools.cache
 def path(name: str, gpu: str = "h100") -> Path:
-    """The fixture trace ``{gpu}-{name}`` as a .sqlite file (a gzipped one decompressed once a session)."""
-    plain = TRACES / f"{gpu}-{name}.sqlite"
-    if plain.is_file():
-        return plain
-    out = _scratch() / plain.name
-    with gzip.open(f"{plain}.gz", "rb") as f, open(out, "wb") as g:
-        shutil.copyfileobj(f, g)
-    return out
+    """The fixture trace ``{gpu}-{name}`` as a .sqlite file (a gzipped or xz-compressed one decompressed once a
+    session)."""
+    sqlite = TRACES / f"{gpu}-{name}.sqlite"
+    if sqlite.is_file():
+        return sqlite
+    xz = sqlite.with_name(sqlite.name + ".xz")
+    return plain(xz if xz.is_file() else sqlite.with_name(sqlite.name + ".gz"))
 
 
 @functools.cache
@@ -66,3 +65,47 @@ def advise_again(adv, **kwargs):
 
     cf = store.for_gpu(adv.app.gpu, adv.app.memory_bytes or None)
     return advise(adv.app, api._loaded(cf), cf.summary(), **kwargs)
+
+
+TORCH = TRACES / "torch"  # PyTorch programs' traces, nsys (.sqlite.gz or .xz) and torch.profiler (.json.gz)
+KINETO = TRACES / "kineto"
+
+
+def torch_traces() -> list[Path]:
+    """Every PyTorch fixture trace: tests/fixtures/traces/torch (both readers) and tests/fixtures/traces/kineto."""
+    return sorted([*TORCH.glob("*.sqlite.*"), *TORCH.glob("*.json.gz"), *KINETO.glob("*.json*"),
+                   *KINETO.glob("ranks/*.json*")])
+
+
+def torch_stem(p: Path) -> str:
+    """'h100-readback.nsys', 'h100-readback.kineto', 'kineto-a100-alexnet': a golden file's name for the trace."""
+    if p.parent == TORCH:
+        name = p.name.split(".")[0]
+        return f"{name}.{'nsys' if '.sqlite' in p.name else 'kineto'}"
+    return "kineto-" + str(p.relative_to(KINETO)).replace("/", "-").split(".")[0]
+
+
+@functools.cache
+def plain(p: Path) -> Path:
+    """The trace as umprof reads it: an nsys export decompressed (.gz or .xz) once a session, a JSON as it is."""
+    if ".sqlite" not in p.name or p.suffix == ".sqlite":
+        return p
+    import lzma
+
+    out = _scratch() / p.name.rsplit(".", 1)[0]
+    with (lzma.open if p.suffix == ".xz" else gzip.open)(p, "rb") as f, open(out, "wb") as g:
+        shutil.copyfileobj(f, g)
+    return out
+
+
+@functools.cache
+def torch_advice(p: Path) -> tuple:
+    """``umprof.advise`` of a PyTorch fixture trace, once a session; () where umprof refuses it (a trace without CUDA
+    activity, a GPU no calibration describes), whose one line the reader's own tests check."""
+    from umprof import api
+    from umprof.core.errors import UsageError
+
+    try:
+        return tuple(api.advise(plain(p)))
+    except UsageError:
+        return ()
