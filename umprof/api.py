@@ -634,6 +634,7 @@ def advise(trace, calibration=None, *, gpu: str | None = None, nsys: str | None 
     read (a caller that read it for its host and rank)."""
     from umprof.core import calibrations as store
     from umprof.model import advise as amod
+    from umprof.model import frameworks
     from umprof.model.application import GRAPH_NODES, advised, applications
     from umprof.model.predict import Calibration
     from umprof.nsight.trace_db import open_trace
@@ -649,6 +650,7 @@ def advise(trace, calibration=None, *, gpu: str | None = None, nsys: str | None 
         raise UsageError(f"{trace}: a trace with no CUDA activity (no copies, kernels or memsets): trace the "
                          "application with `nsys profile -t cuda ...`")
     apps = advised(applications(t), all_processes)
+    framework = frameworks.evidence(t)
     cals: dict[str, tuple] = {}
     out = []
     for app in apps:
@@ -667,7 +669,7 @@ def advise(trace, calibration=None, *, gpu: str | None = None, nsys: str | None 
                                      "--from FILE, or --gpu NAME to answer as if it were a shipped one")
                 cals[app.gpu] = (_loaded(cf), cf.summary())
         cal, source = cals[app.gpu]
-        out.append(amod.advise(app, cal, source, wall_s=wall_s))
+        out.append(amod.advise(app, cal, source, wall_s=wall_s, framework=framework, ranges=t.ranges))
     return out
 
 

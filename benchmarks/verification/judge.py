@@ -22,32 +22,39 @@ from pathlib import Path
 WITHIN = 0.05  # a mode within 5% of as_written measured the same (rounds on one machine differ by about that)
 KEEP = "keep"  # the advice changes nothing: as_written is the mode that applies it
 
-# program -> advised strategy (umprof's names) or idiom code -> the mode that applies it. A strategy absent from
-# a program's table was not measured on it: judged "unmeasured".
+# program -> advised strategy (umprof's names) or idiom code (the advice's "idiom": umprof.model.torch_choices' codes)
+# -> the mode that applies it, or the measured mode nearest it (a side stream where only pinning once was measured:
+# ddp_train's offload-prefetched). A key absent from a program's table was not measured on it: judged "unmeasured".
 MODES = {
     "train_loader": {KEEP: "as_written", "pageable": "as_written", "pinned": "dataset_pinned_once",
                      "pageable-registered": "dataset_pinned_once", "pageable-staged": "loader_pinned",
                      "pinned-pipelined": "loader_pinned", "dataloader-pin-memory": "loader_pinned",
                      "pin-once": "dataset_pinned_once", "keep-on-gpu": "dataset_on_gpu",
-                     "device-resident": "dataset_on_gpu"},
+                     "device-resident": "dataset_on_gpu", "resident": "dataset_on_gpu",
+                     "dataset-pinned-once": "dataset_pinned_once", "dataloader-pinned": "loader_pinned",
+                     "dataloader-pin-thread": "as_written", "dataloader-unpinned": "as_written",
+                     "offload-pinned": "dataset_pinned_once", "offload-prefetched": "dataset_pinned_once"},
     "infer_service": {KEEP: "as_written", "pageable": "as_written", "pinned": "pinned_prealloc",
                       "pageable-registered": "pinned_prealloc", "pageable-staged": "pinned_prealloc",
                       "pinned-pipelined": "two_streams", "preallocated-pinned": "pinned_prealloc",
-                      "side-stream": "two_streams"},
+                      "side-stream": "two_streams", "pinned-out": "pinned_prealloc", "pinned-in": "pinned_prealloc",
+                      "offload-prefetched": "two_streams"},
     "offload_weights": {KEEP: "as_written", "pageable": "as_written", "pinned": "pinned_once",
                         "pageable-registered": "pinned_once", "pinned-pipelined": "pinned_side_stream",
-                        "pin-once": "pinned_once", "side-stream": "pinned_side_stream"},
+                        "pin-once": "pinned_once", "side-stream": "pinned_side_stream",
+                        "offload-pinned": "pinned_once", "offload-prefetched": "pinned_side_stream"},
     "pin_per_call": {KEEP: "as_written", "pageable": "pageable", "pinned": "pinned_once",
-                     "pageable-registered": "pinned_once", "pin-once": "pinned_once"},
+                     "pageable-registered": "pinned_once", "pin-once": "pinned_once", "drop-pin": "pageable"},
     "small_copies": {KEEP: "as_written", "pageable": "as_written", "pinned": "pinned_each",
                      "pageable-registered": "pinned_each", "pageable-staged": "packed", "packed-copy": "packed",
-                     "pin-once": "pinned_each"},
+                     "pin-once": "pinned_each", "pinned-in": "pinned_each"},
     "resident": {KEEP: "as_written", "pageable": "as_written", "pinned": "pinned_readback",
-                 "preallocated-pinned": "pinned_readback"},
+                 "preallocated-pinned": "pinned_readback", "pinned-out": "pinned_readback"},
     "readback": {KEEP: "as_written", "pageable": "pageable_prealloc", "pinned": "pinned_prealloc",
-                 "pageable-registered": "pinned_prealloc", "preallocated-pinned": "pinned_prealloc"},
+                 "pageable-registered": "pinned_prealloc", "preallocated-pinned": "pinned_prealloc",
+                 "pinned-out": "pinned_prealloc"},
     "readback_compute": {KEEP: "as_written", "pinned": "pinned_prealloc", "pageable-registered": "pinned_prealloc",
-                         "preallocated-pinned": "pinned_prealloc"},
+                         "preallocated-pinned": "pinned_prealloc", "pinned-out": "pinned_prealloc"},
     "managed_loop": {KEEP: "as_written", "managed": "as_written", "managed-prefetch": "prefetch",
                      "pageable-registered": "registered", "pinned": "registered"},
     "batch_loop": {KEEP: "as_written", "pinned": "as_written", "pinned-pipelined": "as_written",
@@ -56,7 +63,8 @@ MODES = {
                      "pageable-registered": "pinned_once", "pageable-staged": "pinned_staging",
                      "pin-once": "pinned_once"},
     "ddp_train": {KEEP: "as_written", "pageable": "as_written", "pinned": "pinned_once",
-                  "pageable-registered": "pinned_once", "pin-once": "pinned_once"},
+                  "pageable-registered": "pinned_once", "pin-once": "pinned_once", "offload-pinned": "pinned_once",
+                  "offload-prefetched": "pinned_once", "dataset-pinned-once": "pinned_once"},
 }
 FRAMEWORK = {"cupy_batches": "cupy", "managed_loop": "cuda", "batch_loop": "cuda"}  # else pytorch
 # words that name another framework's API: a change naming one is not written in this program's idiom
@@ -87,7 +95,8 @@ def advised_key(advice: dict) -> tuple[str, str]:
     """(the key looked up in MODES, the change's words): an idiom code where umprof gives one, else its
     strategy; KEEP where it advises no change."""
     a = loop_advice(advice)
-    if a is None or a.get("strategy") in (None, advice.get("strategy_now")) or (a.get("saving_s") or 0) <= 0:
+    if a is None or (a.get("saving_s") or 0) <= 0 or (not a.get("idiom") and a.get("strategy") in (
+            None, advice.get("strategy_now"))):
         return KEEP, (a or {}).get("change", "")
     return a.get("idiom") or a["strategy"], a.get("change", "")
 

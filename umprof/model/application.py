@@ -389,7 +389,7 @@ def size_classes(copies: pd.DataFrame) -> np.ndarray:
     sizes, and a copy alone in its range, keep their flows."""
     if copies.empty:
         return np.zeros(0, np.int64)
-    nbytes = copies["bytes"].to_numpy(np.int64)
+    nbytes = copies["bytes"].fillna(0).to_numpy(np.int64)  # a trace that does not give a copy's size: none
     made = copies.groupby(COPY_KEYS + ["bytes"], dropna=False, sort=False)["bytes"].transform("size").to_numpy()
     recurs = made >= RECURRING
     floor = np.left_shift(np.int64(1), np.floor(np.log2(np.maximum(nbytes, 1))).astype(np.int64))

@@ -20,11 +20,11 @@ instead:
 
 Every price comes from the calibration's copy curves (pageable and pinned, each way) and the trace's own times;
 no saving exceeds the time the trace spent in what the change removes, and each has a band (``low_s``, ``high_s``).
-Pinning data once costs a block of pinned memory and a host copy of each distinct tensor. Where the passes over
-the data are known (``epochs``), that cost is priced in: the run is the trace's. Where they are not, a torch.profiler
-trace is read as a sample of a longer run: the data pinned where it is loaded is priced apart (the band's low end,
-and the choice's ``why``), except for ``pin-once``, whose tensors, pinned anew each step through the caching
-allocator's reused blocks, would each need a block of their own (it is offered only with the passes known).
+Pinning data once costs a block of pinned memory and a host copy of each distinct tensor (the passes over the data,
+``epochs``, where known, say how many are distinct). Data pinned where it is loaded is pinned outside the loop: that
+cost is stated apart from the loop's saving, in the choice's ``why``, which is conditional on a run long enough to
+repay it where the trace's own does not; ``pin-once``, whose tensors, pinned anew each step through the caching
+allocator's reused blocks, would each need a block of their own, is offered only with the passes known.
 A choice whose saving rests on what the trace cannot show (the same tensor pinned each step, the same data read
 each epoch) is ``conditional``, with why.
 """
@@ -77,14 +77,14 @@ class TorchChoice:
 def choices(app: Application, ranges: pd.DataFrame, cal, epochs: int | None = None,
             free_bytes: int | None = None) -> list[TorchChoice]:
     """The priced alternatives of a PyTorch program (see the module's docstring) that save time or cost host memory,
-    the largest saving first.
+    the surest saving first (the highest low end of its band, then the largest saving).
     ``ranges``: the trace's ranges (TraceTables.ranges); ``cal``: a :class:`~umprof.model.predict.Calibration`;
     ``epochs``: how many times the loop reads its data, where known (a nested loop's outer count); ``free_bytes``:
     the GPU memory free for a dataset, where known (else RESIDENT_SHARE of the GPU's)."""
     ctx = _Context(app, ranges)
     found = (_pin_per_call(ctx, cal, epochs) + _dataloader(ctx, cal, epochs) + _resident(ctx, cal, epochs, free_bytes)
              + _offload(ctx, cal, epochs) + _pinned_out(ctx, cal) + _pinned_in(ctx, cal) + _rounding(ctx))
-    return sorted([c for c in found if c.saving_s > 0 or c.host_bytes], key=lambda c: -c.saving_s)
+    return sorted([c for c in found if c.saving_s > 0 or c.host_bytes], key=lambda c: (-c.low_s, -c.saving_s))
 
 
 class _Context:
@@ -248,9 +248,9 @@ def _dataloader(ctx: _Context, cal, epochs: int | None) -> list[TorchChoice]:
                                "itself pins each batch, which the low end prices"))
     now = _span_s(waits) + ctx.waits_s(copies)
     once = _pin_once_s(cal, [int(copies["bytes"].sum()) // (epochs or 1)])  # the dataset: what an epoch copies
-    repaid = _repaid(once, now - pinned, epochs)
-    out.append(_choice("dataset-pinned-once", DATASET_PINNED, now, pinned + (once if epochs else 0.0),
-                       now - _span_s(waits) - pinned - once, now - pinned * (1 - PREDICTION_ERROR), conditional=True,
+    repaid = _repaid(once, now - pinned)
+    out.append(_choice("dataset-pinned-once", DATASET_PINNED, now, pinned, now - _span_s(waits) - pinned,
+                       now - pinned * (1 - PREDICTION_ERROR), conditional=True,
                        why=IN_MEMORY + (f"; {repaid}" if repaid else "")))
     return out
 
@@ -327,24 +327,24 @@ def _offload(ctx: _Context, cal, epochs: int | None) -> list[TorchChoice]:
     pinned = np.array([cal.curve("pinned", "h2d")(float(b)) for b in layers["bytes"]])
     # layer i's upload runs beside layer i-1's compute
     exposed = float(pinned[0] + np.clip(pinned[1:] - compute[:-1], 0, None).sum())
-    # pinning what is uploaded, once, where it is loaded: outside the loop, unless the run is as short as the trace
+    # pinning what is uploaded, once, where it is loaded: outside the loop, stated apart (``_repaid``)
     pageable = layers[layers["host_kind"] != "pinned"]
     once = _pin_once_s(cal, pageable["bytes"].iloc[:max(1, len(pageable) // (epochs or 1))]) if len(pageable) else 0.0
-    why = _repaid(once, now - float(pinned.sum()), epochs)
+    why = _repaid(once, now - float(pinned.sum()))
     idiom = OFFLOAD_PREFETCHED if len(pageable) else OFFLOAD_SIDE_STREAM  # already pinned: only the stream to add
-    out = [_choice("offload-prefetched", idiom, now, exposed + (once if epochs else 0.0),
-                   now - pinned.sum() - once, now - exposed * (1 - PREDICTION_ERROR), conditional=bool(why), why=why)]
+    out = [_choice("offload-prefetched", idiom, now, exposed, now - pinned.sum(),
+                   now - exposed * (1 - PREDICTION_ERROR), conditional=bool(why), why=why)]
     if len(pageable):
-        out.append(_choice("offload-pinned", OFFLOAD_PINNED, now, float(pinned.sum()) + (once if epochs else 0.0),
-                           now - pinned.sum() * (1 + PREDICTION_ERROR) - once,
+        out.append(_choice("offload-pinned", OFFLOAD_PINNED, now, float(pinned.sum()),
+                           now - pinned.sum() * (1 + PREDICTION_ERROR),
                            now - pinned.sum() * (1 - PREDICTION_ERROR), conditional=bool(why), why=why))
     return out
 
 
-def _repaid(once: float, per_run: float, epochs: int | None) -> str:
-    """Where a one-time pinning is priced apart (the passes unknown: the trace a sample of a longer run), what it
-    costs and how long a run repays it; '' where it is priced in (the passes known) or costs nothing."""
-    if epochs or once <= 0:
+def _repaid(once: float, per_run: float) -> str:
+    """What pinning the data once costs where it is loaded (outside the loop, so apart from the loop's saving) and
+    how long a run repays it; '' where the trace's own run repays it or it costs nothing."""
+    if once <= 0 or once <= per_run:
         return ""
     runs = once / per_run if per_run > 0 else math.inf
     return (f"pinning the data once costs {format_time(once)}, once (where it is loaded, outside the loop); a run "

@@ -46,6 +46,22 @@ def ranking_table(adv) -> Table:
     return t
 
 
+def choices_table(adv) -> Table:
+    """The framework's own choices priced: what each saves and its band, whether it is advised, and its condition."""
+    t = Table(title=f"{adv.framework}'s choices (advised: the band's low end above the prediction's own error)",
+              header_style="bold")
+    for col in ("choice", "saves", "band", "advised", "if"):
+        t.add_column(col, justify="right" if col in ("saves", "band") else "left")
+    for c in adv.choices:
+        if c["host_bytes"]:
+            t.add_row(c["code"], "-", "-", "memory", c["idiom"])
+            continue
+        advised = "chosen" if c.get("chosen") else "yes" if c["advised"] else "no"
+        t.add_row(c["code"], format_time(c["saving_s"]), f"{format_time(c['low_s'])}-{format_time(c['high_s'])}",
+                  advised, c["why"] if c["conditional"] else "")
+    return t
+
+
 def print_advice(adv, console: Console) -> None:
     """Everything `umprof advise` says about one application."""
     app = adv.app
@@ -86,6 +102,8 @@ def print_advice(adv, console: Console) -> None:
                           f"{format_time(lead.steady_s)} each: {format_size(q['h2d_bytes'])} in, "
                           f"{format_size(q['d2h_bytes'])} out, kernels {format_time(q['kernel_s'])}")
     console.print(f"now: {app.strategy} ({app.strategy_why})")
+    if adv.framework:
+        console.print(f"framework: {adv.framework} ({adv.framework_why})")
     if adv.workload is not None:
         console.print(f"[dim]read as umprof's workload: {adv.workload.describe()} ({adv.mapping})[/]")
         console.print(ranking_table(adv))
@@ -96,6 +114,8 @@ def print_advice(adv, console: Console) -> None:
         console.print(f"[{colour}]advice for {where}: {a.strategy}: {a.change}[/] (now {format_time(a.now_s)}, "
                       f"predicted {format_time(a.predicted_s)}, saves {format_time(a.saving_s)})"
                       + (f"; [yellow]tie:[/] {a.note}" if a.tie else (f"; {a.note}" if a.note else "")))
+    if adv.choices:
+        console.print(choices_table(adv))
     for s, why in adv.excluded.items():
         console.print(f"[dim]not ranked: {s}: {why}[/]")
     for line in adv.limits + app.notes:

@@ -113,8 +113,8 @@ def test_the_dataloaders_pin_thread_is_priced_by_what_the_loop_waits_for(tmp_pat
     once = cal.curve("pinned", "alloc")(96.0 * MiB) + cal.curve("pinned", "host_write")(96.0 * MiB)
     assert dataset.predicted_s == pytest.approx(6 * cal.curve("pinned", "h2d")(16.0 * MiB))
     assert dataset.low_s == 0 and "repays it" in dataset.why and format_time(once) in dataset.why
-    known = by_code(choices(app, ranges, cal, epochs=3))  # priced in: 12 ms of waits do not repay it
-    assert "dataset-pinned-once" not in known
+    known = by_code(choices(app, ranges, cal, epochs=3))["dataset-pinned-once"]  # 12 ms of waits do not repay it
+    assert known.predicted_s == pytest.approx(dataset.predicted_s) and known.conditional and "repays it" in known.why
 
 
 def test_a_loader_slow_to_collate_is_priced_against_the_dataset_pinned_once(tmp_path, cal):
@@ -128,9 +128,11 @@ def test_a_loader_slow_to_collate_is_priced_against_the_dataset_pinned_once(tmp_
     once = cal.curve("pinned", "alloc")(128.0 * MiB) + cal.curve("pinned", "host_write")(128.0 * MiB)
     assert dataset.conditional and "TensorDataset" in dataset.why
     assert dataset.now_s == pytest.approx(24 * 10e-3 + 24 * 2.3e-3, rel=1e-3)
-    assert dataset.predicted_s == pytest.approx(24 * cal.curve("pinned", "h2d")(16.0 * MiB) + once)
+    # pinned where it is loaded, outside the loop: the loop's saving without it, the cost said apart
+    assert dataset.predicted_s == pytest.approx(24 * cal.curve("pinned", "h2d")(16.0 * MiB))
+    assert format_time(once) in dataset.why or once <= dataset.saving_s
     resident = by_code(choices(app, ranges, cal, epochs=3))["resident"]  # the loader goes too
-    assert resident.now_s == pytest.approx(dataset.now_s) and resident.saving_s > dataset.saving_s
+    assert resident.now_s == pytest.approx(dataset.now_s) and resident.low_s > dataset.low_s  # the surer saving
 
 
 @pytest.mark.parametrize("pin_us", [2000, 4000])

@@ -1,8 +1,9 @@
 """What each change is, in the calls of the program's own framework: ``change_text(strategy, workload, current,
-framework)``. A framework is what the program allocates and copies with: "cuda" (the CUDA runtime, C or C++) and
-"pycuda" (pycuda and cuda-bindings) today, ``framework_of`` deciding; another one (PyTorch, CuPy) adds its texts to
-TEXTS under its name and its test to ``framework_of``, and its ways fall back to the CUDA runtime's words where it
-has none of its own."""
+framework)``. A framework is what the program allocates and copies with: "cuda" (the CUDA runtime, C or C++),
+"pycuda" (pycuda and cuda-bindings), "pytorch" and "cupy", told from the trace by
+:func:`umprof.model.frameworks.evidence` (``framework_of`` where only the application is at hand). PyTorch's and
+CuPy's changes are :func:`umprof.model.frameworks.change_for`'s; pycuda's are TEXTS', and every way falls back to
+the CUDA runtime's words where its framework has none of its own."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from pathlib import PurePosixPath
 
 from umprof.core.units import format_size
 from umprof.measure import strategies
-from umprof.model import ties
+from umprof.model import frameworks, ties
 from umprof.model.advice import thresholds as th
 from umprof.model.application import Application
 from umprof.model.calibration import kind
@@ -110,7 +111,13 @@ PYTHON_PROCESS = re.compile(r"python[0-9.]*")
 TEXTS = {"cuda": CHANGES, "pycuda": PYTHON_CHANGES}
 # the change for one flow of pageable copies made from page-locked memory, in each framework's calls
 FLOW_PINNED = {"cuda": "allocate this flow's host buffer with cudaMallocHost (or cudaHostRegister it)",
-               "pycuda": "allocate this flow's host array with pycuda.driver.pagelocked_empty"}
+               "pycuda": "allocate this flow's host array with pycuda.driver.pagelocked_empty",
+               "pytorch": "pin this flow's host tensor once (`t = t.pin_memory()` where it is made), or copy it "
+                          "through a preallocated pinned buffer (`buf = torch.empty(shape, dtype=dtype, "
+                          "pin_memory=True)`), with `.to(device, non_blocking=True)` / `out.copy_(y, non_blocking=True)`",
+               "cupy": "allocate this flow's host array pinned, once, with `cupyx.empty_pinned(shape, dtype)`"}
+# the frameworks whose changes frameworks.change_for writes (TEXTS has the others')
+OWN_TEXTS = ("pytorch", "cupy")
 
 
 def is_python(app: Application) -> bool:
@@ -128,6 +135,8 @@ def change_text(strategy: str, w: Workload, current: str | None, framework: str)
     """What the program changes to use ``strategy`` instead of ``current``, in its framework's calls."""
     if strategy == current:
         return "keep it as it is"
+    if framework in OWN_TEXTS:
+        return _own_text(strategy, w, framework)
     own = framework != "cuda" and TEXTS.get(framework, {}).get(strategy)
     text = own or CHANGES.get(strategy, strategy)
     if framework == "cuda" and ties.is_managed(current):
@@ -136,8 +145,16 @@ def change_text(strategy: str, w: Workload, current: str | None, framework: str)
         text = text.format(chunks=strategies.get(strategy).describe_chunking(w.bytes))
     if ties.is_managed(current) and kind(strategy) == "copy" and w.gpu_writes > 0 and w.host_reads < th.HOST_READS_PART:
         # a managed program has no copies back to keep: the new ones bring back what its host reads, as priced (its
-        # host sampling an array the GPU updates: particles' every 4096th record, 0.03% of it)
+        # host sampling an array the GPU updates: every 4096th record, 0.03% of it, is what it reads)
         text += (f"; {PART_BACK} ({w.host_reads:.2%} of the buffer an iteration, "
                  f"{format_size(w.host_reads * w.bytes)}; where that is records spread through it, one cudaMemcpy2D "
                  "gathers them)")
     return text
+
+
+def _own_text(strategy: str, w: Workload, framework: str) -> str:
+    """The change in PyTorch's or CuPy's own calls (frameworks.change_for), the wait before the host reads what an
+    asynchronous copy brings back said where it reads it; the CUDA runtime's words only where it has none."""
+    chunks = strategies.get(strategy).describe_chunking(w.bytes) if strategy == "pinned-pipelined" else None
+    text = frameworks.change_for(framework, strategy, {"chunks": chunks, "d2h": w.host_reads > 0})
+    return text or CHANGES.get(strategy, strategy)

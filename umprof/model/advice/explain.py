@@ -160,7 +160,7 @@ def tie_note(tied: list[Prediction], pick: Prediction, whole: dict) -> str:
     first, last = whole[tied[0].strategy], whole[tied[-1].strategy]
     spread = last / first - 1 if first > 0 else 0.0
     fastest = tied[0].strategy
-    # what the least change gives up, as predicted: on every judged lease the fastest prediction measured within
+    # what the least change gives up, as predicted: on every judged run the fastest prediction measured within
     # 5% of the fastest way a little more often than the tie's pick (benchmarks/apps/tie_policy.py)
     given_up = (f" ({fastest}, predicted fastest, saves {format_time(whole[pick.strategy] - first)} more)"
                 if pick.strategy != fastest and whole[pick.strategy] > first else "")

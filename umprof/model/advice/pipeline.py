@@ -13,12 +13,13 @@ import math
 from typing import NamedTuple
 
 from umprof.core.units import format_time
-from umprof.model import ties
+from umprof.model import frameworks, ties
 from umprof.model.advice import explain
 from umprof.model.advice import thresholds as th
 from umprof.model.advice.bounds import Bounds, bound_limit, bounded_saving, bounds
 from umprof.model.advice.changes import change_text, framework_of, is_python
 from umprof.model.advice.flows import flow_advice
+from umprof.model.advice.framework_choices import add_pytorch_choices
 from umprof.model.advice.read import Reading, choose_reading
 from umprof.model.advice.workload import IN_PLACE
 from umprof.model.advice.result import Advice, AppAdvice, Limit, band, loop_s
@@ -26,6 +27,7 @@ from umprof.model.advice.rules import (Adjustment, allocation, allocations_beyon
                                        in_place, lead, pageable_copies, pinning, staging, threads, tracing)
 from umprof.model.application import Application
 from umprof.model.calibration import PARTS_UNMEASURED
+from umprof.model.frameworks import Detected
 from umprof.model.predict import Calibration, Prediction
 
 
@@ -54,12 +56,18 @@ class Choice(NamedTuple):
     within_noise: bool
 
 
-def advise(app: Application, cal: Calibration, source: str = "", wall_s: float | None = None) -> AppAdvice:
+def advise(app: Application, cal: Calibration, source: str = "", wall_s: float | None = None,
+           framework: Detected | None = None, ranges=None) -> AppAdvice:
     """What the application should use, and what that saves (see the module's docstring). ``wall_s``: the program's
     untraced wall time (measured by the user or a runner), from which the tracing's overhead is measured; without
-    it, the overhead is estimated from what the trace recorded (``rules.tracing``)."""
+    it, the overhead is estimated from what the trace recorded (``rules.tracing``). ``framework``: what the program
+    allocates and copies with, told from its trace (:func:`umprof.model.frameworks.evidence`; else
+    ``framework_of``), in whose calls every change is said; ``ranges``: the trace's ranges, from which a PyTorch
+    program's own choices are priced (``framework_choices``)."""
+    fw = framework or Detected(framework_of(app), "a Python process" if is_python(app) else "a native process")
     out = AppAdvice(app=app, calibration=source or cal.source, workload=None, mapping="",
-                    link_bytes_per_s=float(cal.device.get("pcie_bytes_per_s") or math.nan), wall_s=wall_s)
+                    link_bytes_per_s=float(cal.device.get("pcie_bytes_per_s") or math.nan), wall_s=wall_s,
+                    framework=fw.framework, framework_why=fw.why)
     n_threads = app.explicit_copies["tid"].nunique()
     traced_s = loop_s(app)
     r, idle = choose_reading(app, cal, traced_s, n_threads)
@@ -79,6 +87,8 @@ def advise(app: Application, cal: Calibration, source: str = "", wall_s: float |
     out.ranking = rank(a, now_s)
     c = choose(app, r, a, now_s)
     _explain(app, cal, r, a, c, out, idle, n_threads, now_s)
+    if out.framework == "pytorch":
+        add_pytorch_choices(app, cal, ranges, out)
     return out
 
 
@@ -147,7 +157,7 @@ def choose(app: Application, r: Reading, a: Adjusted, now_s: float) -> Choice:
     way it has.
 
     The tie is taken on the model's figures of the loop as it runs: several threads' iterations overlapped as the
-    loop measured, not one after another (workers, four threads: priced at 1.36 s one after another, its loop
+    loop measured, not one after another (four host threads copying: priced at 1.36 s one after another, its loop
     measured 0.69 s; within 10% of the first, registering's 0.08 s saving tied with keeping pageable memory, and
     registered memory measured 15% faster)."""
     base, current, whole = r.base, r.current, a.whole
@@ -195,11 +205,11 @@ def _within_error_note(a: Adjusted, r: Reading, now_s: float, pinned_once: bool)
             f"within the prediction's own error on a saving ({th.SAVING_ERROR:.1%} of it)")
 
 
-def _change(app: Application, r: Reading, a: Adjusted, c: Choice) -> str:
+def _change(app: Application, r: Reading, a: Adjusted, c: Choice, framework: str) -> str:
     """The chosen way's change in the program's own calls."""
-    text = change_text(c.pick.strategy, r.workload, r.current, framework_of(app))
+    text = change_text(c.pick.strategy, r.workload, r.current, framework)
     if a.rules["pinning"].ways.get(r.base.strategy, 0.0) < 0 and c.pick is r.base and not c.within_noise:
-        return pinning.pin_once_change(app)
+        return frameworks.change_for(framework, "pinned") or pinning.pin_once_change(app)
     if a.rules["staging"].seconds and c.pick is not r.base:
         return f"copy the data's own buffers, without the bounce buffer: {text}"
     return text
@@ -210,9 +220,9 @@ def _explain(app: Application, cal: Calibration, r: Reading, a: Adjusted, c: Cho
     """The advice's lines, limits and verdict."""
     rules, w, base = a.rules, r.workload, r.base
     low, high = band(c.saving, now_s, a.bounds.removable[c.pick.strategy])
-    out.advice.append(Advice("loop", c.pick.strategy, _change(app, r, a, c), now_s, now_s - c.saving, c.saving,
-                             tie=len(c.tied) > 1, note=c.note, saving_low_s=low, saving_high_s=high))
-    out.advice += flow_advice(app, cal, framework_of(app))
+    out.advice.append(Advice("loop", c.pick.strategy, _change(app, r, a, c, out.framework), now_s, now_s - c.saving,
+                             c.saving, tie=len(c.tied) > 1, note=c.note, saving_low_s=low, saving_high_s=high))
+    out.advice += flow_advice(app, cal, out.framework)
     keeping = [p.strategy for p in a.ranked if host_faults.keeps_stalls(p.strategy)]
     stall_s, gpu_s = rules["host_faults"].seconds, rules["gpu_faults"].seconds
     moving = explain.Moving(rules["pinning"].seconds, rules["staging"].seconds, stall_s, gpu_s)

@@ -85,23 +85,23 @@ def kernel_passes(app: Application, w: Workload, cal: Calibration, one_pass: boo
     reads the buffer at most once (where an iteration copies in in parts, at most one part), summed over the loop's
     launches per iteration and rounded; 1 where that is less (or the rate or the kernels' own time is not known).
 
-    At most once a launch: a kernel's own repeated reads of its data are served by the GPU's caches (blur's 5 x 5
+    At most once a launch: a kernel's own repeated reads of its data are served by the GPU's caches (a 5 x 5
     filter reads each pixel 25 times, and mapped memory measured 14-39% behind the fastest way, not 25 passes
     across the link), while each launch of an iterative loop reads its data again from wherever it lives: in
     host memory, across the link every time. Priced as one pass, a loop of 40 launches over a 32 MiB frame was
     advised mapped memory. Only launches over device-resident data count (``Workload.kernel_s``), and only where
     an iteration copies in (or, managed, migrates in) most of what it works on (the frame it refines): where it
-    copies little or nothing in, its launches step state kept on the GPU (snapshot's field, 20 steps between copies
-    back; jacobi's grid), which a way that reads host memory in place would keep there too, copying out what it
+    copies little or nothing in, its launches step state kept on the GPU (a field stepped 20 times between copies
+    back; a stencil's grid), which a way that reads host memory in place would keep there too, copying out what it
     copies out now: one pass. ``one_dataset``: the run's launches over one dataset that each iteration carries out and
-    back (``rules.carried``), a launch at most one of the parts an iteration copies in (tiles' 128 launches over its
-    image's 32 tiles, four passes)."""
+    back (``rules.carried``), a launch at most one of the parts an iteration copies in (an out-of-core filter's 128
+    launches over its image's 32 tiles, four passes)."""
     rate = float(cal.device.get("dram_bytes_per_s") or 0.0)
     loop, k = (None if one_pass else app.loop), app.kernels
     if not rate or not w.kernel_s or not len(k):
         return 1, 0.0
     # the run as one pass (or one iteration): each launch reads at most one of the parts the run copies in (a
-    # dataset sent batch by batch, a kernel a batch: batches, 32 launches of 12 µs over
+    # dataset sent batch by batch, a kernel a batch: 32 launches of 12 µs over
     # its 32 batches of 32 MiB, read as two passes over its 1 GiB without this)
     launches, parts = float(len(k)), max(1.0, float((app.copies["direction"] == "h2d").sum()))
     if one_dataset:  # one dataset carried out and back (``rules.carried``): in the parts its steady iteration copies
@@ -133,8 +133,8 @@ def host_now(base: Prediction, ranked: list[Prediction]) -> float:
     """The host's accesses over the run as the application makes them now: as predicted for its way, but
     where that is pageable memory, as pinned memory's. umprof's loop measures pageable memory's host
     accesses slower than pinned memory's (the driver's copies into it leave nothing in the host's caches),
-    but the applications timed in every mode did not show it: pinning the buffers of stream_loop and
-    pycuda_loop (64 and 32 MiB each way an iteration) saved a median 0.38 and 0.29 s over eight H100 leases of
+    but the applications timed in every mode did not show it: pinning the buffers of a C loop and a
+    pycuda loop (64 and 32 MiB each way an iteration) saved a median 0.38 and 0.29 s over eight H100 runs of
     2026-11-25 and 0.46 and 0.25 s over two H200 runs, where the prediction less the host's accesses said
     0.44, 0.22, 0.47 and 0.25 s, and the host's accesses added 0.11, 0.12, 0.21 and 0.21 s more."""
     pinned = next((p for p in ranked if p.strategy == "pinned"), None)
@@ -168,8 +168,8 @@ def reads_as_one_pass(app: Application, idle: tuple[float, float] | None) -> boo
     """Whether the loop may be read as one pass over everything it copies (``advise`` keeps the reading whose
     prediction of the run as it is comes nearer its measured time): a loop of copies whose host thread spends far
     less time outside its CUDA calls than touching the bytes would take (th.HOST_TIME_SHARE), so that it wrote them
-    before the loop and reads them after it, or copies them again unchanged. chunked_async (
-    1 GiB written, then sent in 32 chunks over 4 streams) read as 32 iterations that each write their chunk
+    before the loop and reads them after it, or copies them again unchanged. A program that
+    wrote 1 GiB, then sent it in 32 chunks over 4 streams, read as 32 iterations that each write their chunk
     was told to page-lock its buffers, measured 22% behind the fastest way on an H100 and an H200; read as
     one pass, it is told to prefetch managed memory, measured the fastest on the H100 and 9.7% behind mapped
     memory on the H200, with pinned, pageable and zero-copy memory among the slowest, as predicted."""
@@ -182,7 +182,7 @@ def choose_reading(app: Application, cal: Calibration, now_s: float,
     """The reading priced, and the loop's host time outside its CUDA calls against its priced accesses (``host_idle``):
     the loop as its iterations, or, where its host does not touch what it copies (``reads_as_one_pass``), as one pass
     over everything it copies where that reading's prediction of the run as it is comes nearer its measured time
-    (chunked_async: 0.42 s as its 32 iterations, 1.06 s as one pass, 1.65 s measured on an H100; NVIDIA's
+    (1 GiB sent in 32 chunks: 0.42 s as its 32 iterations, 1.06 s as one pass, 1.65 s measured on an H100; NVIDIA's
     simpleStreams: 0.90 s as its loop, 8.2 s as one pass over the 4 GiB it copies, 0.44 s measured)."""
     r = reading(app, cal, one_pass=False)
     if r.workload is None:

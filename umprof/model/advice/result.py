@@ -50,11 +50,14 @@ class Advice:
     note: str = ""
     saving_low_s: float = 0.0  # the saving's band: the prediction's own error either side (thresholds.SAVING_ERROR)
     saving_high_s: float = 0.0
+    idiom: str = ""  # the framework's own choice this change is (torch_choices' code: 'pinned-out'), '' for a way's
+    conditional: bool = False  # the saving holds only where ``note`` says
 
     def to_dict(self) -> dict:
         return {"flow": self.flow, "strategy": self.strategy, "change": self.change, "now_s": self.now_s,
                 "predicted_s": self.predicted_s, "saving_s": self.saving_s, "saving_low_s": self.saving_low_s,
-                "saving_high_s": self.saving_high_s, "tie": self.tie, "note": self.note}
+                "saving_high_s": self.saving_high_s, "tie": self.tie, "note": self.note,
+                "idiom": self.idiom or None, "conditional": self.conditional}
 
 
 def band(saving: float, now_s: float, most: float = float("inf")) -> tuple[float, float]:
@@ -84,6 +87,9 @@ class AppAdvice:
     traced_s: float = math.nan  # the loop's time as traced
     tracing_overhead_s: float = 0.0  # the tracing's own time in it, taken out of the time now (rules.tracing)
     overhead_from: str = ""  # "wall" (measured against wall_s) or "estimate" (from the trace's records)
+    framework: str = ""  # what the program allocates and copies with: "pytorch", "cupy", "pycuda" or "cuda"
+    framework_why: str = ""  # the trace's evidence for it, in words
+    choices: list[dict] = field(default_factory=list)  # the framework's own choices priced (PyTorch's), best first
 
     @property
     def loop_advice(self) -> Advice | None:
@@ -109,6 +115,8 @@ class AppAdvice:
             "advice": [x.to_dict() for x in self.advice], "verdict": self.verdict,
             "limits": [coded(x).to_dict() for x in self.limits], "notes": [coded(x).to_dict() for x in a.notes],
             "schema": SCHEMA,
+            "framework": {"name": self.framework or None, "evidence": self.framework_why or None},
+            "choices": self.choices,
             "time_now": {"traced_s": plain(self.traced_s), "untraced_wall_s": self.wall_s,
                          "tracing_overhead_s": self.tracing_overhead_s, "overhead_from": self.overhead_from or None},
         }
@@ -118,13 +126,18 @@ def _loop_dict(a: Application) -> dict | None:
     loop = a.loop
     if loop is None:
         return None
-    return {
-        "iterations": loop.iterations, "calls_per_iteration": loop.period, "cut_at": loop.anchor,
-        "first_s": loop.first_s, "steady_s": loop.steady_s, "measured_s": loop_s(a),
-        "per_iteration": loop.per_iteration, "first": {k: plain(v) for k, v in loop.first.items()},
-        "before": None if loop.lead is None else {
-            "iterations": loop.lead.iterations, "calls_per_iteration": loop.lead.period,
-            "steady_s": loop.lead.steady_s, "per_iteration": loop.lead.per_iteration}}
+    return {**_loop_core(loop), "measured_s": loop_s(a),
+            "inner": None if loop.inner is None else _loop_core(loop.inner),
+            "before": None if loop.lead is None else {
+                "iterations": loop.lead.iterations, "calls_per_iteration": loop.lead.period,
+                "steady_s": loop.lead.steady_s, "per_iteration": loop.lead.per_iteration}}
+
+
+def _loop_core(loop) -> dict:
+    """A loop's (or its inner loop's) count, cut, times and what an iteration does."""
+    return {"iterations": loop.iterations, "calls_per_iteration": loop.period, "cut_at": loop.anchor,
+            "first_s": loop.first_s, "steady_s": loop.steady_s, "per_iteration": loop.per_iteration,
+            "first": {k: plain(v) for k, v in loop.first.items()}}
 
 
 def coded(x: str) -> Limit:

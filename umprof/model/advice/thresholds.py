@@ -31,7 +31,7 @@ TRACED_FAULT_SHARE = 0.50
 # 64 KiB-2 MiB (median 0.88) and 0.61-0.75 on 64 MiB at 4 KiB, 128 KiB and 2 MiB; the median of all nine, 0.75, is
 # this figure (the 4 KiB spacing, a touch in every page, only the 64 MiB run measured). No H100 was measured.
 TRACED_GPU_FAULT_SHARE = 0.75
-# what nsys adds to each CUDA call it traces: small_copies' 61,440 copies of 16 KiB took 15 µs a copy as traced,
+# what nsys adds to each CUDA call it traces: a loop of 61,440 copies of 16 KiB took 15 µs a copy as traced,
 # where the saving measured untraced says about 12 (H100, 2026-11-25; rules.pageable_copies)
 TRACED_CALL_S = 3e-6
 # the most of a loop's traced time that is taken as the tracing's own: an estimate beyond it is not trusted

@@ -38,8 +38,8 @@ def gpu_fault_s(app: Application, base: Prediction, stall_s: float, one_pass: bo
 
     The calibration's loop prices the pages a kernel faults in as its host rewrote them, a run of the buffer that the
     driver moves in large pieces; a host that touches a word here and there across the buffer leaves the kernels to
-    fault each page back alone. monitor (a float of every 4 KiB page of a 256 MiB field read
-    each step) ran its kernel 59-64 ms a step in its traces on an H200, its GPU pulling 136-164 MiB back in about
+    fault each page back alone. A host reading a float of every 4 KiB page of a 256 MiB field
+    each step ran its kernel 59-64 ms a step in its traces on an H200, its GPU pulling 136-164 MiB back in about
     6,600 migrations, where the model priced the step's kernel at 4.3-4.7 ms; copies in place of its managed memory
     measured 2.1-2.4 s faster untraced, where 0.95-1.02 s had been predicted."""
     if stall_s <= 0 or one_pass or app.loop is None or app.strategy != base.strategy \

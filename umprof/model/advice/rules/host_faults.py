@@ -17,8 +17,8 @@ from umprof.model.workload import Workload
 
 # besides on-demand managed memory (managed, prefer-gpu), the way whose pages sit on the GPU after its kernels, where
 # the host's touches fault them back (keeps_stalls): accessed-by leaves pages where they are, but the GPU's access
-# counters move those it keeps reading to it (particles, measured 1.38-1.51x as written under accessed-by on all five
-# runs that timed both, one H100's and four H200s' of 2026-11-27 and -12-01: it saved none of the host's stalls)
+# counters move those it keeps reading to it (a host sampling records of a managed array: 1.38-1.51x as written
+# under accessed-by on all five runs that timed both, one H100's and four H200s' of 2026-11-27 and -12-01: it saved none of the host's stalls)
 ACCESS_COUNTED = "managed-advise-accessed-by-gpu"
 
 
@@ -42,8 +42,8 @@ def fault_stall_s(app: Application, host_now: float) -> float:
 
     The model prices the host's faults by the bytes it reads or writes, as the calibration's loop makes them, a run
     of the buffer; a host that samples a managed array between kernels touches a word here and there, and each
-    touch waits for its page alone. particles (2048 records of a 256 MiB array read each
-    step) spent 2.14 s of its 3.05 s traced loop on an H200 so, where its reads were priced in microseconds and
+    touch waits for its page alone. A host reading 2048 records of a 256 MiB array each
+    step spent 2.14 s of its 3.05 s traced loop on an H200 so, where its reads were priced in microseconds and
     copies in its place measured 1.07-1.34 s faster untraced."""
     return max(0.0, app.host_faults.seconds * th.TRACED_FAULT_SHARE - host_now)
 
@@ -71,10 +71,10 @@ def touches_unseen_limit(app: Application, w: Workload, stall_s: float, one_pass
 
     A CPU page fault brings back a block of pages around the touch (about 320-340 KiB a fault in every H200 trace
     of the judged programs, the host's touches sparse or dense), so a trace holds the pages that moved, not the
-    words the host touched. sources (a float every 32 KiB of a 256 MiB field read and updated each step) brought back
+    words the host touched. A host reading and updating a float every 32 KiB of a 256 MiB field each step brought back
     254 MiB a step in about 760 faults, and was read as a host rewriting half its field: its copies were priced as
     moving that much, and the pick measured 21.5% and 34.5% behind copies of only the touched cells, registered in
-    place, on two H200 leases of 2026-12-02, which saved 1.5-1.8 s where 0.7 s had been predicted."""
+    place, on two H200 runs of 2026-12-02, which saved 1.5-1.8 s where 0.7 s had been predicted."""
     loop = app.loop
     if one_pass or loop is None or stall_s > 0 or not ties.is_managed(app.strategy) or w.host_writes <= 0:
         return []

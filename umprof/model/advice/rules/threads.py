@@ -31,8 +31,8 @@ def iterations_overlap(app: Application, threads: int) -> bool:
 def threads_overlap(app: Application, base: Prediction, threads: int) -> float:
     """How much of the model's iteration the loop's host threads, running at once, take: its measured steady
     iteration over the model's of the way it runs now, at most 1 and at least one thread's share (``1 / threads``);
-    1 for one thread. The model prices every thread's copies and host work one after another: idioms.cu's two
-    threads measured 15-22 ms an iteration where it said 30-32 ms, and the savings of pinning came out 0.13-0.21 s
+    1 for one thread. The model prices every thread's copies and host work one after another: a loop of two
+    host threads measured 15-22 ms an iteration where it said 30-32 ms, and the savings of pinning came out 0.13-0.21 s
     where their difference said 0.29-0.31 s (H100 and H200); scaled, 0.15-0.22 s."""
     if not iterations_overlap(app, threads) or base.steady_s <= 0:
         return 1.0

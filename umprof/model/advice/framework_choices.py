@@ -1,0 +1,73 @@
+"""The framework's own choices in the advice: a PyTorch program's (:mod:`umprof.model.torch_choices`) priced beside
+umprof's ways. The loop's advice becomes the best of them, in PyTorch's idiom, where the low end of its saving's band
+beats the way's; every one is listed with its band (``AppAdvice.choices``). The do-no-harm rule holds for them as
+for the ways: a choice is advised only where the low end of its band is above the prediction's own error on a
+saving (thresholds.SAVING_ERROR of the time now); one whose saving rests on what the trace cannot show is said as
+conditional, with the condition."""
+
+from __future__ import annotations
+
+from umprof.core.units import format_time
+from umprof.model import torch_choices
+from umprof.model.advice import thresholds as th
+from umprof.model.advice.result import Advice, AppAdvice
+from umprof.model.application import Application
+
+# the way of umprof's each choice amounts to (what its host memory becomes), for tools that read strategies
+STRATEGY_OF = {"pin-once": "pinned", "drop-pin": "pageable", "dataloader-pin-thread": "pageable",
+               "dataloader-unpinned": "pageable", "dataloader-pinned": "pinned", "dataset-pinned-once": "pinned",
+               "resident": "resident", "offload-pinned": "pinned", "offload-prefetched": "pinned-pipelined",
+               "pinned-out": "pinned", "pinned-in": "pinned"}
+
+
+def epochs_of(app: Application) -> int | None:
+    """How many passes the loop makes over its data, where the trace shows it: the outer loop's count where the loop
+    holds a shorter one (batches in epochs, layers in requests); else unknown."""
+    loop = app.loop
+    return loop.iterations if loop is not None and loop.inner is not None else None
+
+
+def advisable(c: torch_choices.TorchChoice, now_s: float) -> bool:
+    """Whether a choice may be advised: it saves time, and the low end of its band exceeds the prediction's own error
+    on a saving."""
+    return not c.host_bytes and c.low_s > 0 and c.low_s > th.SAVING_ERROR * now_s
+
+
+def add_pytorch_choices(app: Application, cal, ranges, out: AppAdvice, free_bytes: int | None = None) -> None:
+    """Price the PyTorch program's choices, list them on ``out`` and make the best the loop's advice where it beats
+    the way advised (see the module's docstring), the choice of the highest low end of its band first."""
+    loop = out.loop_advice
+    if loop is None or ranges is None:
+        return
+    found = torch_choices.choices(app, ranges, cal, epochs=epochs_of(app), free_bytes=free_bytes)
+    now_s = loop.now_s
+    out.choices = [dict(c.to_dict(), strategy=STRATEGY_OF.get(c.code), advised=advisable(c, now_s),
+                        text=torch_choices.describe(c)) for c in found]
+    # the best is the one whose saving is surest: the highest low end of its band
+    best = max((c for c in found if advisable(c, now_s)), key=lambda c: c.low_s, default=None)
+    way_low = loop.saving_low_s if loop.saving_s > 0 else 0.0
+    if best is None or best.low_s <= way_low:
+        return
+    i = out.advice.index(loop)
+    out.advice[i] = _as_advice(best, now_s)
+    for d in out.choices:
+        d["chosen"] = d["code"] == best.code
+    out.verdict = _verdict(app, out.advice[i], best, loop)
+
+
+def _as_advice(c: torch_choices.TorchChoice, now_s: float) -> Advice:
+    """The choice as the loop's advice: its saving held within the time now."""
+    saving = min(c.saving_s, now_s)
+    return Advice("loop", STRATEGY_OF.get(c.code, c.code), c.idiom, now_s, now_s - saving, saving,
+                  note=c.why if c.conditional else "", saving_low_s=min(c.low_s, saving),
+                  saving_high_s=min(c.high_s, now_s), idiom=c.code, conditional=c.conditional)
+
+
+def _verdict(app: Application, a: Advice, c: torch_choices.TorchChoice, way: Advice) -> str:
+    """What it does now, and the PyTorch change advised (its condition first where it has one)."""
+    head = f"{app.name} on {app.gpu}: {app.strategy} now ({app.strategy_why})."
+    cond = f"Where this holds ({c.why}): " if c.conditional else ""
+    return (f"{head} {cond}{c.idiom} ({c.code}): predicted {format_time(a.predicted_s)} instead of "
+            f"{format_time(a.now_s)} (saves {format_time(a.saving_s)}, {format_time(a.saving_low_s)}-"
+            f"{format_time(a.saving_high_s)}, {a.saving_s / a.now_s:.0%}); umprof's ways alone: "
+            + (f"{way.strategy}, saves {format_time(way.saving_s)}." if way.saving_s > 0 else "keep it."))
