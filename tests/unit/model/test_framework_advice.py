@@ -15,7 +15,7 @@ from umprof.model.advice import thresholds as th
 
 # calls of other frameworks' APIs: a change for a PyTorch program naming one is not in its idiom
 FOREIGN = re.compile(r"pycuda|pagelocked_empty|memcpy_htod|memcpy_dtoh|cuda-bindings|cuMemHostRegister|cudaHostAlloc|"
-                     r"cudaMallocHost|cudaHostRegister\b|cudaMemcpy|cudaMemPrefetchAsync|cupy|malloc'd")
+                     r"cudaMallocHost|(?<!cudart\(\)\.)cudaHostRegister\b|cudaMemcpy|cudaMemPrefetchAsync|cupy|malloc'd")
 TRACES = traced.torch_traces()
 GOLDEN = traced.GOLDEN / "torch"
 

@@ -59,3 +59,42 @@ def advise_again(adv, **kwargs):
 
     cf = store.for_gpu(adv.app.gpu, adv.app.memory_bytes or None)
     return advise(adv.app, api._loaded(cf), cf.summary(), **kwargs)
+
+
+TORCH = TRACES / "torch"  # PyTorch programs' traces, nsys (.sqlite.gz or .xz) and torch.profiler (.json.gz)
+KINETO = TRACES / "kineto"
+
+
+def torch_traces() -> list[Path]:
+    """Every PyTorch fixture trace: tests/fixtures/traces/torch (both readers) and tests/fixtures/traces/kineto."""
+    return sorted([*TORCH.glob("*.sqlite.*"), *TORCH.glob("*.json.gz"), *KINETO.glob("*.json*"),
+                   *KINETO.glob("ranks/*.json*")])
+
+
+def torch_stem(p: Path) -> str:
+    """'h100-readback.nsys', 'h100-readback.kineto', 'kineto-a100-alexnet': a golden file's name for the trace."""
+    if p.parent == TORCH:
+        name = p.name.split(".")[0]
+        return f"{name}.{'nsys' if '.sqlite' in p.name else 'kineto'}"
+    return "kineto-" + str(p.relative_to(KINETO)).replace("/", "-").split(".")[0]
+
+
+@functools.cache
+def plain(p: Path) -> Path:
+    """The trace as umprof reads it: an nsys export decompressed (.gz or .xz) once a session, a JSON as it is."""
+    if ".sqlite" not in p.name or p.suffix == ".sqlite":
+        return p
+    return unpacked(p.with_name(p.name.rsplit(".", 1)[0]), _scratch())
+
+
+@functools.cache
+def torch_advice(p: Path) -> tuple:
+    """``umprof.advise`` of a PyTorch fixture trace, once a session; () where umprof refuses it (a trace without CUDA
+    activity, a GPU no calibration describes), whose one line the reader's own tests check."""
+    from umprof import api
+    from umprof.core.errors import UsageError
+
+    try:
+        return tuple(api.advise(plain(p)))
+    except UsageError:
+        return ()
