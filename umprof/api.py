@@ -248,6 +248,11 @@ def load_calibration(sources, device: int | None = None):
     items = _listed(sources, (str, Path, ResultSet))
     if not items:
         raise UsageError("no calibration given: pass result files of `umprof calibrate -o FILE`")
+    key = None
+    if not any(isinstance(s, ResultSet) for s in items) and all(Path(s).is_file() for s in items):
+        key = ("files", tuple(_file_key(s) for s in items), device)
+        if key in _BUILT:
+            return _BUILT[key]
     sets = [s if isinstance(s, ResultSet) else _calibration_rows(store.describe(s)) for s in items]
     frame = _runs_frame(sets)  # several calibrations pool case by case, each case's gaps against its own run
     infos = [d for r in sets for d in r.devices]
@@ -260,7 +265,10 @@ def load_calibration(sources, device: int | None = None):
         infos = [d for d in infos if d.get("index") == device] or infos
     device = infos[0] if infos else {}
     names = [str(s) for s in items if not isinstance(s, ResultSet)]
-    return Calibration(frame, device, ", ".join(names))
+    cal = Calibration(frame, device, ", ".join(names))
+    if key is not None:
+        _BUILT[key] = cal
+    return cal
 
 
 def _calibration_rows(cf) -> ResultSet:
@@ -445,13 +453,27 @@ def check_calibration_gpu(sources, gpu: str | None = None, device: int = 0) -> N
                              f"{cf.gpu.replace('NVIDIA ', '')!r} to answer for that GPU with it")
 
 
+# Calibrations built in this process, by their files' paths, sizes and times: building one's curves costs
+# seconds of CPU, and a job's worker advises trace after trace with the same calibration.
+_BUILT: dict[tuple, object] = {}
+
+
+def _file_key(path) -> tuple:
+    st = Path(path).stat()
+    return str(Path(path).resolve()), st.st_size, st.st_mtime_ns
+
+
 def _loaded(cf):
     from umprof.core import calibrations as store
     from umprof.model.predict import Calibration
 
     store.check(cf)
-    rs = _calibration_rows(cf)
-    return Calibration(rs.frame, rs.devices[0] if rs.devices else {}, cf.summary())
+    base = store.SHIPPED_DIR / str(cf.base or "") if cf.profile == "quick" and cf.base else None
+    key = (_file_key(cf.path), _file_key(base) if base is not None and base.is_file() else None, cf.summary())
+    if key not in _BUILT:
+        rs = _calibration_rows(cf)
+        _BUILT[key] = Calibration(rs.frame, rs.devices[0] if rs.devices else {}, cf.summary())
+    return _BUILT[key]
 
 
 def _differences(cf, here: dict) -> list[str]:

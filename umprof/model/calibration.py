@@ -312,6 +312,8 @@ class CalibrationCurves:
         self._curves: dict[tuple, Curve] = {}
         self._values: dict[tuple, float] = {}
         self._gap_table: pd.DataFrame | None = None
+        self._by_scenario: dict[str, dict[tuple, pd.DataFrame]] = {}
+        self._selections: dict[tuple, dict[float, float]] = {}
 
     @classmethod
     def from_results(cls, rs, source: str = "") -> "CalibrationCurves":
@@ -331,18 +333,37 @@ class CalibrationCurves:
         return out
 
     def _select_one(self, strategy, scenario, phase, column, rows=None, **axes) -> dict[float, float]:
-        d = rows if rows is not None else self.setup_rows if scenario in SETUP_LOOPS else self.ok
+        if rows is not None:
+            return self._selected(strategy, scenario, phase, column, rows, axes)
+        key = (strategy, scenario, phase, column, tuple(sorted(axes.items())))
+        if key not in self._selections:  # the curves ask for the same selection many times over
+            d = self.setup_rows if scenario in SETUP_LOOPS else self.ok
+            self._selections[key] = self._selected(strategy, scenario, phase, column, d, axes)
+        return dict(self._selections[key])
+
+    def _selected(self, strategy, scenario, phase, column, d: pd.DataFrame, axes: dict) -> dict[float, float]:
         if column not in d.columns:
             return {}
         # all of the scenario's rounds, where it was measured in rounds
+        d = self._rows_of(d, phase, CALIBRATION_PREFIX + scenario)
         m = d["axis.strategy"].isin(self._kernel_peers(strategy) if phase == "kernel" else (strategy,))
-        m &= d["phase"] == phase
-        m &= d["base_scenario"] == CALIBRATION_PREFIX + scenario
         for k, v in axes.items():
             col = d[f"axis.{k}"]
             m &= (col.astype(float) - v).abs() < 1e-9 if isinstance(v, float) else col == v
         sub = d[m]
         return sub.groupby("axis.bytes")[column].median().to_dict() if not sub.empty else {}
+
+    def _rows_of(self, d: pd.DataFrame, phase: str, scenario: str) -> pd.DataFrame:
+        """The rows of one phase of one scenario (its rounds as one) among ``d``: the calibration's own rows
+        split by phase and scenario once (curves select from them hundreds of times), any other rows filtered."""
+        if d is not self.ok and d is not self.setup_rows:
+            return d[(d["phase"] == phase) & (d["base_scenario"] == scenario)]
+        key = "ok" if d is self.ok else "setup"
+        if key not in self._by_scenario:  # as numpy objects: comparisons on a few rows cost less than on arrow's
+            text = {c: object for c in d.columns if pd.api.types.is_string_dtype(d[c].dtype)}
+            self._by_scenario[key] = dict(list(d.astype(text).groupby(["phase", "base_scenario"], sort=False)))
+        found = self._by_scenario[key].get((phase, scenario))
+        return found if found is not None else d.iloc[:0]
 
     @property
     def cached_host(self) -> tuple[str, ...]:
@@ -588,19 +609,16 @@ class CalibrationCurves:
             steady = d[d["phase"].isin(STEADY_PHASES)]
             # a case's phases against its own run's wall clock, where the frame pools several runs (RUN)
             keys = ["scenario", "case"] + ([RUN] if RUN in d.columns else [])
-            per_case = steady.groupby(keys)
-            sums = per_case["per_iteration"].sum()
-            n_gpu = per_case["phase"].agg(lambda p: int(p.isin(GPU_STEPS).sum()))
-            n_host = per_case["phase"].agg(lambda p: int(p.isin(HOST_STEPS).sum()))
+            per_case = steady.assign(n_gpu=steady["phase"].isin(GPU_STEPS), n_host=steady["phase"].isin(HOST_STEPS))
+            per_case = per_case.groupby(keys)[["per_iteration", "n_gpu", "n_host"]].sum().add_prefix("steps_")
             rows = []
             if "wall_steady_s" in d.columns:
-                for _, r in d[d["phase"] == "total"].iterrows():
-                    key = tuple(r[k] for k in keys)
-                    if key in sums.index and not math.isnan(r["wall_steady_s"]):
-                        rows.append({"strategy": r["axis.strategy"], "bytes": float(r["axis.bytes"]),
-                                     "n_gpu": n_gpu[key], "n_host": n_host[key],
-                                     "gap": r["wall_steady_s"] - sums[key],
-                                     "long": r["scenario"] in LONG_SCENARIOS})
+                t = d[d["phase"] == "total"].join(per_case, on=keys, how="inner")
+                t = t[t["wall_steady_s"].notna()]
+                rows = pd.DataFrame({"strategy": t["axis.strategy"], "bytes": t["axis.bytes"].astype(float),
+                                     "n_gpu": t["steps_n_gpu"].astype(int), "n_host": t["steps_n_host"].astype(int),
+                                     "gap": t["wall_steady_s"] - t["steps_per_iteration"],
+                                     "long": t["scenario"].isin(LONG_SCENARIOS)}).to_dict("records")
             self._gap_table = pd.DataFrame(rows, columns=["strategy", "bytes", "n_gpu", "n_host", "gap", "long"])
         return self._gap_table
 
