@@ -109,7 +109,8 @@ def test_a_trace_without_cuda_activity_says_how_to_record_it():
 
 @pytest.mark.parametrize("content, says", [(b'{"traceEvents": [{"ph": "X", "ts": 1', "not valid JSON"),
                                            (b'{"schema": 1}', "not a Chrome trace"),
-                                           (gzip.compress(b"{}")[:12], "gzip file that could not be read")])
+                                           (gzip.compress(b"{}", mtime=0)[:12], "gzip file that could not be read")],
+                         ids=["truncated-json", "not-chrome", "truncated-gzip"])  # ids fixed: xdist's workers must agree
 def test_bad_input_is_one_line_naming_the_file(tmp_path, content, says):
     path = tmp_path / "bad.json"
     path.write_bytes(content)
