@@ -210,7 +210,7 @@ SETUP_LOOPS = (SETUP_LOOP, SETUP_MALLOC_LOOP, SETUP_STORES_LOOP)
 # (``h2d_part``, ``d2h_part``: seconds a copy against the bytes of one copy), which prices an application's
 # copies in parts (Workload.copies > 1) where the calibration has it; the whole-buffer loops' one copy an
 # iteration, read at a record's size, priced pinned memory's 16 KiB records at half of pageable memory's,
-# where the applications measured them alike (small_copies on the H100, 2026-11). Its loops answer for
+# where a program copying 16 KiB records measured them alike (on the H100, 2026-11). Its loops answer for
 # these curves alone: their gaps and sizes are no whole-buffer loop's.
 PARTS_LOOP = "copies"
 PARTS_UNMEASURED = ("this calibration did not measure copies in parts (calibration-loop-copies, added in 0.4.0): "

@@ -13,7 +13,7 @@ SAVING_ERROR = 0.095
 # this many calls, what they take beyond the model's one buffer is priced the same under every way.
 MANY_ALLOCATION_CALLS = 16
 # the share of its priced host accesses below which a loop's host time outside CUDA calls says the host cannot be
-# making them: the host's own speed moved 1.5x between processes on the lent machines (the advise guide), and
+# making them: the host's own speed moved 1.5x between processes on the H100 and H200 machines measured, and
 # the applications timed in every mode spent 0.8-2.4x their priced accesses outside CUDA calls
 HOST_TIME_SHARE = 0.5
 # the share of its input that a loop must copy in every iteration for its launches to be read as passes over what it

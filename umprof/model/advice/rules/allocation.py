@@ -21,7 +21,7 @@ def adjust(app: Application, cal: Calibration, r: Reading) -> Adjustment:
 
 def unseen_release_s(cal: Calibration, strategy: str, w: Workload) -> float:
     """What the application's free() of its malloc'd buffer costs that its trace does not show: the pages
-    given back to the kernel (0.04-0.06 s a GiB on the lent H100 and H200), which umprof's loop times inside
+    given back to the kernel (0.04-0.06 s a GiB on the H100 and H200 measured), which umprof's loop times inside
     the free of every strategy whose buffer is the application's malloc'd memory (strategies.release_pages).
     The trace times CUDA's calls alone, so the measured allocation that stands for the current way's
     predicted allocation and free leaves it out: the calibration's free of malloc'd pages less its free of
