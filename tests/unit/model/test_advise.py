@@ -278,7 +278,7 @@ def test_copies_made_by_several_host_threads_scale_the_savings_by_their_overlap(
 
 
 def test_four_worker_threads_unseen_before_the_rule_are_priced_by_their_overlap(tmp_path):
-    """workers (benchmarks/apps/unseen, fixed and measured before the overlap was priced; H200, 2026-11-27): four
+    """workers (benchmarks/apps/verification, fixed and measured before the overlap was priced; H200, 2026-11-27): four
     host threads, each its stream and its 16 MiB each way, 30 frames. Their loop measured 15.5 ms an iteration
     where the model priced 42.6 ms: the savings, 0.39-0.45 s by the model's differences, measured 0.10-0.13 s in
     ten rounds (pageable 0.840 s, registered 0.714 s, pinned 0.743 s). Scaled by the threads' overlap, registering
@@ -588,7 +588,7 @@ def test_nvidia_s_unified_memory_streams_and_zero_copy_samples_are_told_to_keep_
 
 
 def test_a_managed_program_whose_host_samples_its_data_is_not_told_to_leave_it_on_the_host(tmp_path):
-    """particles (benchmarks/apps/unseen, fixed before it was measured; H200, 2026-11-27): 256 MiB of managed
+    """particles (benchmarks/apps/verification, fixed before it was measured; H200, 2026-11-27): 256 MiB of managed
     memory the GPU updates every step while the host reads every 4096th particle. Its trace moves 128 MiB to the
     GPU a step and 34 MiB back. Read as the host rewriting 55% of the buffer, it was told to advise the GPU as
     accessed-by, which leaves the pages on the host: 2.67 s by wall clock against 1.76 s as written on that run,
@@ -657,7 +657,7 @@ def test_a_managed_programs_kernels_faulting_back_what_its_host_touched_are_pric
 
 
 def test_a_managed_host_read_as_rewriting_what_comes_back_is_told_its_trace_cannot_tell_sparse_touches(tmp_path):
-    """sources (benchmarks/apps/unseen, fixed before it was measured; H200, 2026-12-02): its host reads and updates
+    """sources (benchmarks/apps/verification, fixed before it was measured; H200, 2026-12-02): its host reads and updates
     a float every 32 KiB of a 256 MiB managed field each step, and each CPU fault brings back about 330 KiB, so its
     trace moves 254 MiB back a step and reads as a host rewriting half its field, its stalls within that rewrite's
     price. Copies of only the touched cells measured fastest, the pick 21.5% and 34.5% behind: it is told that its trace
@@ -674,7 +674,7 @@ def test_a_managed_host_read_as_rewriting_what_comes_back_is_told_its_trace_cann
 
 
 def test_a_python_script_started_by_a_wrapper_is_read_as_python_and_each_batch_launch_as_reading_its_batch():
-    """batches (benchmarks/apps/unseen, fixed before it was measured; H200, 2026-12-02): a pycuda program sending a
+    """batches (benchmarks/apps/verification, fixed before it was measured; H200, 2026-12-02): a pycuda program sending a
     1 GiB numpy dataset in 32 batches of 32 MiB, a kernel a batch. Started through a wrapper that execs python3, its
     trace names the process as the wrapper: read as a C program, it was told C's calls. Its 32 launches of 12 µs,
     each bounded by its batch, make one pass over the dataset, not two. Advised the staging ring in Python's calls, it
@@ -714,7 +714,7 @@ def test_host_fault_stalls_are_the_host_s_stretches_without_gpu_work_from_first_
 
 
 def test_a_loop_whose_host_does_not_touch_what_it_copies_reads_as_one_pass(tmp_path):
-    """chunked_async (benchmarks/apps/unseen, fixed before it was measured; H100, 2026-11-27): 1 GiB written on the
+    """chunked_async (benchmarks/apps/verification, fixed before it was measured; H100, 2026-11-27): 1 GiB written on the
     host, then sent in 32 chunks over 4 streams, each reduced and its result copied back, the results summed after.
     Read as 32 iterations that each write their chunk, it was told to page-lock its buffers: 22% behind the fastest
     way by wall clock on the H100 and the H200. Its host spends microseconds an iteration outside CUDA calls, so it
@@ -744,7 +744,7 @@ def test_a_loop_whose_host_does_not_touch_what_it_copies_reads_as_one_pass(tmp_p
 
 
 def test_a_loop_of_copies_before_the_loop_is_read_on_its_own_and_priced_with_it(tmp_path):
-    """twophase (benchmarks/apps/unseen, fixed before it was measured; H200, 2026-11-27): a 768 MiB dataset loaded in
+    """twophase (benchmarks/apps/verification, fixed before it was measured; H200, 2026-11-27): a 768 MiB dataset loaded in
     24 chunks of 32 MiB (parsed into one malloc'd buffer, copied in, normalized), then 300 iterations of 4 KiB each
     way over it. Read as its 300 iterations alone, the load's copies (109 ms of pageable copies, 7.4 GB/s) were no
     iteration's and it was told to keep pageable memory; every way that pins or maps its chunk buffer measured
@@ -768,7 +768,7 @@ def test_a_loop_of_copies_before_the_loop_is_read_on_its_own_and_priced_with_it(
 
 
 def test_a_table_read_sparsely_is_read_across_the_link_as_far_as_its_kernels_could_move_it(tmp_path):
-    """embedding (benchmarks/apps/unseen, fixed before it was measured; H200, 2026-11-27): a 1 GiB table copied in
+    """embedding (benchmarks/apps/verification, fixed before it was measured; H200, 2026-11-27): a 1 GiB table copied in
     once, then 100 batches whose kernel reads 16 MiB of it at random rows (5.8 µs each). Priced as reading the whole
     table each batch, the ways that leave it in host memory were predicted at 3.7-3.9 s where they measured 1.15-1.37 s
     (accessed-by the fastest way in that run). A kernel of 5.8 µs moved at most what the DRAM's peak moves in that
@@ -856,7 +856,7 @@ def test_a_pipeline_whose_launches_each_work_on_a_chunk_makes_one_pass(tmp_path)
 
 
 def test_a_frame_refined_by_40_launches_is_read_as_their_passes(tmp_path):
-    """refine (benchmarks/apps/unseen, fixed before it was measured; H200 `zo`, 2026-12-01): 20 frames of 32 MiB
+    """refine (benchmarks/apps/verification, fixed before it was measured; H200 `zo`, 2026-12-01): 20 frames of 32 MiB
     computed into malloc'd memory, copied in, refined by 40 launches that each read and rewrite the frame, copied back
     and read. Eight rounds: pinned 0.684 s, registered 0.709 s, as written 0.968 s; mapped 1.809 s, zero-copy 1.438 s,
     accessed-by 1.365 s. Read as one pass, those three had been predicted at 0.46-0.48 s, second to fourth, in the
@@ -875,7 +875,7 @@ def test_a_frame_refined_by_40_launches_is_read_as_their_passes(tmp_path):
 
 
 def test_a_batch_copied_whole_whose_kernel_reads_its_headers_is_read_in_place_first(tmp_path):
-    """headers (benchmarks/apps/unseen, fixed before it was measured; H200 `zf`, 2026-11-27): 40 batches of 256 MiB
+    """headers (benchmarks/apps/verification, fixed before it was measured; H200 `zf`, 2026-11-27): 40 batches of 256 MiB
     written by the host and copied in whole, of which a kernel of 3.3 µs reads each 4 KiB packet's 64-byte header
     (4 MiB). Priced as reading each batch whole, the ways that leave it in host memory were predicted behind a
     pipelined copy; bounded by the kernels' time they rank first, as accessed-by (2.29 s) and mapped (2.39 s)
@@ -893,7 +893,7 @@ def test_a_batch_copied_whole_whose_kernel_reads_its_headers_is_read_in_place_fi
 
 
 def test_a_process_driving_two_gpus_is_advised_on_each(tmp_path):
-    """two_gpus (benchmarks/apps/unseen, fixed before it was measured; two H200s, 2026-11-27): one host thread, each
+    """two_gpus (benchmarks/apps/verification, fixed before it was measured; two H200s, 2026-11-27): one host thread, each
     GPU its stream and 32 MiB each way of pageable memory, 30 steps. Both GPUs are advised by default, each on its own
     copies; their copies never ran at once, so the program saves their sum: 0.37 s predicted (each flow's first copy
     counted at its later copies' pace), 0.47 s measured (six rounds: pageable 3.478 s, registered 3.007 s, pinned
@@ -936,7 +936,7 @@ def test_other_processes_are_named_and_left_to_all():
 
 
 def test_memory_page_locked_every_iteration_is_advised_pinned_once(tmp_path):
-    """pin_per_call (benchmarks/apps/unseen, fixed before it was measured; H100 `zt`, 2026-11-27): a library's
+    """pin_per_call (benchmarks/apps/verification, fixed before it was measured; H100 `zt`, 2026-11-27): a library's
     helpers register the caller's malloc'd buffer around each copy (cudaHostRegister, cudaMemcpyAsync,
     cudaHostUnregister), 48 MiB each way, 30 frames. Priced as registering once, as every other way was, it had been
     told to keep what it has; the 120 calls took 240 ms of the loop. Eight rounds: as written 1.567 s, registered once
@@ -984,7 +984,7 @@ def test_memory_pinned_once_before_the_loop_is_no_pinning_in_it():
 
 
 def test_copies_through_a_bounce_buffer_are_priced_with_the_hosts_copies(tmp_path):
-    """bounce_per_call (benchmarks/apps/unseen, fixed before it was measured; H100 `zu`, 2026-11-27): helpers that
+    """bounce_per_call (benchmarks/apps/verification, fixed before it was measured; H100 `zu`, 2026-11-27): helpers that
     copy the caller's malloc'd buffers through an 8 MiB pinned bounce buffer they allocate on each call (a host memcpy
     and a synchronized copy for each chunk), 48 MiB each way, 30 frames. The trace shows pinned copies; the host's
     copies are no CUDA call. Priced as a pinned program, it was told to keep pinned memory page-locked once (the
@@ -1043,7 +1043,7 @@ def test_host_staging_is_a_run_of_chunks_at_a_host_copys_rate():
 
 
 def test_snapshots_copied_back_every_few_steps_read_as_a_loop_of_one_copy(tmp_path):
-    """snapshot (benchmarks/apps/unseen, fixed before it was measured; H100 `zx`, 2026-11-28): a 256 MiB field copied
+    """snapshot (benchmarks/apps/verification, fixed before it was measured; H100 `zx`, 2026-11-28): a 256 MiB field copied
     in once, 400 steps on the GPU, the whole field copied back into a malloc'd buffer every 20th step for the host to
     read. Eight rounds: as written 4.038 s, registered 3.082 s, accessed-by (the snapshot buffer in managed memory
     written by a kernel) 2.956 s, the fastest; the pinned pipeline 3.126 s."""
@@ -1067,7 +1067,7 @@ def test_snapshots_copied_back_every_few_steps_read_as_a_loop_of_one_copy(tmp_pa
 
 
 def test_a_thrust_program_is_advised_from_the_calls_thrust_makes(tmp_path):
-    """thrust_stats (benchmarks/apps/unseen, fixed before it was measured; H200 `zi`, 2026-11-27): Thrust copies a
+    """thrust_stats (benchmarks/apps/verification, fixed before it was measured; H200 `zi`, 2026-11-27): Thrust copies a
     32 MiB batch in from malloc'd memory, transforms it, reduces it twice (each reduce allocates its temporary
     storage and copies an 8-byte result back) and copies 32 MiB back, 40 batches. Advised the registered buffers (a
     tie), the fastest of ten rounds (1.154 s; pageable 1.498 s, pinned 1.172 s): 0.25 s predicted, 0.34 s measured,
@@ -1116,7 +1116,7 @@ def test_managed_loop_s_buffer_reads_whole_from_its_faults_where_its_migrations_
 
 
 def test_a_table_copied_in_again_unchanged_is_told_what_copying_it_once_saves_at_most(tmp_path):
-    """recopy (benchmarks/apps/unseen, fixed before it was measured; H200 `zt`, 2026-12-02): a 96 MiB table copied in
+    """recopy (benchmarks/apps/verification, fixed before it was measured; H200 `zt`, 2026-12-02): a 96 MiB table copied in
     again unchanged with each batch's 4 MiB input, 60 batches. Its host has 2.2 ms a batch outside CUDA calls, too
     little to write what it copies: told so, and that copied once its copies in take at most 59 x 17.1 ms less
     (measured: pageable 1.54 s, the table copied once 0.64 s)."""
@@ -1136,7 +1136,7 @@ def test_a_table_copied_in_again_unchanged_is_told_what_copying_it_once_saves_at
 
 @pytest.mark.parametrize("name, advised", [("cadence", "pageable-registered"), ("arrays", "pinned")])
 def test_copies_from_pageable_memory_are_the_current_way_s_as_traced(tmp_path, name, advised):
-    """cadence and arrays (benchmarks/apps/unseen, fixed before they were measured; H200 run zz, 2026-12-02): a
+    """cadence and arrays (benchmarks/apps/verification, fixed before they were measured; H200 run zz, 2026-12-02): a
     pageable copy runs at the host's pace, which the trace measures and the calibration only estimates. cadence's
     copies took 463 ms where the model priced 655 ms (the saving had been predicted 0.56 s); arrays' copied back into
     a new numpy array every step, at 3.5 GB/s, 746 ms where the model priced 400 ms (0.33 s predicted). Taken as
@@ -1152,7 +1152,7 @@ def test_copies_from_pageable_memory_are_the_current_way_s_as_traced(tmp_path, n
 
 @pytest.mark.parametrize("name, measured", [("render", 1.313 - 1.062), ("histogram", 1.165 - 0.852)])
 def test_a_first_copy_into_untouched_pages_and_a_small_copy_beside_a_large_one_unseen(tmp_path, name, measured):
-    """render and histogram (benchmarks/apps/unseen, fixed before they were measured; H200 run zzb, 2026-12-02, eight
+    """render and histogram (benchmarks/apps/verification, fixed before they were measured; H200 run zzb, 2026-12-02, eight
     rounds). render copies a 192 MiB frame back into one malloc'd buffer 16 times, its first copy faulting the pages
     in: counted whole, registering the buffer was predicted to save 0.45 s. histogram copies 64 MiB in and 4 KiB
     out an iteration. Both are advised to page-lock their buffers in place, within 20% of the saving measured by wall
@@ -1216,7 +1216,7 @@ def test_an_output_copied_back_in_parts_into_untouched_pages_counts_at_its_later
 
 
 def test_a_small_copy_an_iteration_beside_a_large_one_leaves_the_large_one_as_traced(tmp_path):
-    """histogram (benchmarks/apps/unseen): 64 MiB in and 4 KiB of counters out an iteration. Half its copies are
+    """histogram (benchmarks/apps/verification): 64 MiB in and 4 KiB of counters out an iteration. Half its copies are
     small, but they take a small share of its copies' time: the large ones as traced still stand for the model's
     price, and traced at a third of their rate, every other way saves what they took beyond."""
     def loop(slower):
@@ -1242,7 +1242,7 @@ def _copies(sizes, direction="h2d"):
 
 
 def test_copies_of_a_new_size_every_time_are_flows_of_their_power_of_two_range():
-    """A server's loop over requests of every size (requests, benchmarks/apps/unseen) is a flow a size range, not a
+    """A server's loop over requests of every size (requests, benchmarks/apps/verification) is a flow a size range, not a
     flow a copy; a size made three times or more keeps its own flow, and a copy alone in its range its size."""
     kernels = pd.DataFrame({"start": pd.Series(dtype=np.int64), "end": pd.Series(dtype=np.int64)})
     varied = [int(300_000 * 1.1 ** i) for i in range(40)]  # 300 KB .. 12 MB, each once
@@ -1271,7 +1271,7 @@ def test_iterations_that_move_very_different_amounts_are_read_by_their_mean():
 
 
 def test_a_loop_whose_copies_change_size_every_iteration_unseen(tmp_path):
-    """requests (benchmarks/apps/unseen, fixed before it was measured; H200 run zze, 2026-12-02, six rounds): 160
+    """requests (benchmarks/apps/verification, fixed before it was measured; H200 run zze, 2026-12-02, six rounds): 160
     requests of 284 KiB to 30 MiB copied in from one malloc'd buffer and a quarter of each copied back. Its flows are
     its size ranges; its iteration moves what the run moves over its iterations; it is advised to page-lock its
     buffers, within 20% of the saving measured by wall clock (registered against pageable: 0.852 against 1.015 s)."""
@@ -1288,7 +1288,7 @@ def test_a_loop_whose_copies_change_size_every_iteration_unseen(tmp_path):
 
 
 def test_passes_over_one_dataset_carried_out_and_back_price_managed_memory_moving_it_once(tmp_path):
-    """tiles (benchmarks/apps/unseen, fixed before it was measured; H200 run zzg, 2026-12-02, eight rounds): an
+    """tiles (benchmarks/apps/verification, fixed before it was measured; H200 run zzg, 2026-12-02, eight rounds): an
     out-of-core filter's four passes over a 512 MiB image, each 32 tiles of 16 MiB copied in and out with cudaMemcpy2D,
     its host touching nothing between. Read as its iterations, its host rewriting the image every pass, managed memory
     was priced slower than the pageable copies (1.27 s against 1.31 s measured) and accessed-by was advised, 5.4%

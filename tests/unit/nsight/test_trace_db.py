@@ -29,7 +29,7 @@ def fixture(name, tmp_path=None, gpu="h100"):
 
 
 def test_a_process_names_the_program_its_main_thread_runs():
-    """batches (benchmarks/apps/unseen) ran as a shell wrapper that execs python3: the trace names the process by the
+    """batches (benchmarks/apps/verification) ran as a shell wrapper that execs python3: the trace names the process by the
     command it was started as, its main thread by the interpreter (ThreadNames); a trace without thread names (a
     trimmed fixture) has the process's name for both."""
     t = open_trace(fixture("batches", gpu="h200"))
