@@ -105,7 +105,9 @@ def idiom_of(program: str, change: str) -> str:
     """'own' where the change names no other framework's API, else 'foreign: WORD'."""
     if not change:
         return "-"
-    hit = [w for w in FOREIGN[FRAMEWORK.get(program, "pytorch")] if w.lower() in change.lower()]
+    # PyTorch's own binding of the runtime (torch.cuda.cudart().cudaHostRegister) is its idiom, not a foreign API
+    said = change.lower().replace("torch.cuda.cudart().cudahostregister", "").replace("cudahostunregister", "")
+    hit = [w for w in FOREIGN[FRAMEWORK.get(program, "pytorch")] if w.lower() in said]
     return f"foreign: {hit[0]}" if hit else "own"
 
 
