@@ -16,15 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include "../apps/cuda_check.h"  // CHECK(call)
 
-#define CHECK(x)                                                                            \
-    do {                                                                                    \
-        cudaError_t e_ = (x);                                                               \
-        if (e_ != cudaSuccess) {                                                            \
-            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
-            exit(1);                                                                        \
-        }                                                                                   \
-    } while (0)
 #define GROUP 32
 
 __global__ void group_sums(const float *x, float *sums, size_t groups) {

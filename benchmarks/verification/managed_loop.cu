@@ -18,15 +18,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include "../apps/cuda_check.h"  // CHECK(call)
 
-#define CHECK(x)                                                                            \
-    do {                                                                                    \
-        cudaError_t e_ = (x);                                                               \
-        if (e_ != cudaSuccess) {                                                            \
-            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
-            exit(1);                                                                        \
-        }                                                                                   \
-    } while (0)
 
 __global__ void update(float *x, size_t n) {
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
