@@ -52,7 +52,8 @@ def advise(ctx, traces, runs, output, wall_s, sources, gpu_name, nsys, all_proce
     """Read an application's trace, or run it, and say what its transfers should use, and what that saves.
 
     TRACE is what `nsys profile -t cuda[,nvtx] -o app ./app` wrote (app.nsys-rep; exported once to
-    app.sqlite beside it, which needs nsys) or that export itself (read without nsys). Annotations
+    app.sqlite beside it, which needs nsys), that export itself (read without nsys), or a torch.profiler
+    trace (`prof.export_chrome_trace("trace.json")`, .json or .json.gz, recorded with CPU and CUDA activity). Annotations
     are not needed; an application that launches CUDA graphs is traced with --cuda-graph-trace=node too
     (so that the copies and kernels inside them are in the trace). The advice is for the application's
     loop (its repeating CUDA calls) and for each flow of copies, predicted from the calibration of the
@@ -97,7 +98,8 @@ def _check_inputs(traces, program, runs, output, wall_s) -> None:
         raise UsageError(f"advise: a TRACE ({trace}) and a program after -- ({' '.join(program)}): give one; "
                          "`umprof advise TRACE` reads a trace, `umprof advise -- CMD ARGS` runs CMD and traces it")
     if not trace and not program:
-        raise UsageError("advise: expected a TRACE (app.nsys-rep or app.sqlite) or a program to run after -- "
+        raise UsageError("advise: expected a TRACE (app.nsys-rep, app.sqlite or a torch.profiler trace.json) or a program to "
+                         "run after -- "
                          "(umprof advise -- ./app ARGS)")
     if program and wall_s is not None:
         raise UsageError("option '--wall': gives a TRACE's untraced wall time; with -- CMD umprof measures it "
