@@ -59,13 +59,15 @@ def floor_s(r: Reading, link_bytes_per_s: float, now_s: float, host: float, carr
     return min(max(0.0, link + kernels + host), now_s)
 
 
-def removable_s(app: Application, r: Reading, rules: dict, strategy: str, now_s: float) -> float:
-    """What a change to ``strategy`` can remove from the program's time (see the module's docstring)."""
-    stalls = 0.0 if keeps_stalls(strategy) else host_stalls_s(app) + rules["gpu_faults"].seconds
+def removable_s(app: Application, r: Reading, rules: dict, strategies: list[str], now_s: float) -> dict:
+    """What a change to each of ``strategies`` can remove from the program's time (see the module's docstring): what
+    every way drops (its copies, migrations, allocation, page-locking and staging calls, host accesses), and the
+    fault stalls of the ways that do not keep them."""
+    moved = (copies_s(app) + app.um["migration_s"] + app.allocation_s + rules["pinning"].seconds
+             + rules["staging"].seconds)
     host = min(r.host_now, _outside_calls_s(app, r))
-    dropped = (copies_s(app) + app.um["migration_s"] + app.allocation_s + rules["pinning"].seconds
-               + rules["staging"].seconds + stalls + host)
-    return max(0.0, min(dropped, now_s))
+    stalls = host_stalls_s(app) + rules["gpu_faults"].seconds
+    return {s: max(0.0, min(moved + (0.0 if keeps_stalls(s) else stalls) + host, now_s)) for s in strategies}
 
 
 def copies_s(app: Application) -> float:
@@ -86,7 +88,8 @@ def bounds(app: Application, r: Reading, rules: dict, strategies: list[str], lin
     somewhere in what the trace measured, is never removable."""
     host = host_floor_s(app, r, rules["host_faults"].seconds)
     floor = {s: floor_s(r, link_bytes_per_s, now_s, host, s in rules["carried"].ways) for s in strategies}
-    return Bounds(floor, {s: max(0.0, removable_s(app, r, rules, s, now_s) - tracer_s) for s in strategies})
+    removable = removable_s(app, r, rules, strategies, now_s)
+    return Bounds(floor, {s: max(0.0, removable[s] - tracer_s) for s in strategies})
 
 
 def bounded_saving(saving: float, strategy: str, b: Bounds, now_s: float) -> float:
