@@ -38,15 +38,13 @@ import numpy as np
 import pandas as pd
 
 from umprof.core.units import format_size, format_time
+from umprof.model.advice.thresholds import PREDICTION_ERROR  # the band of a saving priced by the curves alone
 from umprof.model.application import Application, _covered, _union
 from umprof.model.frameworks import TORCH_D2H_SYNC, TORCH_SIDE_STREAM
 
 PIN_OPS = ("aten::pin_memory", "aten::_pin_memory")  # pin_memory() as torch.profiler and emit_nvtx name it
 LOADER_RANGE = "enumerate(DataLoader)"  # the range torch.profiler puts around each batch a DataLoader yields
 RECURRING = 3  # calls made this many times are a habit of the loop, not a one-off
-# the calibration's prediction error (verification: median errors 5-15% per set on both GPUs): the band of a
-# saving priced by its curves alone
-PREDICTION_ERROR = 0.10
 # the share of a GPU's memory a dataset may take to be kept there: the model's weights, activations and the
 # caching allocator's reserve need the rest (the trace does not say how much is free)
 RESIDENT_SHARE = 0.5
@@ -89,7 +87,7 @@ def choices(app: Application, ranges: pd.DataFrame, cal, epochs: int | None = No
 
 class _Context:
     """What the prices share: the program's ranges on its thread that makes most CUDA calls (``main``) and on the
-    others, its copies, and when its GPU was busy."""
+    others, and its copies."""
 
     def __init__(self, app: Application, ranges: pd.DataFrame):
         self.app = app
@@ -97,9 +95,6 @@ class _Context:
         self.ranges = r.assign(op=r["name"].astype(str).str.split(",", n=1).str[0].str.strip())
         tids = app.copies["tid"].dropna()
         self.main = int(tids.mode().iloc[0]) if len(tids) else None
-        copies = app.explicit_copies
-        busy = pd.concat([copies[["start", "end"]], app.kernels[["start", "end"]]])
-        self.busy = _union(busy["start"].to_numpy(np.int64), busy["end"].to_numpy(np.int64))
 
     def ops(self, names: tuple, main: bool | None = True) -> pd.DataFrame:
         """Ranges of the first of ``names`` that the trace holds, on the main thread (True), the others (False)
@@ -111,11 +106,6 @@ class _Context:
             if len(r):
                 return r.sort_values("start")
         return self.ranges.iloc[:0]
-
-    def idle_s(self, r: pd.DataFrame) -> float:
-        """Seconds of the ranges during which the GPU did nothing: the host's time nothing hid."""
-        start, end = r["start"].to_numpy(np.int64), r["end"].to_numpy(np.int64)
-        return float(((end - start) - (_covered(self.busy, end) - _covered(self.busy, start))).sum() / 1e9)
 
     def copies(self, direction: str, host_kind: str | None = None) -> pd.DataFrame:
         c = self.app.explicit_copies
