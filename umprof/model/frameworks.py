@@ -102,14 +102,15 @@ class _Facts(NamedTuple):
         if hasattr(x, "ranges"):  # TraceTables
             names = [str(n) for n in x.processes.get("name", [])] + [str(n) for n in x.processes.get("program", [])]
             return cls(getattr(x, "source", "nsys"), x.ranges["name"].astype(str), x.kernels["name"].astype(str),
-                       x.calls["name"].value_counts().to_dict(), _is_python(names), set(names))
+                       x.calls["name"].value_counts().to_dict(), is_python_process(names), set(names))
         names = [x.name, x.program]
         ranges = x.copies["range"].astype(str) if "range" in x.copies else pd.Series(dtype=str)
-        return cls("", ranges, x.kernels["name"].astype(str), dict(x.calls), _is_python(names), set(names))
+        return cls("", ranges, x.kernels["name"].astype(str), dict(x.calls), is_python_process(names), set(names))
 
 
-def _is_python(names: list[str]) -> bool:
-    return any(PYTHON.fullmatch(PurePosixPath(n).name) for n in names if n)
+def is_python_process(names) -> bool:
+    """Whether any of a process's names (its command, its main thread's executable) is a Python interpreter's."""
+    return any(PYTHON.fullmatch(PurePosixPath(str(n)).name) for n in names if n)
 
 
 def _kernel_counts(names: pd.Series, python: bool) -> tuple[int, int]:

@@ -7,9 +7,6 @@ the CUDA runtime's words where its framework has none of its own."""
 
 from __future__ import annotations
 
-import re
-from pathlib import PurePosixPath
-
 from umprof.core.units import format_size
 from umprof.measure import strategies
 from umprof.model import frameworks, ties
@@ -105,7 +102,6 @@ PYTHON_CHANGES = {
                        "with numpy and start its memcpy_htod_async on their own stream while the other is copied (an "
                        "event per buffer)",
 }
-PYTHON_PROCESS = re.compile(r"python[0-9.]*")
 # what a program of each framework changes from what it has, where its words differ from the CUDA runtime's;
 # FROM_MANAGED stands for "cuda" where the program uses managed memory now
 TEXTS = {"cuda": CHANGES, "pycuda": PYTHON_CHANGES}
@@ -123,7 +119,7 @@ OWN_TEXTS = ("pytorch", "cupy")
 def is_python(app: Application) -> bool:
     """Whether the application's process is a Python interpreter: its name in the trace, or its main thread's (a
     script started by its #! line, or by a wrapper that execs the interpreter, is named as the script)."""
-    return any(PYTHON_PROCESS.fullmatch(PurePosixPath(str(n)).name) for n in (app.name, app.program) if n)
+    return frameworks.is_python_process((app.name, app.program))
 
 
 def framework_of(app: Application) -> str:
