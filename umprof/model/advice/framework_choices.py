@@ -33,13 +33,14 @@ def advisable(c: torch_choices.TorchChoice, now_s: float) -> bool:
     return not c.host_bytes and c.low_s > 0 and c.low_s > th.SAVING_ERROR * now_s
 
 
-def add_pytorch_choices(app: Application, cal, ranges, out: AppAdvice, free_bytes: int | None = None) -> None:
+def add_pytorch_choices(app: Application, cal, ranges, out: AppAdvice) -> None:
     """Price the PyTorch program's choices, list them on ``out`` and make the best the loop's advice where it beats
     the way advised (see the module's docstring), the choice of the highest low end of its band first."""
     loop = out.loop_advice
     if loop is None or ranges is None:
         return
-    found = torch_choices.choices(app, ranges, cal, epochs=epochs_of(app), free_bytes=free_bytes)
+    # the trace does not say how much GPU memory is free: choices keeps data there only within its share of it
+    found = torch_choices.choices(app, ranges, cal, epochs=epochs_of(app))
     now_s = loop.now_s
     out.choices = [dict(c.to_dict(), strategy=STRATEGY_OF.get(c.code), advised=advisable(c, now_s),
                         text=torch_choices.describe(c)) for c in found]
