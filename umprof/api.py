@@ -765,8 +765,8 @@ def job_traces(paths) -> list[str]:
             continue
         found = sorted(f for f in p.rglob("*") if f.is_file() and not f.name.startswith(".")
                        and f.name.endswith(TRACE_SUFFIXES))
-        names = {f.name for f in found}
-        out += [str(f) for f in found if not (f.suffix == ".nsys-rep" and f.with_suffix(".sqlite").name in names)]
+        have = set(found)  # an export beside its own report, not a file of that name in another folder
+        out += [str(f) for f in found if not (f.suffix == ".nsys-rep" and f.with_suffix(".sqlite") in have)]
         if not found:
             raise UsageError(f"{p}: a folder with no traces in it (expected {', '.join(TRACE_SUFFIXES)} files)")
     return out
