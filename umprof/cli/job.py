@@ -11,6 +11,8 @@ from umprof import api
 from umprof.cli import common
 from umprof.core.errors import UsageError
 
+# a folder of many unrelated files can leave hundreds of ranks out: the first few lines say what, --json says all
+PROBLEM_LINES = 10
 COMMANDS: list = []  # no command of its own: `advise` calls it
 
 
@@ -31,7 +33,10 @@ def advise_job(traces, sources, gpu_name, nsys, scheduler, workers, links, as_js
         from umprof.views.job import print_job
 
         print_job(doc, common.out())
-    for p in doc["job"]["problems"]:
+    problems = doc["job"]["problems"]
+    for p in problems[:PROBLEM_LINES]:
         click.echo(f"umprof: {p['text']}", err=True)
+    if len(problems) > PROBLEM_LINES:
+        click.echo(f"umprof: and {len(problems) - PROBLEM_LINES} more ranks left out (--json lists them)", err=True)
     if doc["job"]["totals"]["failed"]:
         click.get_current_context().exit(1)

@@ -54,7 +54,8 @@ def check_ranks(ranks: list[dict]) -> tuple[list[dict], list[dict]]:
     for r in ok:
         if _app(r)["gpu"] != gpu:
             problems.append({"path": r["path"], "code": "gpu-mixed", "text": f"{r['path']}: traced on {_app(r)['gpu']}, "
-                             f"the job's other ranks on {gpu}: advised alone, left out of the job's answer"})
+                             f"the job's other ranks on {gpu}: left out of the job's answer (advise it on its own: umprof advise "
+                             f"{r['path']})"})
         elif _version(r) != version:
             problems.append({"path": r["path"], "code": "schema-mixed", "text": f"{r['path']}: advised by umprof "
                              f"{_version(r)}, the job's other ranks by {version}: left out of the job's answer"})
