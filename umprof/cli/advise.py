@@ -43,7 +43,7 @@ class _ProgramAfterDashes(click.Command):
               help="JSON: gpu, totals, flows, loop, advice, ... (under 'applications', one each, for several).")
 @click.option("--scheduler", default=None, metavar="ADDRESS",
               help="A job's traces: advise them on this running Dask scheduler (default: a local cluster).")
-@click.option("--workers", type=click.IntRange(1), default=None, help="A job's traces: local workers (default: a core each).")
+@click.option("--workers", type=click.IntRange(1), default=None, metavar="N", help="A job's traces: local workers (default: a core each).")
 @click.option("--links", multiple=True, type=click.Path(dir_okay=False), metavar="RESULTS",
               help="A job's traces: host-links results of its hosts' GPUs, to price ranks copying at once (repeatable).")
 @click.pass_context

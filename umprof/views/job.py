@@ -18,7 +18,7 @@ def _ranks_text(names: list[str]) -> str:
 
 
 def _host(name: str) -> str:
-    return name or "(host not in the trace)"
+    return name or "host not named"
 
 
 def print_group(g: dict, console: Console) -> None:
@@ -88,8 +88,15 @@ def print_saving(s: dict | None, console: Console) -> None:
     what = "the job's saving" if s["synchronised"] else "the ranks' savings, summed"
     console.print(f"[bold]{what}: {format_time(s['saving_s'])}[/] ({s['why']}): slowest rank now "
                   f"{format_time(s['now_s'])} ({s['slowest_now']}), after the advice {format_time(s['predicted_s'])} "
-                  f"({s['slowest_after']}); the ranks' savings priced alone add up to "
-                  f"{format_time(s['saving_alone_s'])}, on their shares of the links {format_time(s['rank_seconds_saved'])}")
+                  f"({s['slowest_after']})" + _alone(s))
+
+
+def _alone(s: dict) -> str:
+    """What the ranks' savings add up to priced alone, where the shared links or the slowest rank make it differ."""
+    if abs(s["saving_alone_s"] - s["rank_seconds_saved"]) < 1e-9 and abs(s["rank_seconds_saved"] - s["saving_s"]) < 1e-9:
+        return ""
+    return (f"; the ranks' savings priced alone add up to {format_time(s['saving_alone_s'])}, on their shares of the "
+            f"links {format_time(s['rank_seconds_saved'])}")
 
 
 def print_job(doc: dict, console: Console) -> None:
