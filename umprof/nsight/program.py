@@ -89,9 +89,9 @@ def _traced(exe: str, command: list, prefix: Path, um_faults: bool, say) -> tupl
     from umprof.nsight.trace_db import export_sqlite
 
     report = prefix.with_name(prefix.name + ".nsys-rep")
-    cmd = [exe, "profile", *TRACE_OPTIONS, *(UM_FAULT_OPTIONS if um_faults else ()), "--force-overwrite", "true",
-           "-o", str(prefix), *command]
-    say(f"tracing {' '.join(command)} under nsys ({' '.join(cmd[2:-len(command) - 4])})")
+    options = [*TRACE_OPTIONS, *(UM_FAULT_OPTIONS if um_faults else ())]
+    cmd = [exe, "profile", *options, "--force-overwrite", "true", "-o", str(prefix), *command]
+    say(f"tracing {' '.join(command)} under nsys ({' '.join(options)})")
     t0 = time.perf_counter()
     proc = _run(cmd, command[0], "its traced run")
     took = time.perf_counter() - t0
@@ -125,6 +125,8 @@ def uses_managed_memory(sqlite: Path) -> str:
     pages ('' where nothing does). Asked of the export with SQL, not read whole."""
     import sqlite3
 
+    from umprof.nsight.trace_db import _api_name
+
     con = sqlite3.connect(f"file:{sqlite}?mode=ro", uri=True)
     try:
         tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
@@ -133,7 +135,7 @@ def uses_managed_memory(sqlite: Path) -> str:
                               "LIKE 'cuMemAllocManaged%') AND EXISTS (SELECT 1 FROM CUPTI_ACTIVITY_KIND_RUNTIME r "
                               "WHERE r.nameId = s.id) LIMIT 1").fetchone()
             if hit:
-                return f"{hit[0].split('_v')[0]} calls"
+                return f"{_api_name(hit[0])} calls"
         if "CUPTI_ACTIVITY_KIND_MEMCPY" in tables:
             unified = _unified_copy_kinds(con, tables)
             if unified and con.execute(f"SELECT 1 FROM CUPTI_ACTIVITY_KIND_MEMCPY WHERE copyKind IN "
@@ -149,4 +151,6 @@ def _unified_copy_kinds(con, tables: set) -> list:
     if "ENUM_CUDA_MEMCPY_OPER" in tables:
         return [int(i) for i, name in con.execute("SELECT id, name FROM ENUM_CUDA_MEMCPY_OPER")
                 if "UNIFIED" in str(name).upper()]
-    return [11, 12, 13]  # CUpti_ActivityMemcpyKind's unified-memory kinds
+    from umprof.nsight.trace_db import COPY_KINDS
+
+    return [k for k, v in COPY_KINDS.items() if v.startswith("um_")]  # CUPTI's unified-memory kinds
