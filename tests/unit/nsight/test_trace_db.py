@@ -159,8 +159,9 @@ def test_a_report_without_nsys_says_what_to_install(tmp_path, monkeypatch):
 
 @pytest.mark.parametrize("name, content, says", [
     ("x.nsys-rep", b'{"traceEvents": []}', "a torch.profiler trace without CUDA activity"),
-    ("x.sqlite", gzip.compress(b"SQLite format 3\x00" + bytes(100)), "a gzipped SQLite file: decompress it"),
-])
+    # mtime=0: gzip stamps the current second, and pytest-xdist's workers must collect identical parameters.
+    ("x.sqlite", gzip.compress(b"SQLite format 3\x00" + bytes(100), mtime=0), "a gzipped SQLite file: decompress it"),
+], ids=["json-named-nsys-rep", "gzip-named-sqlite"])
 def test_json_and_gzip_go_to_the_torch_profiler_reader(tmp_path, name, content, says):
     """JSON or gzip content is read as torch.profiler's trace, whose reader names what it found instead."""
     bad = tmp_path / name
