@@ -307,7 +307,20 @@ def _with_calls(copies: pd.DataFrame, calls: pd.DataFrame) -> pd.DataFrame:
     out["sync"] = ~out["call"].str.contains("Async|GraphLaunch") & (out["call"] != "")
     out["call_start"] = out["call_start"].fillna(out["start"])
     out["call_end"] = out["call_end"].fillna(out["end"])
+    waited = out["correlation"].map(_waits_ended(calls)).fillna(out["call_end"]).astype(np.int64)
+    out["waited_end"] = np.maximum(out["call_end"].astype(np.int64), waited)
     return out
+
+
+def _waits_ended(calls: pd.DataFrame) -> pd.Series:
+    """By a call's correlation: the end of the synchronisation its thread called next, where the next call (queries
+    aside) is one: the host waited from the call's start to then (PyTorch's copy from pageable memory is a
+    cudaMemcpyAsync and a cudaStreamSynchronize)."""
+    c = calls[~calls["name"].str.match(QUERY_CALL)].sort_values(["tid", "start"], kind="stable")
+    nxt = c.groupby("tid", sort=False)[["name", "end"]].shift(-1)
+    ended = nxt["end"].where(nxt["name"].str.contains(SYNC_CALL, na=False))
+    by = pd.Series(ended.to_numpy(), index=c["correlation"].to_numpy()).dropna()
+    return by[~by.index.isna() & ~by.index.duplicated()]
 
 
 def _call_starts(ops: pd.DataFrame, calls: pd.DataFrame) -> pd.Series:
@@ -620,6 +633,7 @@ def _unified_memory(t, pid: int, device: int, copies: pd.DataFrame, calls: pd.Da
 QUERY_CALL = re.compile(r"^cu(?:da)?\w*?(?:Get|Peek|Query|IsCapturing)")
 # A call that moves data or launches work on the GPU: what a loop's iterations are cut at, where its window has one.
 WORK_CALL = re.compile(r"Memcpy|Memset|Launch|Prefetch")
+SYNC_CALL = r"Synchronize"  # cudaStreamSynchronize, cudaDeviceSynchronize, cudaEventSynchronize, cuCtxSynchronize
 SETUP_COUNT = 3  # calls made fewer times than this are setup, not a loop's
 # A call that the loop's iterations make this share fewer times than its other calls is made by some iterations
 # only (a copy of 16 MiB where each epoch's last batch is smaller), and cut at it, those iterations would join the

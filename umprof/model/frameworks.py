@@ -10,7 +10,7 @@ allocator, before each new block); a Python interpreter whose CUDA calls are the
 ``cuLaunchKernel``: pycuda calls no runtime API), which is read as pycuda; else CUDA C/C++.
 
 The changes (:func:`change_for`) are keyed by umprof's strategy names, as its advice names them, plus
-``resident`` (the data kept on the GPU). PyTorch has no managed, mapped or write-combined host tensors:
+``resident`` (the data kept on the GPU) and ``packed`` (many small copies made one). PyTorch has no managed, mapped or write-combined host tensors:
 its entries for those ways say so and what a PyTorch user can do instead.
 """
 
@@ -171,6 +171,10 @@ PYTORCH_CHANGES = {
        for w in ("read-mostly", "prefer-gpu", "prefer-host", "accessed-by-gpu")},
     "resident": "keep the data on the GPU: move it once, before the loop (`data = data.to(device)`{fits}), and index "
                 "the batches there (`batch = data[idx]`) instead of copying each one every epoch",
+    "packed": "pack the small tensors it copies one by one ({count} in a row) into one: keep the host tensors as "
+              "views of one pinned flat buffer (`flat = torch.cat([t.reshape(-1) for t in ts]).pin_memory()`, each `t` then a "
+              "`flat[i:j].view(shape)`) and their GPU tensors as views of one flat GPU tensor, and copy once "
+              "(`gpu_flat.copy_(flat, non_blocking=True)`) where it copied each",
 }
 CUPY_PINNED_POOL = "cupy.cuda.set_pinned_memory_allocator(cupy.cuda.PinnedMemoryPool().malloc)"
 CUPY_DEVICE_POINTER = "`cupy.cuda.runtime.pointerGetAttributes(a.ctypes.data).devicePointer`"
@@ -214,12 +218,22 @@ CUPY_CHANGES = {
        for w, how in CUPY_ADVICE.items()},
     "resident": "keep the data on the GPU: `d = cupy.asarray(data)` once, before the loop{fits}, and index it there "
                 "instead of copying each part every pass",
+    "packed": "pack the small arrays it copies one by one ({count} in a row) into one: make them views of one "
+              "pinned flat array (`flat = cupyx.empty_pinned(total, dtype)`, each a `flat[i:j].reshape(shape)`) and their GPU arrays "
+              "views of one flat cupy array, and copy once (`d_flat.set(flat, stream=s)`) where it copied each",
 }
 # the entries pycuda's and CUDA C's change texts (umprof's advice) lack
 PYCUDA_CHANGES = {"resident": "keep the data on the GPU: `d = pycuda.gpuarray.to_gpu(data)` once, before the "
-                              "loop{fits}, and pass the kernels slices of it instead of copying each part every pass"}
+                              "loop{fits}, and pass the kernels slices of it instead of copying each part every pass",
+                  "packed": "pack the small arrays it copies one by one ({count} in a row) into one: make "
+                            "them views of one page-locked flat array (`flat = pycuda.driver.pagelocked_empty(total, dtype)`, each a "
+                            "`flat[i:j].reshape(shape)`) and their device buffers offsets into one allocation, and "
+                            "copy once (`pycuda.driver.memcpy_htod_async(d_flat, flat, stream)`) where it copied each"}
 CUDA_CHANGES = {"resident": "keep the data on the GPU: cudaMalloc it and cudaMemcpy it in once, before the loop{fits}, "
-                            "and let the kernels index it there instead of copying each part every pass"}
+                            "and let the kernels index it there instead of copying each part every pass",
+                "packed": "pack the small buffers it copies one by one ({count} in a row) into one: place them "
+                          "at offsets of one cudaMallocHost'd buffer and their device copies at the same offsets of one cudaMalloc'd "
+                          "buffer, and make one cudaMemcpyAsync of the whole where it made one a buffer"}
 CHANGES = {"pytorch": PYTORCH_CHANGES, "cupy": CUPY_CHANGES, "pycuda": PYCUDA_CHANGES, "cuda": CUDA_CHANGES}
 D2H_SYNC = {"pytorch": TORCH_D2H_SYNC}
 # the ways that make the host's copies back asynchronous, after which the host must wait before it reads
@@ -230,12 +244,14 @@ def change_for(framework: str, strategy: str, context: dict | None = None) -> st
     """The change to ``strategy`` in ``framework``'s idiom ('' where this module has none: pycuda's and CUDA C's
     texts other than ``resident`` are the advice's own). ``context``: ``chunks`` (how a pipelined way cuts an
     iteration, in words), ``d2h`` (True where the host reads what it copies back: the wait that needs is said),
-    ``data_bytes`` and ``free_bytes`` (what ``resident`` keeps, and the GPU memory it fits in)."""
+    ``data_bytes`` and ``free_bytes`` (what ``resident`` keeps, and the GPU memory it fits in), ``count`` (how many
+    copies ``packed`` makes one)."""
     context = context or {}
     text = CHANGES.get(framework, {}).get(strategy, "")
     if not text:
         return ""
-    text = text.replace("{chunks}", str(context.get("chunks") or "chunks")).replace("{fits}", _fits(context))
+    text = text.replace("{chunks}", str(context.get("chunks") or "chunks")).replace("{fits}", _fits(context)) \
+        .replace("{count}", str(context.get("count") or "many"))
     if context.get("d2h") and strategy in ASYNC_BACK and framework in D2H_SYNC:
         text += "; " + D2H_SYNC[framework]
     return text

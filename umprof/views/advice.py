@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from umprof.core.units import format_rate, format_share, format_size, format_time
@@ -25,7 +26,7 @@ def flows_table(adv) -> Table:
         t.add_row(f["direction"], f["host_kind"], flow_size(f), str(int(f["count"])),
                   format_size(int(f["total_bytes"])), format_time(f["time_s"]), format_rate(f["bytes_per_s"]),
                   _pct(f["bytes_per_s"] / adv.link_bytes_per_s), "yes" if f["sync"] else "no", str(f["stream"]),
-                  _pct(f["overlap"]), f["range"] or "-")
+                  _pct(f["overlap"]), escape(f["range"] or "-"))
     t.caption = f"of link: of the PCIe link's {format_rate(adv.link_bytes_per_s)} per direction"
     if len(app.flows) > FLOWS_SHOWN:
         t.caption += f"; {len(app.flows) - FLOWS_SHOWN} more flows in --json"
@@ -54,11 +55,11 @@ def choices_table(adv) -> Table:
         t.add_column(col, justify="right" if col in ("saves", "band") else "left")
     for c in adv.choices:
         if c["host_bytes"]:
-            t.add_row(c["code"], "-", "-", "memory", c["idiom"])
+            t.add_row(c["code"], "-", "-", "memory", escape(c["idiom"]))
             continue
         advised = "chosen" if c.get("chosen") else "yes" if c["advised"] else "no"
         t.add_row(c["code"], format_time(c["saving_s"]), f"{format_time(c['low_s'])}-{format_time(c['high_s'])}",
-                  advised, c["why"] if c["conditional"] else "")
+                  advised, escape(c["why"]) if c["conditional"] else "")
     return t
 
 
@@ -66,8 +67,8 @@ def print_advice(adv, console: Console) -> None:
     """Everything `umprof advise` says about one application."""
     app = adv.app
     tot = app.totals
-    console.rule(f"{app.name} (pid {app.pid}) on {app.gpu}")
-    console.print(f"[dim]predicted from {adv.calibration}[/]")
+    console.rule(escape(f"{app.name} (pid {app.pid}) on {app.gpu}"))
+    console.print(f"[dim]predicted from {escape(adv.calibration)}[/]")
     console.print(f"wall {format_time(tot['wall_s'])}: copies {format_time(tot['copy_s'])} ({tot['copies']}; "
                   f"{format_size(tot['h2d_bytes'])} in, {format_size(tot['d2h_bytes'])} out), kernels "
                   f"{format_time(tot['kernel_s'])} ({tot['kernels']})")
@@ -101,25 +102,25 @@ def print_advice(adv, console: Console) -> None:
             console.print(f"before it: a loop of {lead.iterations} iterations ({lead.period} CUDA calls each), "
                           f"{format_time(lead.steady_s)} each: {format_size(q['h2d_bytes'])} in, "
                           f"{format_size(q['d2h_bytes'])} out, kernels {format_time(q['kernel_s'])}")
-    console.print(f"now: {app.strategy} ({app.strategy_why})")
+    console.print(f"now: {app.strategy} ({app.strategy_why})", markup=False)
     if adv.framework:
-        console.print(f"framework: {adv.framework} ({adv.framework_why})")
+        console.print(f"framework: {adv.framework} ({adv.framework_why})", markup=False)
     if adv.workload is not None:
-        console.print(f"[dim]read as umprof's workload: {adv.workload.describe()} ({adv.mapping})[/]")
+        console.print(f"[dim]read as umprof's workload: {escape(adv.workload.describe())} ({escape(adv.mapping)})[/]")
         console.print(ranking_table(adv))
-    console.print(adv.verdict)
+    console.print(adv.verdict, markup=False)
     for a in adv.advice:
         where = "the loop" if a.flow == "loop" else f"flow {a.flow}"
         colour = "green" if a.saving_s > 0 else "dim"
-        console.print(f"[{colour}]advice for {where}: {a.strategy}: {a.change}[/] (now {format_time(a.now_s)}, "
+        console.print(f"[{colour}]advice for {escape(where)}: {a.strategy}: {escape(a.change)}[/] (now {format_time(a.now_s)}, "
                       f"predicted {format_time(a.predicted_s)}, saves {format_time(a.saving_s)})"
-                      + (f"; [yellow]tie:[/] {a.note}" if a.tie else (f"; {a.note}" if a.note else "")))
+                      + (f"; [yellow]tie:[/] {escape(a.note)}" if a.tie else (f"; {escape(a.note)}" if a.note else "")))
     if adv.choices:
         console.print(choices_table(adv))
     for s, why in adv.excluded.items():
-        console.print(f"[dim]not ranked: {s}: {why}[/]")
+        console.print(f"[dim]not ranked: {s}: {escape(str(why))}[/]")
     for line in adv.limits + app.notes:
-        console.print(f"[yellow]note:[/] {line}")
+        console.print(f"[yellow]note:[/] {escape(str(line))}")
     console.print()
 
 

@@ -4,6 +4,7 @@ shared links and saving (the document :func:`umprof.model.job.job_answer` makes)
 from __future__ import annotations
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from umprof.core.units import format_rate, format_size, format_time
@@ -38,9 +39,9 @@ def print_group(g: dict, console: Console) -> None:
                       f"{format_time(loop['steady_s'])} each")
     for a in g["advice"]:
         console.print(f"  advice ({a['flow']}): {a['strategy']}: {a['change']}; saves {format_time(a['saving_s'])} "
-                      f"of {format_time(a['now_s'])}")
+                      f"of {format_time(a['now_s'])}", markup=False)
     if g.get("verdict"):
-        console.print(f"  {g['verdict']}")
+        console.print(f"  {g['verdict']}", markup=False)
 
 
 def hosts_table(hosts: list[dict]) -> Table:
@@ -86,9 +87,9 @@ def print_saving(s: dict | None, console: Console) -> None:
         console.print("[bold]no rank could be advised[/]")
         return
     what = "the job's saving" if s["synchronised"] else "the ranks' savings, summed"
-    console.print(f"[bold]{what}: {format_time(s['saving_s'])}[/] ({s['why']}): slowest rank now "
-                  f"{format_time(s['now_s'])} ({s['slowest_now']}), after the advice {format_time(s['predicted_s'])} "
-                  f"({s['slowest_after']})" + _alone(s))
+    console.print(f"[bold]{what}: {format_time(s['saving_s'])}[/] ({escape(s['why'])}): slowest rank now "
+                  f"{format_time(s['now_s'])} ({escape(str(s['slowest_now']))}), after the advice {format_time(s['predicted_s'])} "
+                  f"({escape(str(s['slowest_after']))})" + _alone(s))
 
 
 def _alone(s: dict) -> str:

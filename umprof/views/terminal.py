@@ -6,6 +6,7 @@ import math
 
 import pandas as pd
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from umprof.core.results import AXIS_PREFIX, WHERE_COLUMNS, ResultSet, axis_text
@@ -329,11 +330,11 @@ def print_recommendation(rec, console: Console, verified: dict | None = None, ve
     """The ranked table, the reason, what was not ranked and, where asked for, the verification
     (``verify_source`` names where measurements were looked for when this workload has none)."""
     console.print(recommendation_table(rec))
-    console.print(rec.reason)
+    console.print(rec.reason, markup=False)
     for s, why in rec.excluded.items():
-        console.print(f"[dim]not ranked: {s}: {why}[/]")
+        console.print(f"[dim]not ranked: {s}: {escape(str(why))}[/]")
     for n in rec.notes:
-        console.print(f"[yellow]note:[/] {n}")
+        console.print(f"[yellow]note:[/] {escape(str(n))}")
     if verified is not None:
         console.print(verification_table(verified, rec.steady))
         colour = "green" if verified["ok"] else "red"

@@ -20,6 +20,7 @@ from umprof.model.advice.bounds import Bounds, bound_limit, bounded_saving, boun
 from umprof.model.advice.changes import change_text, framework_of, is_python
 from umprof.model.advice.flows import flow_advice
 from umprof.model.advice.framework_choices import add_pytorch_choices
+from umprof.model.advice.packing import add_packing
 from umprof.model.advice.read import Reading, choose_reading
 from umprof.model.advice.workload import IN_PLACE
 from umprof.model.advice.result import Advice, AppAdvice, Limit, band, loop_s
@@ -89,6 +90,7 @@ def advise(app: Application, cal: Calibration, source: str = "", wall_s: float |
     _explain(app, cal, r, a, c, out, idle, n_threads, now_s)
     if out.framework == "pytorch":
         add_pytorch_choices(app, cal, ranges, out)
+    add_packing(app, cal, out)
     return out
 
 

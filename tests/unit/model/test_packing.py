@@ -1,0 +1,108 @@
+"""Many small copies made one (umprof.model.advice.packing): which copies form a run, what packing them saves, and
+that the advice says it in the program's own idiom."""
+
+import io
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from rich.console import Console
+
+from tests.unit.model import traced
+from umprof import api
+from umprof.model.advice import packing
+from umprof.model.advice import thresholds as th
+from umprof.model.application import applications
+from umprof.nsight.tables import TraceTables
+from umprof.views.advice import print_advice
+
+US = 1_000
+
+
+def _tables(steps: list[str], nbytes: int = 4096) -> TraceTables:
+    """One thread's calls, a step each: "copy" (a cudaMemcpyAsync the thread synchronises on next), "async" (one it
+    does not wait on), "kernel" (a launch); 20 µs a step, each copy's transfer 2 µs."""
+    calls, copies, kernels = [], [], []
+    for i, step in enumerate(steps):
+        t, corr = i * 20 * US, i + 1
+        if step == "kernel":
+            calls.append((t, t + 3 * US, corr, "cudaLaunchKernel"))
+            kernels.append((t + 4 * US, t + 6 * US, corr))
+            continue
+        calls.append((t, t + 5 * US, corr, "cudaMemcpyAsync"))
+        copies.append((t + 2 * US, t + 4 * US, corr))
+        if step == "copy":
+            calls.append((t + 6 * US, t + 12 * US, None, "cudaStreamSynchronize"))
+    call = pd.DataFrame(calls, columns=["start", "end", "correlation", "name"]).assign(pid=1, tid=1)
+    cp = pd.DataFrame(copies, columns=["start", "end", "correlation"]).assign(
+        pid=1, device=0, stream=7, bytes=nbytes, kind="h2d", src="pageable", dst="device", cause=0, address=0)
+    k = pd.DataFrame(kernels, columns=["start", "end", "correlation"]).assign(pid=1, device=0, stream=7, name="k")
+    empty = lambda cols: pd.DataFrame({c: pd.Series(dtype="int64") for c in cols})  # noqa: E731
+    return TraceTables(path=Path("synthetic"), gpus=pd.DataFrame([{"device": 0, "name": "GPU", "memory_bytes": 0}]),
+                       processes=pd.DataFrame([{"pid": 1, "name": "app", "program": "app"}]), copies=cp,
+                       kernels=k if kernels else empty(["start", "end", "pid", "device", "stream", "correlation"]),
+                       memsets=empty(["start", "end", "pid", "device", "stream", "correlation", "bytes"]),
+                       calls=call, gpu_faults=empty(["start", "end", "pid", "device", "faults", "address"]),
+                       cpu_faults=empty(["start", "pid", "address"]), ranges=empty(["start", "end", "pid", "tid"]))
+
+
+def _runs(steps: list[str], nbytes: int = 4096) -> list[int]:
+    (app,) = applications(_tables(steps, nbytes))
+    c = packing.runs_of_small_copies(app)
+    return sorted(c["run"].value_counts().tolist())
+
+
+def test_copies_the_host_waits_on_in_a_row_are_one_run():
+    assert _runs(["copy"] * 20) == [20]
+
+
+def test_a_kernel_between_them_ends_a_run():
+    assert _runs(["copy"] * 20 + ["kernel"] + ["copy"] * 18) == [18, 20]
+    assert _runs(["copy"] * 10 + ["kernel"] + ["copy"] * 10) == []  # two runs, each too short to pack
+
+
+def test_copies_the_host_does_not_wait_on_or_large_ones_are_not_packed():
+    assert _runs(["async"] * 40) == []
+    assert _runs(["copy"] * 40, nbytes=th.SMALL_COPY + 1) == []
+    assert _runs(["copy"] * 10 + ["async"] + ["copy"] * 10) == []
+
+
+def test_packing_saves_the_host_time_less_one_copy_and_bands_it_by_the_tracers_share():
+    (app,) = applications(_tables(["copy"] * 32))
+    cal = api.calibration_for(gpu="H100")[0]
+    (p,) = packing.packing(app, cal)
+    assert p.copies == 32 and p.runs == 1 and p.run_bytes == 32 * 4096
+    assert p.removed_s == pytest.approx(32 * 12e-6)  # call start to the synchronisation's end
+    assert p.high_s == pytest.approx(p.removed_s - p.packed_s)
+    assert p.low_s == pytest.approx(p.high_s - 64 * th.TRACED_CALL_S)  # two calls a copy: the copy and its wait
+    assert p.low_s < p.saving_s < p.high_s
+
+
+@pytest.mark.parametrize("reader", ["sqlite.xz", "json.gz"])
+def test_a_pytorch_loop_of_many_small_parameter_copies_is_told_to_pack_them(reader):
+    """A trace of 256 parameter copies a step: the nsys trace (12 steps) advises packing, in PyTorch's idiom; the
+    torch.profiler one (one step of a longer loop) lists it as a line, below the time worth a change."""
+    (adv,) = traced.torch_advice(traced.TORCH / f"h100-small_copies.{reader}")
+    lines = [a for a in adv.advice if a.idiom == packing.IDIOM]
+    assert lines and all("pin_memory()" in a.change and "pycuda" not in a.change for a in lines)
+    loop = adv.loop_advice
+    if reader == "sqlite.xz":
+        assert loop.idiom == packing.IDIOM and loop.saving_low_s > th.NOISE * loop.now_s
+        assert 0 < loop.saving_low_s <= loop.saving_s <= loop.saving_high_s <= loop.now_s
+        assert "packing-host-time" in [x.code for x in adv.limits]
+        assert "moving-bounds-saving" not in [x.code for x in adv.limits]
+    else:
+        assert loop.idiom != packing.IDIOM
+
+
+def test_large_copies_are_never_packed():
+    (adv,) = traced.torch_advice(traced.TORCH / "h100-readback.sqlite.xz")
+    assert not [a for a in adv.advice if a.idiom == packing.IDIOM]
+
+
+def test_the_terminal_prints_a_change_with_brackets_whole():
+    """Rich reads [...] as markup: the advice's code (`flat[i:j]`, `data[idx]`) must reach the terminal as written."""
+    (adv,) = traced.torch_advice(traced.TORCH / "h100-small_copies.sqlite.xz")
+    buf = io.StringIO()
+    print_advice(adv, Console(file=buf, width=400, color_system=None))
+    assert "flat[i:j].view(shape)" in buf.getvalue() and "torch.cat([t.reshape(-1) for t in ts])" in buf.getvalue()
