@@ -174,7 +174,8 @@ PYTORCH_CHANGES = {
     "packed": "pack the small tensors it copies one by one ({count} in a row) into one: keep the host tensors as "
               "views of one pinned flat buffer (`flat = torch.cat([t.reshape(-1) for t in ts]).pin_memory()`, each `t` then a "
               "`flat[i:j].view(shape)`) and their GPU tensors as views of one flat GPU tensor, and copy once "
-              "(`gpu_flat.copy_(flat, non_blocking=True)`) where it copied each",
+              "where it copied each (`gpu_flat.copy_(flat, non_blocking=True)`; back: `flat.copy_(gpu_flat, "
+              "non_blocking=True)`)",
 }
 CUPY_PINNED_POOL = "cupy.cuda.set_pinned_memory_allocator(cupy.cuda.PinnedMemoryPool().malloc)"
 CUPY_DEVICE_POINTER = "`cupy.cuda.runtime.pointerGetAttributes(a.ctypes.data).devicePointer`"
@@ -219,8 +220,10 @@ CUPY_CHANGES = {
     "resident": "keep the data on the GPU: `d = cupy.asarray(data)` once, before the loop{fits}, and index it there "
                 "instead of copying each part every pass",
     "packed": "pack the small arrays it copies one by one ({count} in a row) into one: make them views of one "
-              "pinned flat array (`flat = cupyx.empty_pinned(total, dtype)`, each a `flat[i:j].reshape(shape)`) and their GPU arrays "
-              "views of one flat cupy array, and copy once (`d_flat.set(flat, stream=s)`) where it copied each",
+              "pinned flat array (`flat = cupyx.empty_pinned(total, dtype)`, each a `flat[i:j].reshape(shape)`) and "
+              "their GPU arrays views of one flat cupy array, and copy once where it copied each "
+              "(`d_flat.set(flat, stream=s)`; back: `d_flat.get(stream=s, out=flat)`, `s.synchronize()` before the "
+              "host reads)",
 }
 # the entries pycuda's and CUDA C's change texts (umprof's advice) lack
 PYCUDA_CHANGES = {"resident": "keep the data on the GPU: `d = pycuda.gpuarray.to_gpu(data)` once, before the "
@@ -228,16 +231,18 @@ PYCUDA_CHANGES = {"resident": "keep the data on the GPU: `d = pycuda.gpuarray.to
                   "packed": "pack the small arrays it copies one by one ({count} in a row) into one: make "
                             "them views of one page-locked flat array (`flat = pycuda.driver.pagelocked_empty(total, dtype)`, each a "
                             "`flat[i:j].reshape(shape)`) and their device buffers offsets into one allocation, and "
-                            "copy once (`pycuda.driver.memcpy_htod_async(d_flat, flat, stream)`) where it copied each"}
+                            "copy once where it copied each (`pycuda.driver.memcpy_htod_async(d_flat, flat, stream)`; back: "
+                            "`memcpy_dtoh_async(flat, d_flat, stream)`, `stream.synchronize()` before the host reads)"}
 CUDA_CHANGES = {"resident": "keep the data on the GPU: cudaMalloc it and cudaMemcpy it in once, before the loop{fits}, "
                             "and let the kernels index it there instead of copying each part every pass",
                 "packed": "pack the small buffers it copies one by one ({count} in a row) into one: place them "
                           "at offsets of one cudaMallocHost'd buffer and their device copies at the same offsets of one cudaMalloc'd "
-                          "buffer, and make one cudaMemcpyAsync of the whole where it made one a buffer"}
+                          "buffer, and make one cudaMemcpyAsync of the whole where it made one a buffer (back: "
+                          "cudaStreamSynchronize before the host reads)"}
 CHANGES = {"pytorch": PYTORCH_CHANGES, "cupy": CUPY_CHANGES, "pycuda": PYCUDA_CHANGES, "cuda": CUDA_CHANGES}
 D2H_SYNC = {"pytorch": TORCH_D2H_SYNC}
 # the ways that make the host's copies back asynchronous, after which the host must wait before it reads
-ASYNC_BACK = ("pinned", "write-combined", "pageable-registered", "pageable-staged", "pinned-pipelined")
+ASYNC_BACK = ("pinned", "write-combined", "pageable-registered", "pageable-staged", "pinned-pipelined", "packed")
 
 
 def change_for(framework: str, strategy: str, context: dict | None = None) -> str:

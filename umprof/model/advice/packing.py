@@ -131,7 +131,7 @@ def _advice(p: Packing, now_s: float, framework: str) -> Advice:
     """The runs' line: their change in the framework's idiom, the host's time in them now and packed (its saving
     held within the loop's time now, ``now_s``)."""
     count = f"{p.largest_run}" if p.runs == 1 else f"up to {p.largest_run}"
-    change = frameworks.change_for(framework, "packed", {"count": count})
+    change = frameworks.change_for(framework, "packed", {"count": count, "d2h": p.direction == "d2h"})
     label = f"{p.direction} {p.copies} copies of {format_size(p.largest_bytes)} or less in {p.runs} " \
             f"run{'s' if p.runs > 1 else ''}"
     saving = min(p.saving_s, now_s, p.removed_s)
