@@ -8,7 +8,7 @@ from umprof.core.units import format_size, format_time
 from umprof.model import ties
 from umprof.model.advice import thresholds as th
 from umprof.model.advice.read import host_s, untouched
-from umprof.model.advice.result import AppAdvice, Limit
+from umprof.model.advice.result import Advice, AppAdvice, Limit
 from umprof.model.advice.rules.carried import round_trips_s
 from umprof.model.application import GRAPH_NODES, Application
 from umprof.model.predict import Prediction
@@ -217,3 +217,27 @@ def _measured(out: AppAdvice, now_s: float) -> str:
         return f"{format_time(now_s)} measured"
     how = "measured untraced" if out.overhead_from == "wall" else "the tracing's overhead estimated"
     return f"{format_time(out.traced_s)} traced, {format_time(now_s)} untraced, {how}"
+
+
+# limits that bound only a change of host memory: a change the ways do not price (packing, a framework's choice)
+# removes time they do not count (the host's calls and waits, a data loader's work)
+WAYS_ONLY = ("moving-bounds-saving",)
+
+
+def advise_instead(app: Application, out: AppAdvice, chosen: Advice, why: Limit | None = None,
+                   condition: str = "") -> None:
+    """The loop's advice replaced by a change umprof's ways do not price (``chosen``, its ``idiom`` the change's
+    code): the verdict says it (``condition`` first, where its saving rests on one) beside what the ways alone
+    would do; the limits that bound only the ways are left out, and ``why`` said where given."""
+    way = out.loop_advice
+    out.advice[out.advice.index(way)] = chosen
+    out.limits = [x for x in out.limits if getattr(x, "code", "") not in WAYS_ONLY]
+    if why is not None:
+        out.limits.append(why)
+    head = f"{app.name} on {app.gpu}: {app.strategy} now ({app.strategy_why})."
+    cond = f"Where this holds ({condition}): " if condition else ""
+    out.verdict = (f"{head} {cond}{chosen.change} ({chosen.idiom}): predicted {format_time(chosen.predicted_s)} "
+                   f"instead of {format_time(chosen.now_s)} (saves {format_time(chosen.saving_s)}, "
+                   f"{format_time(chosen.saving_low_s)}-{format_time(chosen.saving_high_s)}, "
+                   f"{chosen.saving_s / chosen.now_s:.0%}); umprof's ways alone: "
+                   + (f"{way.strategy}, saves {format_time(way.saving_s)}." if way.saving_s > 0 else "keep it."))

@@ -7,8 +7,8 @@ conditional, with the condition."""
 
 from __future__ import annotations
 
-from umprof.core.units import format_time
 from umprof.model import torch_choices
+from umprof.model.advice import explain
 from umprof.model.advice import thresholds as th
 from umprof.model.advice.result import Advice, AppAdvice
 from umprof.model.application import Application
@@ -49,11 +49,10 @@ def add_pytorch_choices(app: Application, cal, ranges, out: AppAdvice) -> None:
     way_low = loop.saving_low_s if loop.saving_s > 0 else 0.0
     if best is None or best.low_s <= way_low:
         return
-    i = out.advice.index(loop)
-    out.advice[i] = _as_advice(best, now_s)
+    chosen = _as_advice(best, now_s)
     for d in out.choices:
         d["chosen"] = d["code"] == best.code
-    out.verdict = _verdict(app, out.advice[i], best, loop)
+    explain.advise_instead(app, out, chosen, condition=best.why if best.conditional else "")
 
 
 def _as_advice(c: torch_choices.TorchChoice, now_s: float) -> Advice:
@@ -62,13 +61,3 @@ def _as_advice(c: torch_choices.TorchChoice, now_s: float) -> Advice:
     return Advice("loop", STRATEGY_OF.get(c.code, c.code), c.idiom, now_s, now_s - saving, saving,
                   note=c.why if c.conditional else "", saving_low_s=min(c.low_s, saving),
                   saving_high_s=min(c.high_s, now_s), idiom=c.code, conditional=c.conditional)
-
-
-def _verdict(app: Application, a: Advice, c: torch_choices.TorchChoice, way: Advice) -> str:
-    """What it does now, and the PyTorch change advised (its condition first where it has one)."""
-    head = f"{app.name} on {app.gpu}: {app.strategy} now ({app.strategy_why})."
-    cond = f"Where this holds ({c.why}): " if c.conditional else ""
-    return (f"{head} {cond}{c.idiom} ({c.code}): predicted {format_time(a.predicted_s)} instead of "
-            f"{format_time(a.now_s)} (saves {format_time(a.saving_s)}, {format_time(a.saving_low_s)}-"
-            f"{format_time(a.saving_high_s)}, {a.saving_s / a.now_s:.0%}); umprof's ways alone: "
-            + (f"{way.strategy}, saves {format_time(way.saving_s)}." if way.saving_s > 0 else "keep it."))

@@ -20,6 +20,7 @@ import pandas as pd
 
 from umprof.core.units import format_size, format_time
 from umprof.model import frameworks
+from umprof.model.advice import explain
 from umprof.model.advice import thresholds as th
 from umprof.model.advice.result import Advice, AppAdvice, Limit
 from umprof.model.application import Application
@@ -114,17 +115,9 @@ def add_packing(app: Application, cal: Calibration, out: AppAdvice) -> None:
         return
     line = lines[found.index(best)]
     chosen = dataclasses.replace(line, flow="loop", now_s=loop.now_s, predicted_s=loop.now_s - line.saving_s)
-    out.advice[out.advice.index(loop)] = chosen
-    # the copies' own time bounds a change of memory, not packing: what packing removes is the host's calls and waits
-    out.limits = [x for x in out.limits if getattr(x, "code", "") != "moving-bounds-saving"]
-    out.limits.append(Limit("packing-host-time", f"packing removes the host's time in the copies it packs (their "
-                                                 f"calls and its waits on them, {format_time(best.removed_s)}), which "
-                                                 "their transfers' own time does not count"))
-    out.verdict = (f"{app.name} on {app.gpu}: {app.strategy} now ({app.strategy_why}). {chosen.change}: predicted "
-                   f"{format_time(chosen.predicted_s)} instead of {format_time(chosen.now_s)} (saves "
-                   f"{format_time(chosen.saving_s)}, {format_time(chosen.saving_low_s)}-"
-                   f"{format_time(chosen.saving_high_s)}, {chosen.saving_s / chosen.now_s:.0%}); umprof's ways alone: "
-                   + (f"{loop.strategy}, saves {format_time(loop.saving_s)}." if loop.saving_s > 0 else "keep it."))
+    explain.advise_instead(app, out, chosen, Limit(
+        "packing-host-time", f"packing removes the host's time in the copies it packs (their calls and its waits on "
+                             f"them, {format_time(best.removed_s)}), which their transfers' own time does not count"))
 
 
 def _advice(p: Packing, now_s: float, framework: str) -> Advice:
