@@ -49,12 +49,16 @@ class Adjusted(NamedTuple):
 
 class Choice(NamedTuple):
     """The way chosen, what it saves, the ways tied with it, the tie's note, and whether the way it has was kept (a
-    saving within the prediction's own error, or a program the calibration cannot see well)."""
+    saving within the prediction's own error, or a program the calibration cannot see well); whether every way is
+    priced with the program's memory page-locked once (``pinned_once``) and whether the calibration cannot see the
+    program (``unseen``: ``cannot_see``)."""
     pick: Prediction
     saving: float
     tied: list
     note: str
     within_noise: bool
+    pinned_once: bool = False
+    unseen: bool = False
 
 
 def advise(app: Application, cal: Calibration, source: str = "", wall_s: float | None = None,
@@ -179,7 +183,7 @@ def choose(app: Application, r: Reading, a: Adjusted, now_s: float) -> Choice:
     if kept:  # do no harm: a change whose saving the prediction's own error (or its miss of the run) can explain
         note = explain.unseen_note(model_now_s(a, r), now_s) if unseen else _within_error_note(a, r, now_s, pinned_once)
         pick, saving = base, 0.0
-    return Choice(pick, saving, tied, note, kept)
+    return Choice(pick, saving, tied, note, kept, pinned_once, unseen)
 
 
 def model_now_s(a: Adjusted, r: Reading) -> float:
@@ -210,7 +214,7 @@ def _within_error_note(a: Adjusted, r: Reading, now_s: float, pinned_once: bool)
 def _change(app: Application, r: Reading, a: Adjusted, c: Choice, framework: str) -> str:
     """The chosen way's change in the program's own calls."""
     text = change_text(c.pick.strategy, r.workload, r.current, framework)
-    if a.rules["pinning"].ways.get(r.base.strategy, 0.0) < 0 and c.pick is r.base and not c.within_noise:
+    if c.pinned_once and c.pick is r.base and not c.within_noise:
         return frameworks.change_for(framework, "pinned") or pinning.pin_once_change(app)
     if a.rules["staging"].seconds and c.pick is not r.base:
         return f"copy the data's own buffers, without the bounce buffer: {text}"
@@ -238,7 +242,7 @@ def _explain(app: Application, cal: Calibration, r: Reading, a: Adjusted, c: Cho
                    + explain.passes_limit(w)
                    + threads.threads_limit(app, base, n_threads, a.overlap, c.saving)
                    + rules["allocations_beyond"].limits)
-    if cannot_see(a, r, now_s):
+    if c.unseen:
         out.limits.append(explain.unseen_limit(model_now_s(a, r), now_s))
     if any(PARTS_UNMEASURED in p.notes for p in a.ranked):
         out.limits.append(Limit("parts-unmeasured", PARTS_UNMEASURED))
