@@ -10,7 +10,8 @@ allocator, before each new block); a Python interpreter whose CUDA calls are the
 ``cuLaunchKernel``: pycuda calls no runtime API), which is read as pycuda; else CUDA C/C++.
 
 The changes (:func:`change_for`) are keyed by umprof's strategy names, as its advice names them, plus
-``resident`` (the data kept on the GPU) and ``packed`` (many small copies made one). PyTorch has no managed, mapped or write-combined host tensors:
+``resident`` (the data kept on the GPU), ``packed`` (many small copies made one) and, for PyTorch and CuPy,
+``flow-pinned`` (one flow's pageable copies made from page-locked memory). PyTorch has no managed, mapped or write-combined host tensors:
 its entries for those ways say so and what a PyTorch user can do instead.
 """
 
@@ -150,6 +151,9 @@ TORCH_NO_IN_PLACE = ("PyTorch's CUDA ops read CUDA tensors only, never host memo
                      "overlap the kernels as reading in place would")
 PYTORCH_CHANGES = {
     "pageable": "keep the CPU tensors and their `.to(device)` / `.cpu()` copies as they are",
+    "flow-pinned": "pin this flow's host tensor once (`t = t.pin_memory()` where it is made), or copy it through a "
+                   "preallocated pinned buffer (`buf = torch.empty(shape, dtype=dtype, pin_memory=True)`), with "
+                   "`.to(device, non_blocking=True)` / `out.copy_(y, non_blocking=True)`",
     "pinned": TORCH_PINNED,
     "write-combined": "PyTorch allocates no write-combined host memory; its nearest is pinned memory: " + TORCH_PINNED,
     "zero-copy": TORCH_NO_IN_PLACE,
@@ -186,6 +190,7 @@ CUPY_ADVICE = {"read-mostly": "cudaMemAdviseSetReadMostly, the GPU only reads th
                "accessed-by-gpu": "cudaMemAdviseSetAccessedBy, the GPU"}
 CUPY_CHANGES = {
     "pageable": "keep the numpy arrays and their `cupy.asarray` / `.get()` copies as they are",
+    "flow-pinned": "allocate this flow's host array pinned, once, with `cupyx.empty_pinned(shape, dtype)`",
     "pinned": "allocate the host arrays pinned, once, with `cupyx.empty_pinned(shape, dtype)` (freed blocks return to "
               f"CuPy's pinned pool: `{CUPY_PINNED_POOL}`), and copy with `d.set(h)` / `d.get(out=h)`",
     "write-combined": "allocate the arrays the host only writes with `cupy.cuda.runtime.hostAlloc(nbytes, 4)` (4: "

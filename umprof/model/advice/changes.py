@@ -102,18 +102,22 @@ PYTHON_CHANGES = {
                        "with numpy and start its memcpy_htod_async on their own stream while the other is copied (an "
                        "event per buffer)",
 }
-# what a program of each framework changes from what it has, where its words differ from the CUDA runtime's;
-# FROM_MANAGED stands for "cuda" where the program uses managed memory now
-TEXTS = {"cuda": CHANGES, "pycuda": PYTHON_CHANGES}
-# the change for one flow of pageable copies made from page-locked memory, in each framework's calls
+# what a pycuda program changes from what it has, where its words differ from the CUDA runtime's (CHANGES); PyTorch's
+# and CuPy's changes are frameworks.change_for's (OWN_TEXTS)
+TEXTS = {"pycuda": PYTHON_CHANGES}
+# the change for one flow of pageable copies made from page-locked memory, in the CUDA runtime's and pycuda's calls
+# (frameworks.change_for's "flow-pinned" in PyTorch's and CuPy's)
 FLOW_PINNED = {"cuda": "allocate this flow's host buffer with cudaMallocHost (or cudaHostRegister it)",
-               "pycuda": "allocate this flow's host array with pycuda.driver.pagelocked_empty",
-               "pytorch": "pin this flow's host tensor once (`t = t.pin_memory()` where it is made), or copy it "
-                          "through a preallocated pinned buffer (`buf = torch.empty(shape, dtype=dtype, "
-                          "pin_memory=True)`), with `.to(device, non_blocking=True)` / `out.copy_(y, non_blocking=True)`",
-               "cupy": "allocate this flow's host array pinned, once, with `cupyx.empty_pinned(shape, dtype)`"}
+               "pycuda": "allocate this flow's host array with pycuda.driver.pagelocked_empty"}
 # the frameworks whose changes frameworks.change_for writes (TEXTS has the others')
 OWN_TEXTS = ("pytorch", "cupy")
+
+
+def flow_pinned(framework: str) -> str:
+    """The change for one flow of pageable copies made from page-locked memory, in the framework's calls."""
+    if framework in OWN_TEXTS:
+        return frameworks.change_for(framework, "flow-pinned")
+    return FLOW_PINNED.get(framework, FLOW_PINNED["cuda"])
 
 
 def is_python(app: Application) -> bool:
@@ -133,8 +137,7 @@ def change_text(strategy: str, w: Workload, current: str | None, framework: str)
         return "keep it as it is"
     if framework in OWN_TEXTS:
         return _own_text(strategy, w, framework)
-    own = framework != "cuda" and TEXTS.get(framework, {}).get(strategy)
-    text = own or CHANGES.get(strategy, strategy)
+    text = TEXTS.get(framework, {}).get(strategy) or CHANGES.get(strategy, strategy)
     if framework == "cuda" and ties.is_managed(current):
         text = FROM_MANAGED.get(strategy, text)
     if strategy == "pinned-pipelined":

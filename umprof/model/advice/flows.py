@@ -7,7 +7,7 @@ import math
 
 from umprof.core.units import format_rate, format_size
 from umprof.model.advice import thresholds as th
-from umprof.model.advice.changes import FLOW_PINNED
+from umprof.model.advice.changes import flow_pinned
 from umprof.model.advice.result import Advice, band
 from umprof.model.application import Application, flow_size
 from umprof.model.predict import Calibration
@@ -30,7 +30,7 @@ def _pinned(f, label: str, cal: Calibration, framework: str) -> list[Advice]:
     pinned = f["count"] * cal.curve("pinned", f["direction"])(float(f["bytes"]))
     if f["time_s"] - pinned <= th.SAVING_ERROR * f["time_s"]:
         return []
-    how = FLOW_PINNED.get(framework, FLOW_PINNED["cuda"])
+    how = flow_pinned(framework)
     low, high = band(f["time_s"] - pinned, f["time_s"], f["time_s"])
     return [Advice(label, "pinned", how, f["time_s"], pinned, f["time_s"] - pinned, saving_low_s=low,
                    saving_high_s=high, note=f"{f['count']} copies at {format_rate(f['bytes_per_s'])} now; pinned: "
