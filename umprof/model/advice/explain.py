@@ -7,6 +7,7 @@ from typing import NamedTuple
 from umprof.core.units import format_size, format_time
 from umprof.model import ties
 from umprof.model.advice import thresholds as th
+from umprof.model.advice.bounds import copies_s
 from umprof.model.advice.read import host_s, untouched
 from umprof.model.advice.result import Advice, AppAdvice, Limit
 from umprof.model.advice.rules.carried import round_trips_s
@@ -25,9 +26,10 @@ class Moving(NamedTuple):
 
 
 def moving_s(app: Application, m: Moving) -> float:
-    """Copies, migrations and the rest of what moving data takes (``m``): the kernels' faults beyond their priced time
-    hold the migrations to the GPU that they wait for, so the more of the two counts, not both."""
-    return (app.totals["copy_s"] + max(app.um["migration_s"], m.gpu_stall_s) + m.pinning_s + m.staging_s
+    """Copies (as the program waits on them, as the bounds count them: ``bounds.copies_s``), migrations and the rest
+    of what moving data takes (``m``): the kernels' faults beyond their priced time hold the migrations to the GPU
+    that they wait for, so the more of the two counts, not both."""
+    return (copies_s(app) + max(app.um["migration_s"], m.gpu_stall_s) + m.pinning_s + m.staging_s
             + m.stall_s)
 
 
@@ -47,7 +49,7 @@ def _where_the_rest_is(app: Application, rest: float, host_now: float, advised: 
     host_words = (f"the host's own writes and reads of its buffers (predicted at {format_time(host_now)} over the "
                   f"run as it is, {app.strategy} memory, and {format_time(host_s(advised))} under "
                   f"{advised.strategy})")
-    other_words = ("the loop's other steps (the copy calls' time beyond their transfers, the kernels' reads), "
+    other_words = ("the loop's other steps (the asynchronous copy calls' time, the kernels' reads), "
                    "predicted faster under it")
     if by_host > 0 and other > th.OTHER_SHARE * rest:
         return f": {format_time(by_host)} in {host_words}, and {format_time(other)} in {other_words}"
