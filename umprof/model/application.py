@@ -972,6 +972,12 @@ def _covered_s(intervals: pd.DataFrame, edges: np.ndarray) -> np.ndarray:
 
 # -- the strategy it uses now ---------------------------------------------------------------
 
+# A stream whose asynchronous copies move less than this share of the busiest stream's is a side copy's, not a chunk's
+# of a pipeline: a pipeline spreads its chunks over its streams in turn, each stream an equal share (8 chunks over
+# 4 streams, a quarter each), where a side copy is a small result read back or a table sent once
+SIDE_STREAM = 0.1
+
+
 def current_strategy(app: Application) -> tuple[str, str]:
     """(umprof's name for how the application moves its data now, why that name): page-locked memory that the host
     fills and drains chunk by chunk (``Application.host_staging``) is named a bounce buffer."""
@@ -994,7 +1000,7 @@ def _strategy_by_memory(app: Application) -> tuple[str, str]:
             return "pageable", f"{_share(kinds, 'pageable')} of the copied bytes come from or go to pageable memory"
         if kind in ("pinned", "managed"):
             asynchronous = c[~c["sync"]]
-            streams = asynchronous["stream"].nunique()
+            streams = _chunk_streams(asynchronous)
             if streams >= 2 and asynchronous["bytes"].sum() >= c["bytes"].sum() / 2:
                 return "pinned-pipelined", (f"pinned copies, most of their bytes asynchronous on {streams} streams: "
                                             "chunks over streams")
@@ -1014,6 +1020,14 @@ def _strategy_by_memory(app: Application) -> tuple[str, str]:
     if calls & set(ZERO_COPY_CALLS):
         return "zero-copy", "no copies: mapped pinned memory (cudaHostAlloc) that kernels read in place"
     return "resident", "no copies and no managed memory: the data stays on the GPU"
+
+
+def _chunk_streams(asynchronous: pd.DataFrame) -> int:
+    """The streams that carry a pipeline's chunks: those with at least SIDE_STREAM of the busiest one's asynchronous
+    bytes (a result read back on a stream of its own, a sum's 8 bytes beside 2 GiB of batches on another, makes no
+    pipeline)."""
+    per_stream = asynchronous.groupby("stream")["bytes"].sum()
+    return int((per_stream >= SIDE_STREAM * per_stream.max()).sum()) if len(per_stream) else 0
 
 
 def _share(kinds: pd.Series, kind: str) -> str:
