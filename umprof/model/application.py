@@ -491,10 +491,16 @@ def host_staging_in_loop(calls: pd.DataFrame, copies: pd.DataFrame, kernels: pd.
     the host copies it in (to the GPU) or out (from it), and the copy of the buffer waits for it. The trace shows
     pinned copies, one direction at a time, of one chunk's size, each over before the next is issued, with the host
     busy outside CUDA calls between them; what it does not show is the host's copy (memcpy is no CUDA call). Each
-    run of two or more such chunks in the loop counts as one, where the host's time between its chunks moves a chunk
-    at a host copy's rate (``HOST_COPY_RATES``) and there is about one run or more an iteration: the median time
-    between its chunks for each of its chunks (the run's first chunk to the GPU, or last from it, has its host copy
-    beside the program's other work; a chunk whose pages the host touches first takes longer, once, under any way).
+    run of two or more such chunks in the loop counts as one, where the host's time between its chunks
+    (``_host_time_before``) moves a chunk at a host copy's rate (``HOST_COPY_RATES``) and there is about one run or
+    more an iteration: the median time between its chunks for each of its chunks (the run's first chunk to the GPU,
+    or last from it, has its host copy beside the program's other work; a chunk whose pages the host touches first
+    takes longer, once, under any way).
+
+    A run of one chunk (a buffer filled, then sent, a kernel between one and the next) is not counted: the host's
+    time before it is all its work there, and a program that computes its batch into its own pinned memory fills
+    it at a host copy's rate too (a table lookup and an add a word: 7.5 GB/s on the H100 of 2026-12-06, where a
+    memcpy into pinned memory took 8.2-10.2 GB/s), which no trace tells from a copy out of other memory.
     ``NO_STAGING`` where there is no such pattern."""
     if loop is None or copies.empty:
         return NO_STAGING
@@ -503,24 +509,9 @@ def host_staging_in_loop(calls: pd.DataFrame, copies: pd.DataFrame, kernels: pd.
                & (copies["call_start"] <= hi)].sort_values(["tid", "call_start"], kind="stable")
     if not (c["host_kind"] == "pinned").any():
         return NO_STAGING
-    launches = np.sort(kernels["call_start"].to_numpy()) if len(kernels) else np.array([], dtype=np.int64)
-    tid, cs, size = c["tid"].to_numpy(), c["call_start"].to_numpy(), c["bytes"].to_numpy()
-    pinned, direction = (c["host_kind"] == "pinned").to_numpy(), c["direction"].to_numpy()
-    # a copy continues the run of the copy before it: the same thread and way, pinned memory both, no larger a chunk,
-    # the one before over before this one is issued, and no kernel launched between them
-    cont = np.zeros(len(c), dtype=bool)
-    cont[1:] = ((tid[1:] == tid[:-1]) & (direction[1:] == direction[:-1]) & pinned[1:] & pinned[:-1]
-                & (size[1:] <= size[:-1]) & (c["end"].to_numpy()[:-1] <= cs[1:])
-                & (np.searchsorted(launches, cs[1:], "left") == np.searchsorted(launches, cs[:-1], "right")))
-    # the host's time outside CUDA calls just before each copy's call: since the end of its thread's call before it
-    gap = np.zeros(len(c))
-    for t in np.unique(tid[cont]):
-        th = calls[calls["tid"] == t].sort_values("start", kind="stable")
-        starts, ends = th["start"].to_numpy(), th["end"].to_numpy()
-        mine = np.flatnonzero(cont & (tid == t))
-        k = np.searchsorted(starts, cs[mine], "left") - 1
-        gap[mine] = np.where(k >= 0, np.maximum(0, cs[mine] - ends[np.maximum(k, 0)]) / 1e9, 0.0)
-    runs = pd.DataFrame({"run": np.cumsum(~cont), "cont": cont, "gap": gap, "bytes": size})
+    cont = _continues_run(c, kernels)
+    runs = pd.DataFrame({"run": np.cumsum(~cont), "cont": cont, "gap": _host_time_before(calls, c, cont),
+                         "bytes": c["bytes"].to_numpy()})
     between = runs[runs["cont"]].groupby("run")["gap"].median()
     if between.empty:
         return NO_STAGING
@@ -532,6 +523,42 @@ def host_staging_in_loop(calls: pd.DataFrame, copies: pd.DataFrame, kernels: pd.
         return NO_STAGING
     return HostStaging(float((staged["median"] * staged["chunks"]).sum()), int(staged["chunks"].sum()),
                        int(staged["largest"].max()))
+
+
+def _continues_run(c: pd.DataFrame, kernels: pd.DataFrame) -> np.ndarray:
+    """Whether each copy (sorted by thread and issue) continues the run of the copy before it: the same thread and
+    way, pinned memory both, no larger a chunk, the one before over before this one is issued, and no kernel launched
+    between them."""
+    launches = np.sort(kernels["call_start"].to_numpy()) if len(kernels) else np.array([], dtype=np.int64)
+    tid, cs, size = c["tid"].to_numpy(), c["call_start"].to_numpy(), c["bytes"].to_numpy()
+    pinned, direction = (c["host_kind"] == "pinned").to_numpy(), c["direction"].to_numpy()
+    cont = np.zeros(len(c), dtype=bool)
+    cont[1:] = ((tid[1:] == tid[:-1]) & (direction[1:] == direction[:-1]) & pinned[1:] & pinned[:-1]
+                & (size[1:] <= size[:-1]) & (c["end"].to_numpy()[:-1] <= cs[1:])
+                & (np.searchsorted(launches, cs[1:], "left") == np.searchsorted(launches, cs[:-1], "right")))
+    return cont
+
+
+def _host_time_before(calls: pd.DataFrame, c: pd.DataFrame, which: np.ndarray) -> np.ndarray:
+    """The host's seconds outside CUDA calls just before the call of each copy ``which`` marks (0 for the others):
+    since the end of its thread's last call before it that is no query (``QUERY_CALL``: a framework's checks around
+    its copy, cudaStreamIsCapturing, are no work of the host's), less the queries' own time."""
+    gap = np.zeros(len(c))
+    tid, cs = c["tid"].to_numpy(), c["call_start"].to_numpy()
+    for t in np.unique(tid[which]):
+        th = calls[calls["tid"] == t].sort_values("start", kind="stable")
+        query = th["name"].str.match(QUERY_CALL).to_numpy(bool)
+        starts, ends = th["start"].to_numpy(), th["end"].to_numpy()
+        asked = np.concatenate([[0], np.cumsum(np.where(query, ends - starts, 0))])  # queries' time, by call
+        work = np.flatnonzero(~query)
+        mine = np.flatnonzero(which & (tid == t))
+        if not len(work):
+            continue
+        k = np.searchsorted(starts[work], cs[mine], "left") - 1
+        before = work[np.maximum(k, 0)]
+        queried = asked[np.searchsorted(starts, cs[mine], "left")] - asked[before + 1]
+        gap[mine] = np.where(k >= 0, np.maximum(0, cs[mine] - ends[before] - queried) / 1e9, 0.0)
+    return gap
 
 
 def host_fault_stalls(copies: pd.DataFrame, kernels: pd.DataFrame, cpu_faults: pd.DataFrame,
@@ -959,6 +986,12 @@ def _covered_s(intervals: pd.DataFrame, edges: np.ndarray) -> np.ndarray:
 
 # -- the strategy it uses now ---------------------------------------------------------------
 
+# A stream whose asynchronous copies move less than this share of the busiest stream's is a side copy's, not a chunk's
+# of a pipeline: a pipeline spreads its chunks over its streams in turn, each stream an equal share (8 chunks over
+# 4 streams, a quarter each), where a side copy is a small result read back or a table sent once
+SIDE_STREAM = 0.1
+
+
 def current_strategy(app: Application) -> tuple[str, str]:
     """(umprof's name for how the application moves its data now, why that name): page-locked memory that the host
     fills and drains chunk by chunk (``Application.host_staging``) is named a bounce buffer."""
@@ -981,7 +1014,7 @@ def _strategy_by_memory(app: Application) -> tuple[str, str]:
             return "pageable", f"{_share(kinds, 'pageable')} of the copied bytes come from or go to pageable memory"
         if kind in ("pinned", "managed"):
             asynchronous = c[~c["sync"]]
-            streams = asynchronous["stream"].nunique()
+            streams = _chunk_streams(asynchronous)
             if streams >= 2 and asynchronous["bytes"].sum() >= c["bytes"].sum() / 2:
                 return "pinned-pipelined", (f"pinned copies, most of their bytes asynchronous on {streams} streams: "
                                             "chunks over streams")
@@ -1001,6 +1034,14 @@ def _strategy_by_memory(app: Application) -> tuple[str, str]:
     if calls & set(ZERO_COPY_CALLS):
         return "zero-copy", "no copies: mapped pinned memory (cudaHostAlloc) that kernels read in place"
     return "resident", "no copies and no managed memory: the data stays on the GPU"
+
+
+def _chunk_streams(asynchronous: pd.DataFrame) -> int:
+    """The streams that carry a pipeline's chunks: those with at least SIDE_STREAM of the busiest one's asynchronous
+    bytes (a result read back on a stream of its own, a sum's 8 bytes beside 2 GiB of batches on another, makes no
+    pipeline)."""
+    per_stream = asynchronous.groupby("stream")["bytes"].sum()
+    return int((per_stream >= SIDE_STREAM * per_stream.max()).sum()) if len(per_stream) else 0
 
 
 def _share(kinds: pd.Series, kind: str) -> str:

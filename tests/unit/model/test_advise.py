@@ -1023,9 +1023,10 @@ def test_host_staging_is_a_run_of_chunks_at_a_host_copys_rate():
                 first={}, largest={}, span=(0, 10**9))
     chunk = 8 << 20
 
-    def trace(gap_ns, kind="pinned", chunks=3):
+    def trace(gap_ns, kind="pinned", chunks=3, query=False):
         """Four iterations: a kernel, then `chunks` synchronous copies to the GPU, each after `gap_ns` of the host's
-        time outside CUDA calls."""
+        time outside CUDA calls (`query`: and a 2 µs cudaStreamIsCapturing just before each copy's call, a framework's
+        check)."""
         calls, copies, kernels, t = [], [], [], 1000
         for it in range(4):
             kernels.append({"call_start": t})
@@ -1033,6 +1034,8 @@ def test_host_staging_is_a_run_of_chunks_at_a_host_copys_rate():
             t += 100
             for _ in range(chunks):
                 t += gap_ns
+                if query:
+                    calls.append({"name": "cudaStreamIsCapturing", "tid": 1, "start": t - 3_000, "end": t - 1_000})
                 calls.append({"name": "cudaMemcpy", "tid": 1, "start": t, "end": t + 200_000})
                 copies.append({"direction": "h2d", "host_kind": kind, "bytes": chunk, "tid": 1, "call_start": t,
                                "start": t + 10, "end": t + 190_000})
@@ -1042,9 +1045,13 @@ def test_host_staging_is_a_run_of_chunks_at_a_host_copys_rate():
     memcpy = host_staging_in_loop(*trace(1_000_000), loop)  # 8 MiB a millisecond: a host copy
     assert memcpy.chunks == 12 and memcpy.chunk_bytes == chunk
     assert memcpy.seconds == pytest.approx(12 * 1e-3)
+    # a query between the host's copy and the copy's call is no work of the host's: its copy is still seen, less it
+    queried = host_staging_in_loop(*trace(1_000_000, query=True), loop)
+    assert queried.chunks == 12 and queried.seconds == pytest.approx(12 * 0.998e-3)
     assert host_staging_in_loop(*trace(20_000), loop) == NO_STAGING  # no host work between chunks
     assert host_staging_in_loop(*trace(20_000_000), loop) == NO_STAGING  # a program computing each chunk
     assert host_staging_in_loop(*trace(1_000_000, kind="pageable"), loop) == NO_STAGING
+    # one chunk between kernels: the host's time before it may be a fill or the program computing its batch
     assert host_staging_in_loop(*trace(1_000_000, chunks=1), loop) == NO_STAGING
     assert host_staging_in_loop(*trace(1_000_000), None) == NO_STAGING
 

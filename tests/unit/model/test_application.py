@@ -120,3 +120,24 @@ def test_queries_are_known_by_name(name):
                                   "cudaMemPrefetchAsync", "cuMemcpyHtoD"])
 def test_work_and_sync_calls_are_not_queries(name):
     assert not QUERY_CALL.match(name)
+
+
+def batches_sent(streams: list[int], result_stream: int | None = None, batches=24) -> App:
+    """Pinned 32 MiB batches copied asynchronously, each on the next of ``streams`` in turn, a kernel each; with
+    ``result_stream``, the 8-byte result read back once at the end on a stream of its own."""
+    run = []
+    for b in range(batches):
+        s = streams[b % len(streams)]
+        run += [Op("copy", "h2d", 32 * MiB, "pinned", stream=s, sync=False, dur_ns=600_000),
+                Op("kernel", dur_ns=20_000, name="sum"), Op("host", dur_ns=3_000_000)]
+    end = [] if result_stream is None else [Op("copy", "d2h", 8, "pageable", stream=result_stream, sync=False)]
+    return App(iterations=1, steps=run + end, calls=["cudaMallocHost"])
+
+
+@pytest.mark.parametrize("streams, result, strategy", [([13], 7, "pinned"), ([13], None, "pinned"),
+                                                       ([13, 14], 7, "pinned-pipelined")])
+def test_a_result_read_back_on_a_stream_of_its_own_makes_no_pipeline(tmp_path, streams, result, strategy):
+    """A CuPy program's batches all on one stream and its sum read back on another (8 bytes beside 768 MiB): its
+    copies are not chunks over streams."""
+    app = applications(open_trace(write_trace(tmp_path / "batches.sqlite", batches_sent(streams, result))))[0]
+    assert app.strategy == strategy
