@@ -656,6 +656,7 @@ def advise(trace, calibration=None, *, gpu: str | None = None, nsys: str | None 
     read (a caller that read it for its host and rank)."""
     from umprof.core import calibrations as store
     from umprof.model import advise as amod
+    from umprof.model.advice.result import Limit
     from umprof.model import frameworks
     from umprof.model.application import GRAPH_NODES, advised, applications
     from umprof.model.predict import Calibration
@@ -691,8 +692,20 @@ def advise(trace, calibration=None, *, gpu: str | None = None, nsys: str | None 
                                      "--from FILE, or --gpu NAME to answer as if it were a shipped one")
                 cals[app.gpu] = (_loaded(cf), cf.summary())
         cal, source = cals[app.gpu]
-        out.append(amod.advise(app, cal, source, wall_s=wall_s, framework=framework, ranges=t.ranges))
+        adv = amod.advise(app, cal, source, wall_s=wall_s, framework=framework, ranges=t.ranges)
+        adv.limits += [Limit("trace-lacks", note) for note in _advice_notes(app, t.notes)]
+        out.append(adv)
     return out
+
+
+def _advice_notes(app, notes: list) -> list:
+    """What the trace's reader found missing that bears on the advice: its own notes (a torch.profiler trace holds
+    no unified memory; copies without a size), and the tables nsys left out only where the program needs them (the
+    page-fault tables of a program on managed memory)."""
+    from umprof.nsight.trace_db import MISSING
+
+    faults = {MISSING["CUDA_UM_GPU_PAGE_FAULT_EVENTS"], MISSING["CUDA_UM_CPU_PAGE_FAULT_EVENTS"]}
+    return [n for n in notes if n not in MISSING.values() or (n in faults and app.um["managed"])]
 
 
 def advise_program(command, calibration=None, *, runs: int = 3, output=None, gpu: str | None = None,

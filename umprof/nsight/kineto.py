@@ -137,14 +137,17 @@ def _tables(path: Path, events: list, meta: dict) -> TraceTables:
     pid = _host_pid(calls, ranges, metadata)
     flow_ids = _FlowIds(flows)
     dist = meta.get("distributedInfo") or {}
+    notes = list(NOTES)
+    copies = _sized(_copies([e for c in COPY_CATS for e in by_cat.get(c, ())], pid, flow_ids), "copies", notes)
+    memsets = _sized(_gpu_ops([e for c in MEMSET_CATS for e in by_cat.get(c, ())], pid, flow_ids, "bytes"),
+                     "memsets", notes)
     return TraceTables(
         path=path, gpus=_gpus(meta.get("deviceProperties") or []), processes=_processes(metadata, pid),
-        copies=_copies([e for c in COPY_CATS for e in by_cat.get(c, ())], pid, flow_ids),
+        copies=copies, memsets=memsets,
         kernels=_gpu_ops([e for c in KERNEL_CATS for e in by_cat.get(c, ())], pid, flow_ids, "name"),
-        memsets=_gpu_ops([e for c in MEMSET_CATS for e in by_cat.get(c, ())], pid, flow_ids, "bytes"),
         calls=_calls(calls, pid),
         gpu_faults=pd.DataFrame(columns=["start", "end", "pid", "device", "faults", "address"]),
-        cpu_faults=pd.DataFrame(columns=["start", "pid", "address"]), ranges=_ranges(ranges, pid), notes=list(NOTES),
+        cpu_faults=pd.DataFrame(columns=["start", "pid", "address"]), ranges=_ranges(ranges, pid), notes=notes,
         graphs=pd.DataFrame(columns=GRAPH_COLUMNS), source="kineto", host=str(meta.get("host_name") or ""),
         rank=_int_or_none(dist.get("rank")), world_size=_int_or_none(dist.get("world_size")))
 
@@ -220,6 +223,17 @@ def _copies(evs: list, pid: int, flow_ids: _FlowIds) -> pd.DataFrame:
     df["cause"] = pd.NA
     df["address"] = pd.NA
     return df
+
+
+def _sized(ops: pd.DataFrame, what: str, notes: list) -> pd.DataFrame:
+    """``ops`` without those that carry no byte count (a tracer that records none, as ROCm's does), said in
+    ``notes``: what cannot be sized cannot be priced."""
+    unsized = ops["bytes"].isna().to_numpy(bool)
+    if not unsized.any():
+        return ops
+    notes.append(f"{int(unsized.sum())} of its {len(ops)} {what} carry no byte count (its tracer recorded none): "
+                 "left out of what is priced")
+    return ops[~unsized].reset_index(drop=True)
 
 
 def _copy_name(name: str) -> tuple[str, str, str]:

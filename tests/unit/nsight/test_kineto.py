@@ -94,9 +94,22 @@ def test_open_trace_reads_json_and_gzip_by_content(tmp_path):
     assert len(open_trace(renamed).copies) == 16
 
 
-def test_host_memory_a_trace_does_not_name_is_unknown():
-    t = read_kineto(KINETO / "mi250-rocm.json.gz")  # ROCm: "Memcpy HtoD (Host -> Device)"
+def test_host_memory_a_trace_does_not_name_is_unknown(tmp_path):
+    events = raw_events("mi250-rocm.json.gz")  # ROCm: "Memcpy HtoD (Host -> Device)", no byte count
+    for e in of_cat(events, "gpu_memcpy"):
+        e["args"]["bytes"] = 4096
+    path = tmp_path / "sized.json"
+    path.write_bytes(orjson.dumps({"traceEvents": events}))
+    t = read_kineto(path)
     assert t.copies[["kind", "src", "dst"]].drop_duplicates().values.tolist() == [["h2d", "unknown", "device"]]
+
+
+def test_copies_without_a_byte_count_are_left_out_and_said():
+    """ROCm's tracer records no bytes for its copies: they cannot be priced, and the trace says so, once."""
+    t = read_kineto(KINETO / "mi250-rocm.json.gz")
+    assert t.copies.empty and len(t.kernels) == 14
+    assert [n for n in t.notes if "byte count" in n] == [
+        "2 of its 2 copies carry no byte count (its tracer recorded none): left out of what is priced"]
 
 
 def test_a_trace_without_cuda_activity_says_how_to_record_it():

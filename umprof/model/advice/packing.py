@@ -101,12 +101,12 @@ def advisable(p: Packing, now_s: float) -> bool:
 
 
 def add_packing(app: Application, cal: Calibration, out: AppAdvice) -> None:
-    """A line for each direction's runs of small copies; the loop's advice becomes packing where its band's low end
-    beats the loop's advice's (and is advisable)."""
+    """A line for each direction's runs of small copies that save at least NOISE of the loop's time now; the loop's
+    advice becomes packing where its band's low end beats the loop's advice's (and is advisable)."""
     loop = out.loop_advice
     if loop is None:
         return
-    found = packing(app, cal)
+    found = [p for p in packing(app, cal) if p.saving_s >= th.NOISE * loop.now_s]  # less is not worth a change
     lines = [_advice(p, loop.now_s, out.framework) for p in found]
     out.advice += lines
     best = max((p for p in found if advisable(p, loop.now_s)), key=lambda p: p.low_s, default=None)

@@ -228,7 +228,7 @@ def _explain(app: Application, cal: Calibration, r: Reading, a: Adjusted, c: Cho
     low, high = band(c.saving, now_s, a.bounds.removable[c.pick.strategy])
     out.advice.append(Advice("loop", c.pick.strategy, _change(app, r, a, c, out.framework), now_s, now_s - c.saving,
                              c.saving, tie=len(c.tied) > 1, note=c.note, saving_low_s=low, saving_high_s=high))
-    out.advice += flow_advice(app, cal, out.framework)
+    out.advice += flow_advice(app, cal, out.framework, now_s)
     keeping = [p.strategy for p in a.ranked if host_faults.keeps_stalls(p.strategy)]
     stall_s, gpu_s = rules["host_faults"].seconds, rules["gpu_faults"].seconds
     moving = explain.Moving(rules["pinning"].seconds, rules["staging"].seconds, stall_s, gpu_s)
