@@ -4,7 +4,7 @@ them, loops in loops, a first iteration that carries the program's start."""
 import pytest
 
 from tests.unit.nsight.synthetic_trace import App, Op, write_trace
-from umprof.model.application import QUERY_CALL, WORK_CALL, applications
+from umprof.model.application import NO_STAGING, QUERY_CALL, WORK_CALL, applications
 from umprof.nsight.trace_db import open_trace
 
 MiB = 2**20
@@ -141,3 +141,13 @@ def test_a_result_read_back_on_a_stream_of_its_own_makes_no_pipeline(tmp_path, s
     copies are not chunks over streams."""
     app = applications(open_trace(write_trace(tmp_path / "batches.sqlite", batches_sent(streams, result))))[0]
     assert app.strategy == strategy
+
+
+def test_a_few_chunks_beside_large_pinned_copies_are_no_bounce_buffer():
+    """A PyTorch trainer (HTA's A100 trace) copies 131 MiB of pinned batches and four chunks of 144 KiB with the
+    host busy between them: the chunks carry under STAGED_SHARE of its pinned bytes, so its data does not move
+    through a bounce buffer."""
+    from tests.unit.model import traced
+
+    (adv,) = traced.torch_advice(traced.KINETO / "a100-trainer-rank0.json.gz")
+    assert adv.app.host_staging == NO_STAGING and "bounce buffer" not in adv.app.strategy_why
