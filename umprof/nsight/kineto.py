@@ -49,7 +49,8 @@ COPY_NAME = re.compile(r"Memcpy\s+(\w+)\s*(?:\((.*?)\s*->\s*(.*?)\))?", re.IGNOR
 RECORD_CUDA = ("record it with torch.profiler.profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) "
                "(from torch.profiler import ProfilerActivity)")
 THREAD_NAME = re.compile(r"^thread \d+ \((.*)\)$")  # Kineto's 'thread 1102 (python3.10)'
-TRACE_FILES = ("*.pt.trace.json", "*.pt.trace.json.gz")  # TensorBoard's torch-profiler plugin's names
+KINETO_SUFFIXES = (".json", ".json.gz")  # what export_chrome_trace and TensorBoard's trace handler write
+TRACE_FILES = tuple(f"*.pt.trace{s}" for s in KINETO_SUFFIXES)  # TensorBoard's torch-profiler plugin's names
 NOTES = ("a torch.profiler trace: unified memory's migrations and page faults are not in it",)
 
 

@@ -18,10 +18,16 @@ from pathlib import Path
 import pandas as pd
 
 from umprof.core.errors import ToolUnavailable, UsageError
+from umprof.nsight.kineto import GZIP_MAGIC, KINETO_SUFFIXES, read_kineto
 from umprof.nsight.tables import GRAPH_COLUMNS, TraceTables  # noqa: F401 (TraceTables is imported from here)
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
-NSYS_MAGIC_HINT = ".nsys-rep"
+NSYS_REPORT, NSYS_EXPORT = ".nsys-rep", ".sqlite"  # Nsight Systems' report, and the SQLite export made of it
+NSYS_SUFFIXES = (NSYS_REPORT, NSYS_EXPORT)
+TRACE_SUFFIXES = NSYS_SUFFIXES + KINETO_SUFFIXES  # every trace file umprof reads
+# the trace files umprof reads, in the words of every message that says what a file should have been
+EXPECTED = (f"expected an Nsight Systems {NSYS_REPORT} report or the {NSYS_EXPORT} that `nsys export --type sqlite` "
+            f"makes of it, or torch.profiler's JSON trace ({' or '.join(KINETO_SUFFIXES)})")
 # CUPTI's codes where a trace has no ENUM table naming them (CUpti_ActivityMemcpyKind, ...MemoryKind)
 COPY_KINDS = {0: "unknown", 1: "h2d", 2: "d2h", 3: "h2a", 4: "a2h", 5: "a2a", 6: "a2d", 7: "d2a", 8: "d2d",
               9: "h2h", 10: "p2p", 11: "um_h2d", 12: "um_d2h", 13: "um_d2d"}
@@ -41,8 +47,6 @@ MISSING = {"CUPTI_ACTIVITY_KIND_MEMCPY": "no memory copies",
                                             "--cuda-um-cpu-page-faults=true)"}
 
 
-EXPECTED = "expected an Nsight Systems .nsys-rep report or the .sqlite that `nsys export --type sqlite` makes of it"
-EXPECTED_CONTENT = "expected a .nsys-rep report or the .sqlite that `nsys export --type sqlite` makes of it"
 HEAD_BYTES = 4096  # what is read of a file to say what it holds: a trace can be gigabytes
 
 
@@ -54,16 +58,14 @@ def open_trace(path, nsys: str | None = None) -> TraceTables:
     head = _head(path)
     if head.startswith(SQLITE_MAGIC):
         return read_sqlite(path)
-    if head[:2] == b"\x1f\x8b" or head.lstrip()[:1] in (b"{", b"["):  # gzip or JSON: torch.profiler's trace
-        from umprof.nsight.kineto import read_kineto
-
+    if head.startswith(GZIP_MAGIC) or head.lstrip()[:1] in (b"{", b"["):  # gzip or JSON: torch.profiler's trace
         return read_kineto(path)
     what = content_of(head)
-    if path.suffix == NSYS_MAGIC_HINT and what == BINARY:
+    if path.suffix == NSYS_REPORT and what == BINARY:
         return read_sqlite(export_sqlite(path, nsys))
-    if path.suffix == ".sqlite" and what == BINARY:
-        raise UsageError(f"{path}: not an SQLite file (its first bytes are not SQLite's header); {EXPECTED_CONTENT}")
-    raise UsageError(f"{path}: {what}, not an Nsight Systems trace; {EXPECTED_CONTENT}")
+    if path.suffix == NSYS_EXPORT and what == BINARY:
+        raise UsageError(f"{path}: not an SQLite file (its first bytes are not SQLite's header); {EXPECTED}")
+    raise UsageError(f"{path}: {what}, not a trace; {EXPECTED}")
 
 
 def _head(path: Path) -> bytes:
@@ -80,13 +82,13 @@ def _head(path: Path) -> bytes:
 
 
 BINARY = "binary data of no kind umprof reads"
-# what a file's first bytes say it is, where they say it (magic numbers)
-MAGICS = ((b"\x1f\x8b", "a gzip-compressed file (decompress it first: gunzip)"), (b"PK\x03\x04", "a zip archive"),
-          (b"\x7fELF", "an executable (ELF)"), (b"PAR1", "a Parquet file"))
+# what a file's first bytes say it is, where they say it (magic numbers); a gzip file never comes here: open_trace
+# gives it to the torch.profiler reader, which says what is inside it
+MAGICS = ((b"PK\x03\x04", "a zip archive"), (b"\x7fELF", "an executable (ELF)"), (b"PAR1", "a Parquet file"))
 
 
 def content_of(head: bytes) -> str:
-    """What a file whose first bytes are ``head`` holds, in words: empty, a compressed file or archive, text
+    """What a file whose first bytes are ``head`` holds, in words: empty, an archive, an executable, Parquet, text
     (JSON among it), else BINARY."""
     if not head:
         return "an empty file"

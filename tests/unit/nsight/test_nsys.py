@@ -257,7 +257,7 @@ def test_import_nsys_cli_errors(tmp_path):
     assert res.exit_code == 2 and "no such trace file" in res.output
     (tmp_path / "x.csv").write_text("a,b\n1,2\n")
     res = CliRunner().invoke(cli, ["import-nsys", str(tmp_path / "x.csv")])
-    assert res.exit_code == 2 and "not an Nsight Systems trace" in res.output
+    assert res.exit_code == 2 and "not a trace; expected an Nsight Systems" in res.output
     (tmp_path / "x.nsys-rep").write_bytes(b"")
     res = CliRunner(env={"PATH": str(tmp_path), nsysmod.ENV_NSYS: ""}).invoke(
         cli, ["import-nsys", str(tmp_path / "x.nsys-rep")])
