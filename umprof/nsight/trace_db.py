@@ -24,7 +24,6 @@ from umprof.nsight.tables import GRAPH_COLUMNS, TraceTables  # noqa: F401 (Trace
 SQLITE_MAGIC = b"SQLite format 3\x00"
 NSYS_REPORT, NSYS_EXPORT = ".nsys-rep", ".sqlite"  # Nsight Systems' report, and the SQLite export made of it
 NSYS_SUFFIXES = (NSYS_REPORT, NSYS_EXPORT)
-TRACE_SUFFIXES = NSYS_SUFFIXES + KINETO_SUFFIXES  # every trace file umprof reads
 # the trace files umprof reads, in the words of every message that says what a file should have been
 EXPECTED = (f"expected an Nsight Systems {NSYS_REPORT} report or the {NSYS_EXPORT} that `nsys export --type sqlite` "
             f"makes of it, or torch.profiler's JSON trace ({' or '.join(KINETO_SUFFIXES)})")

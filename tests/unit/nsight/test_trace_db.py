@@ -64,7 +64,7 @@ EXPECTED = ("expected an Nsight Systems .nsys-rep report or the .sqlite that `ns
 
 def test_what_is_expected_is_said_once_naming_every_kind_read():
     assert trace_db.EXPECTED == EXPECTED  # every message's words, torch.profiler's JSON among them
-    assert trace_db.TRACE_SUFFIXES == (".nsys-rep", ".sqlite", ".json", ".json.gz")
+    assert trace_db.NSYS_SUFFIXES == (".nsys-rep", ".sqlite")
 
 
 @pytest.mark.parametrize("name, content, says", [
