@@ -19,6 +19,7 @@ import pandas as pd
 
 from umprof.core.errors import ToolUnavailable, UsageError
 from umprof.nsight.kineto import GZIP_MAGIC, KINETO_SUFFIXES, read_kineto
+from umprof.nsight.rank_info import launcher_of
 from umprof.nsight.tables import GRAPH_COLUMNS, TraceTables  # noqa: F401 (TraceTables is imported from here)
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -145,9 +146,11 @@ def read_sqlite(path: Path) -> TraceTables:
             raise UsageError(f"{path}: an SQLite database, but not an Nsight Systems export (none of its tables: "
                              f"found {', '.join(sorted(tables)[:5]) or 'no tables'})")
         r = _Reader(con, tables)
+        host, rank, world_size = launcher_of(r.system_env())
         return TraceTables(path=path, gpus=r.gpus(), processes=r.processes(), copies=r.copies(), kernels=r.kernels(),
                            memsets=r.memsets(), calls=r.calls(), gpu_faults=r.gpu_faults(), cpu_faults=r.cpu_faults(),
-                           ranges=r.ranges(), notes=r.notes, graphs=r.graphs())
+                           ranges=r.ranges(), notes=r.notes, graphs=r.graphs(), host=host, rank=rank,
+                           world_size=world_size, rank_from="environment")
     except sqlite3.DatabaseError as e:
         raise UsageError(f"{path}: the trace could not be read ({e}): truncated or damaged?") from None
     finally:
@@ -197,6 +200,23 @@ class _Reader:
         for code, name, label in self.con.execute(f"SELECT id, name, label FROM {table}"):
             out[int(code)] = mapping(f"{name} {label or ''}".lower(), default.get(int(code), "unknown"))
         return out or default
+
+    def system_env(self) -> dict[str, str]:
+        """``TARGET_INFO_SYSTEM_ENV`` as name → value (its text columns, or string ids through ``StringIds``); none
+        where it cannot be read: the host and rank it names are the trace's labels, not what is advised."""
+        have = self.columns("TARGET_INFO_SYSTEM_ENV")
+        try:
+            if {"name", "value"} <= have:
+                rows = self.con.execute("SELECT name, value FROM TARGET_INFO_SYSTEM_ENV").fetchall()
+            elif {"nameId", "valueId"} <= have:
+                strings = self.strings()
+                rows = [(strings.get(n), strings.get(v))
+                        for n, v in self.con.execute("SELECT nameId, valueId FROM TARGET_INFO_SYSTEM_ENV")]
+            else:
+                rows = []
+        except sqlite3.Error:
+            return {}
+        return {str(k): str(v) for k, v in rows if k is not None and v is not None}
 
     def gpus(self) -> pd.DataFrame:
         have = self.columns("TARGET_INFO_GPU")

@@ -229,3 +229,18 @@ def test_a_folder_without_traces_is_one_line_naming_it_and_what_was_expected(tmp
         api.job_traces([tmp_path])
     assert str(e.value) == (f"{tmp_path}: a folder with no traces in it (1 JSON file(s) in it, none a torch.profiler "
                             f"trace); {EXPECTED}")
+
+
+def test_ranks_are_labelled_by_what_their_traces_say_not_their_file_names(tmp_path):
+    """torchrun's ranks saved under names whose numbers mislead: each labelled by its trace's own rank (the nsys
+    export's environment, torch.profiler's distributedInfo)."""
+    from tests.unit.data import ROOT
+
+    torch_dir = ROOT / "tests" / "fixtures" / "traces" / "torch"
+    swapped = tmp_path / "report_0.sqlite"
+    swapped.write_bytes(open(_decompressed("h100-ddp_train-rank1", tmp_path), "rb").read())
+    kineto = tmp_path / "trace_5.json.gz"
+    kineto.write_bytes((torch_dir / "h100-ddp_train-rank0.json.gz").read_bytes())
+    labels = {r["path"]: (r["rank"], r["rank_from"], r["job"]["label"])
+              for r in job.job_answer([api._advise_rank(str(f)) for f in (swapped, kineto)])["ranks"]}
+    assert labels == {str(swapped): (1, "environment", "rank 1"), str(kineto): (0, "trace", "rank 0")}
