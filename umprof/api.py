@@ -764,25 +764,33 @@ def import_nsys(trace, *, scenario: str | None = None, against=None, merge_numbe
     return imported
 
 
-TRACE_SUFFIXES = (".sqlite", ".nsys-rep", ".json", ".json.gz")  # what a job's folder is searched for
-
-
 def job_traces(paths) -> list[str]:
-    """A job's trace files: each path given, and the traces under each folder given (an ``.nsys-rep`` whose
-    ``.sqlite`` export lies beside it counted once), in name order."""
+    """A job's trace files: each path given, and the traces under each folder given (:func:`_folder_traces`), in
+    name order."""
     out: list[str] = []
     for p in _listed(paths, (str, Path)):
-        p = Path(p)
-        if not p.is_dir():
-            out.append(str(p))
-            continue
-        found = sorted(f for f in p.rglob("*") if f.is_file() and not f.name.startswith(".")
-                       and f.name.endswith(TRACE_SUFFIXES))
-        have = set(found)  # an export beside its own report, not a file of that name in another folder
-        out += [str(f) for f in found if not (f.suffix == ".nsys-rep" and f.with_suffix(".sqlite") in have)]
-        if not found:
-            raise UsageError(f"{p}: a folder with no traces in it (expected {', '.join(TRACE_SUFFIXES)} files)")
+        out += _folder_traces(p) if Path(p).is_dir() else [str(p)]
     return out
+
+
+def _folder_traces(folder) -> list[str]:
+    """The traces under a folder, in name order: Nsight Systems' reports and exports (a report whose export lies
+    beside it counted once) and torch.profiler's JSON, a JSON file that is not a trace (a config, results) left
+    out; one line naming the folder and what was expected where it holds none."""
+    from umprof.nsight.kineto import KINETO_SUFFIXES, is_kineto_trace
+    from umprof.nsight.trace_db import EXPECTED, NSYS_EXPORT, NSYS_REPORT, NSYS_SUFFIXES
+
+    folder = Path(folder)
+    files = sorted(f for f in folder.rglob("*") if f.is_file() and not f.name.startswith("."))
+    nsys = {f for f in files if f.name.endswith(NSYS_SUFFIXES)}
+    # an export beside its own report, not a file of that name in another folder
+    nsys -= {f for f in nsys if f.suffix == NSYS_REPORT and f.with_suffix(NSYS_EXPORT) in nsys}
+    json_files = [f for f in files if f.name.endswith(KINETO_SUFFIXES)]
+    found = sorted(nsys | {f for f in json_files if is_kineto_trace(f)})
+    if not found:
+        others = f" ({len(json_files)} JSON file(s) in it, none a torch.profiler trace)" if json_files else ""
+        raise UsageError(f"{folder}: a folder with no traces in it{others}; {EXPECTED}")
+    return [str(f) for f in found]
 
 
 def advise_job(paths, calibration=None, *, gpu: str | None = None, nsys: str | None = None,

@@ -4,8 +4,9 @@ With ``scheduler`` the tasks go to that running Dask scheduler; else to a local 
 processes, as many as the machine's cores and memory allow, each bounded by a memory limit (a worker past it is
 restarted by its nanny, its task reported failed), so that a thousand inputs never sit in one process: a task
 returns its small result, not what it read. Without ``dask[distributed]`` several inputs run in a local process
-pool, with a one-line note; one input runs here. A task that raises, or whose worker dies, becomes
-``on_error(input, exception)``'s result, so that one bad input never stops the others.
+pool, its workers renewed every ``TASKS_PER_WORKER`` tasks, with a one-line note; one input runs here. A task that
+raises, or whose worker dies, becomes ``on_error(input, exception)``'s result, so that one bad input never stops
+the others.
 """
 
 from __future__ import annotations
@@ -16,6 +17,15 @@ import time
 from collections.abc import Callable, Sequence
 
 WORKER_MEMORY = 2 << 30  # the least memory a local worker gets: a trace's tables, its advice and the calibration
+# A local pool's worker is started afresh after this many tasks (the pool runs in batches of workers × this many
+# inputs), so that what advising leaves behind is freed. Large, because a new worker starts Python and umprof
+# (~0.5 s) and builds its calibration again (api._BUILT: median 0.67 s, 0.07-0.86 s, over the 58 fixture traces of
+# tests/fixtures/traces) where advising a trace takes a median 0.10 s once it is built: those traces twice over on
+# 2 workers took 14.6 s renewed every 16 tasks, 9.4 s every 256. A worker grew 32 MiB over its first 58 traces and
+# 48 MiB over 232 (its caches filling, then flat: 1 MiB over the last 58), far below WORKER_MEMORY. (Measured
+# 2026-12, Python 3.11, 2 cores.) Not the pool's max_tasks_per_child: from Python 3.11 until CPython gh-115634's fix,
+# the pool hangs once a worker leaves at that limit with tasks still queued (here: 17 tasks, one worker, 16 a worker).
+TASKS_PER_WORKER = 256
 PROGRESS_EVERY_S = 1.0  # the progress line is rewritten at most this often (and at the end)
 CLUSTER_EXTRA = 'pip install "umprof[cluster]"'
 
@@ -81,12 +91,22 @@ def _guarded(task: Callable, x, on_error: Callable):
 
 
 def _pool_map(task, inputs, on_error, workers: int, progress: Progress) -> list:
+    """The local pool: ``inputs`` in batches of ``workers`` × TASKS_PER_WORKER, each batch on new worker
+    processes, so that a worker's memory is freed after at most TASKS_PER_WORKER tasks."""
+    out = [None] * len(inputs)
+    batch = workers * TASKS_PER_WORKER
+    for start in range(0, len(inputs), batch):
+        _pool_batch(task, inputs, range(start, min(start + batch, len(inputs))), on_error, workers, progress, out)
+    return out
+
+
+def _pool_batch(task, inputs, indices: range, on_error, workers: int, progress: Progress, out: list) -> None:
+    import multiprocessing
     from concurrent.futures import ProcessPoolExecutor, as_completed
 
-    out = [None] * len(inputs)
-    recycle = {"max_tasks_per_child": _TASKS_PER_PROCESS} if sys.version_info >= (3, 11) else {}
-    with ProcessPoolExecutor(max_workers=workers, **recycle) as pool:
-        futures = {pool.submit(task, x): i for i, x in enumerate(inputs)}
+    # spawned, not forked: a fork copies the locks the parent's threads (pyarrow's, where it read files) may hold
+    with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+        futures = {pool.submit(task, inputs[i]): i for i in indices}
         for f in as_completed(futures):
             i = futures[f]
             try:
@@ -94,10 +114,6 @@ def _pool_map(task, inputs, on_error, workers: int, progress: Progress) -> list:
             except Exception as e:
                 out[i] = on_error(inputs[i], e)
             progress.step()
-    return out
-
-
-_TASKS_PER_PROCESS = 16  # a pool's process is replaced after this many tasks, so that what they leave behind is freed
 
 
 def _dask_map(task, inputs, on_error, scheduler: str | None, workers: int | None, progress: Progress) -> list:

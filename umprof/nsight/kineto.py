@@ -49,7 +49,15 @@ COPY_NAME = re.compile(r"Memcpy\s+(\w+)\s*(?:\((.*?)\s*->\s*(.*?)\))?", re.IGNOR
 RECORD_CUDA = ("record it with torch.profiler.profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) "
                "(from torch.profiler import ProfilerActivity)")
 THREAD_NAME = re.compile(r"^thread \d+ \((.*)\)$")  # Kineto's 'thread 1102 (python3.10)'
-TRACE_FILES = ("*.pt.trace.json", "*.pt.trace.json.gz")  # TensorBoard's torch-profiler plugin's names
+KINETO_SUFFIXES = (".json", ".json.gz")  # what export_chrome_trace and TensorBoard's trace handler write
+TRACE_FILES = tuple(f"*.pt.trace{s}" for s in KINETO_SUFFIXES)  # TensorBoard's torch-profiler plugin's names
+# what tells a Chrome trace from other JSON in its first bytes: torch.profiler's object opens with "schemaVersion"
+# and holds "traceEvents"; a bare list of events names each event's phase ("ph")
+TRACE_KEYS = (b'"schemaVersion"', b'"traceEvents"')
+EVENT_KEY = b'"ph"'
+# read of a JSON file to tell a trace: torch.profiler writes "schemaVersion" first, before its GPUs' properties
+# (about 600 bytes a GPU, pretty-printed), so that even a machine of many GPUs names a key well within it
+HEAD_BYTES = 1 << 16
 NOTES = ("a torch.profiler trace: unified memory's migrations and page faults are not in it",)
 
 
@@ -74,16 +82,33 @@ def read_kineto(path, require_cuda: bool = True) -> TraceTables:
 
 def kineto_files(folder) -> list[Path]:
     """The torch.profiler traces in a folder, as TensorBoard's plugin stores them (``*.pt.trace.json[.gz]``,
-    one per rank, in the folder or its run folders), else every ``*.json`` and ``*.json.gz`` in it; sorted."""
+    one per rank, in the folder or its run folders), else every ``*.json`` and ``*.json.gz`` in it that is a trace
+    (:func:`is_kineto_trace`); sorted."""
     folder = Path(folder)
     if not folder.is_dir():
         raise UsageError(f"{folder}: not a folder of torch.profiler traces")
     found = sorted({p for pat in TRACE_FILES for p in folder.rglob(pat)})
     if not found:
-        found = sorted(p for pat in ("*.json", "*.json.gz") for p in folder.glob(pat))
+        found = sorted(p for s in KINETO_SUFFIXES for p in folder.glob(f"*{s}") if is_kineto_trace(p))
     if not found:
         raise UsageError(f"{folder}: no torch.profiler traces in it (expected *.pt.trace.json[.gz] or *.json[.gz])")
     return found
+
+
+def is_kineto_trace(path) -> bool:
+    """Whether a ``.json`` (or gzipped) file is a Chrome trace, by its first bytes (:data:`TRACE_KEYS`, or a list
+    of events): a config or results file beside the traces is not. A file that cannot be read counts as a trace,
+    so that reading it says what is wrong with it."""
+    try:
+        with open(path, "rb") as f:
+            gzipped = f.read(len(GZIP_MAGIC)) == GZIP_MAGIC
+        with (gzip.open(path, "rb") if gzipped else open(path, "rb")) as f:
+            head = f.read(HEAD_BYTES).lstrip()
+    except (OSError, EOFError, zlib.error):
+        return True
+    if head[:1] == b"{":
+        return any(k in head for k in TRACE_KEYS)
+    return head[:1] == b"[" and EVENT_KEY in head
 
 
 def read_kineto_folder(folder) -> list[TraceTables]:

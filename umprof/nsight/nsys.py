@@ -32,13 +32,29 @@ def nsys_version(nsys: str) -> str:
     return (out.stdout or out.stderr).strip()
 
 
-def profile_command(nsys: str, output: Path, command: list[str], um_faults: bool = True) -> list[str]:
-    """The ``nsys profile`` command line that traces CUDA and NVTX (and UM faults) into ``output``; CUDA
-    graphs node by node, so that the copies and kernels a graph launches are in the trace as any others."""
-    cmd = [nsys, "profile", "-t", "cuda,nvtx", "--cuda-graph-trace=node", "-o", str(output), "--force-overwrite", "true"]
-    if um_faults:
-        cmd += ["--cuda-um-gpu-page-faults=true", "--cuda-um-cpu-page-faults=true"]
-    return cmd + list(command)
+# what a trace records: CUDA calls and NVTX ranges; the OS runtime's calls (``osrt``) where asked; CUDA graphs node
+# by node, so that the copies and kernels a graph launches are in the trace as any others
+TRACED_APIS = ("cuda", "nvtx")
+OS_RUNTIME = "osrt"
+GRAPH_NODES = "--cuda-graph-trace=node"
+# unified memory's page faults: costly to trace, so asked for only where the program uses managed memory
+UM_FAULT_OPTIONS = ("--cuda-um-cpu-page-faults=true", "--cuda-um-gpu-page-faults=true")
+
+
+def profile_options(um_faults: bool = True, os_runtime: bool = False) -> list[str]:
+    """``nsys profile``'s tracing options: CUDA and NVTX (and the OS runtime's calls where ``os_runtime``), CUDA
+    graphs node by node, and unified memory's page faults where ``um_faults``."""
+    apis = ",".join(TRACED_APIS + ((OS_RUNTIME,) if os_runtime else ()))
+    return ["-t", apis, GRAPH_NODES, *(UM_FAULT_OPTIONS if um_faults else ())]
+
+
+def profile_command(nsys: str, output, command: list[str], um_faults: bool = True,
+                    os_runtime: bool = False) -> list[str]:
+    """The ``nsys profile`` command line that traces ``command`` into ``output`` (a report's path without its
+    ``.nsys-rep``) with :func:`profile_options`, overwriting an earlier report of that name; the output last
+    before the command."""
+    return [nsys, "profile", *profile_options(um_faults, os_runtime), "--force-overwrite", "true",
+            "-o", str(output), *command]
 
 
 def last_line(text: str) -> str:

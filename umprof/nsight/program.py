@@ -21,10 +21,7 @@ from pathlib import Path
 from typing import Callable
 
 from umprof.core.errors import UmprofError, UsageError
-from umprof.nsight.nsys import find_nsys, last_line
-
-TRACE_OPTIONS = ("-t", "cuda,nvtx,osrt", "--cuda-graph-trace=node")
-UM_FAULT_OPTIONS = ("--cuda-um-cpu-page-faults=true", "--cuda-um-gpu-page-faults=true")
+from umprof.nsight.nsys import find_nsys, last_line, profile_command, profile_options
 
 
 class ProgramFailed(UmprofError):
@@ -89,8 +86,8 @@ def _traced(exe: str, command: list, prefix: Path, um_faults: bool, say) -> tupl
     from umprof.nsight.trace_db import export_sqlite
 
     report = prefix.with_name(prefix.name + ".nsys-rep")
-    options = [*TRACE_OPTIONS, *(UM_FAULT_OPTIONS if um_faults else ())]
-    cmd = [exe, "profile", *options, "--force-overwrite", "true", "-o", str(prefix), *command]
+    options = profile_options(um_faults, os_runtime=True)
+    cmd = profile_command(exe, prefix, command, um_faults, os_runtime=True)
     say(f"tracing {' '.join(command)} under nsys ({' '.join(options)})")
     t0 = time.perf_counter()
     proc = _run(cmd, command[0], "its traced run")

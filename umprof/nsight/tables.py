@@ -35,6 +35,9 @@ class TraceTables:
     host: str = ""  # the machine it was recorded on, where the trace names it
     rank: int | None = None  # a distributed job's rank and world size, where the trace records them
     world_size: int | None = None
+    # where the reader read rank and world size: "trace" (the trace's own record, torch.profiler's distributedInfo)
+    # or "environment" (the launcher's variables an Nsight Systems export keeps)
+    rank_from: str = "trace"
 
     @property
     def has_cuda(self) -> bool:

@@ -18,10 +18,16 @@ from pathlib import Path
 import pandas as pd
 
 from umprof.core.errors import ToolUnavailable, UsageError
+from umprof.nsight.kineto import GZIP_MAGIC, KINETO_SUFFIXES, read_kineto
+from umprof.nsight.rank_info import launcher_of
 from umprof.nsight.tables import GRAPH_COLUMNS, TraceTables  # noqa: F401 (TraceTables is imported from here)
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
-NSYS_MAGIC_HINT = ".nsys-rep"
+NSYS_REPORT, NSYS_EXPORT = ".nsys-rep", ".sqlite"  # Nsight Systems' report, and the SQLite export made of it
+NSYS_SUFFIXES = (NSYS_REPORT, NSYS_EXPORT)
+# the trace files umprof reads, in the words of every message that says what a file should have been
+EXPECTED = (f"expected an Nsight Systems {NSYS_REPORT} report or the {NSYS_EXPORT} that `nsys export --type sqlite` "
+            f"makes of it, or torch.profiler's JSON trace ({' or '.join(KINETO_SUFFIXES)})")
 # CUPTI's codes where a trace has no ENUM table naming them (CUpti_ActivityMemcpyKind, ...MemoryKind)
 COPY_KINDS = {0: "unknown", 1: "h2d", 2: "d2h", 3: "h2a", 4: "a2h", 5: "a2a", 6: "a2d", 7: "d2a", 8: "d2d",
               9: "h2h", 10: "p2p", 11: "um_h2d", 12: "um_d2h", 13: "um_d2d"}
@@ -41,8 +47,6 @@ MISSING = {"CUPTI_ACTIVITY_KIND_MEMCPY": "no memory copies",
                                             "--cuda-um-cpu-page-faults=true)"}
 
 
-EXPECTED = "expected an Nsight Systems .nsys-rep report or the .sqlite that `nsys export --type sqlite` makes of it"
-EXPECTED_CONTENT = "expected a .nsys-rep report or the .sqlite that `nsys export --type sqlite` makes of it"
 HEAD_BYTES = 4096  # what is read of a file to say what it holds: a trace can be gigabytes
 
 
@@ -54,16 +58,14 @@ def open_trace(path, nsys: str | None = None) -> TraceTables:
     head = _head(path)
     if head.startswith(SQLITE_MAGIC):
         return read_sqlite(path)
-    if head[:2] == b"\x1f\x8b" or head.lstrip()[:1] in (b"{", b"["):  # gzip or JSON: torch.profiler's trace
-        from umprof.nsight.kineto import read_kineto
-
+    if head.startswith(GZIP_MAGIC) or head.lstrip()[:1] in (b"{", b"["):  # gzip or JSON: torch.profiler's trace
         return read_kineto(path)
     what = content_of(head)
-    if path.suffix == NSYS_MAGIC_HINT and what == BINARY:
+    if path.suffix == NSYS_REPORT and what == BINARY:
         return read_sqlite(export_sqlite(path, nsys))
-    if path.suffix == ".sqlite" and what == BINARY:
-        raise UsageError(f"{path}: not an SQLite file (its first bytes are not SQLite's header); {EXPECTED_CONTENT}")
-    raise UsageError(f"{path}: {what}, not an Nsight Systems trace; {EXPECTED_CONTENT}")
+    if path.suffix == NSYS_EXPORT and what == BINARY:
+        raise UsageError(f"{path}: not an SQLite file (its first bytes are not SQLite's header); {EXPECTED}")
+    raise UsageError(f"{path}: {what}, not a trace; {EXPECTED}")
 
 
 def _head(path: Path) -> bytes:
@@ -80,13 +82,13 @@ def _head(path: Path) -> bytes:
 
 
 BINARY = "binary data of no kind umprof reads"
-# what a file's first bytes say it is, where they say it (magic numbers)
-MAGICS = ((b"\x1f\x8b", "a gzip-compressed file (decompress it first: gunzip)"), (b"PK\x03\x04", "a zip archive"),
-          (b"\x7fELF", "an executable (ELF)"), (b"PAR1", "a Parquet file"))
+# what a file's first bytes say it is, where they say it (magic numbers); a gzip file never comes here: open_trace
+# gives it to the torch.profiler reader, which says what is inside it
+MAGICS = ((b"PK\x03\x04", "a zip archive"), (b"\x7fELF", "an executable (ELF)"), (b"PAR1", "a Parquet file"))
 
 
 def content_of(head: bytes) -> str:
-    """What a file whose first bytes are ``head`` holds, in words: empty, a compressed file or archive, text
+    """What a file whose first bytes are ``head`` holds, in words: empty, an archive, an executable, Parquet, text
     (JSON among it), else BINARY."""
     if not head:
         return "an empty file"
@@ -144,9 +146,11 @@ def read_sqlite(path: Path) -> TraceTables:
             raise UsageError(f"{path}: an SQLite database, but not an Nsight Systems export (none of its tables: "
                              f"found {', '.join(sorted(tables)[:5]) or 'no tables'})")
         r = _Reader(con, tables)
+        host, rank, world_size = launcher_of(r.system_env())
         return TraceTables(path=path, gpus=r.gpus(), processes=r.processes(), copies=r.copies(), kernels=r.kernels(),
                            memsets=r.memsets(), calls=r.calls(), gpu_faults=r.gpu_faults(), cpu_faults=r.cpu_faults(),
-                           ranges=r.ranges(), notes=r.notes, graphs=r.graphs())
+                           ranges=r.ranges(), notes=r.notes, graphs=r.graphs(), host=host, rank=rank,
+                           world_size=world_size, rank_from="environment")
     except sqlite3.DatabaseError as e:
         raise UsageError(f"{path}: the trace could not be read ({e}): truncated or damaged?") from None
     finally:
@@ -196,6 +200,23 @@ class _Reader:
         for code, name, label in self.con.execute(f"SELECT id, name, label FROM {table}"):
             out[int(code)] = mapping(f"{name} {label or ''}".lower(), default.get(int(code), "unknown"))
         return out or default
+
+    def system_env(self) -> dict[str, str]:
+        """``TARGET_INFO_SYSTEM_ENV`` as name → value (its text columns, or string ids through ``StringIds``); none
+        where it cannot be read: the host and rank it names are the trace's labels, not what is advised."""
+        have = self.columns("TARGET_INFO_SYSTEM_ENV")
+        try:
+            if {"name", "value"} <= have:
+                rows = self.con.execute("SELECT name, value FROM TARGET_INFO_SYSTEM_ENV").fetchall()
+            elif {"nameId", "valueId"} <= have:
+                strings = self.strings()
+                rows = [(strings.get(n), strings.get(v))
+                        for n, v in self.con.execute("SELECT nameId, valueId FROM TARGET_INFO_SYSTEM_ENV")]
+            else:
+                rows = []
+        except sqlite3.Error:
+            return {}
+        return {str(k): str(v) for k, v in rows if k is not None and v is not None}
 
     def gpus(self) -> pd.DataFrame:
         have = self.columns("TARGET_INFO_GPU")

@@ -12,6 +12,7 @@ from click.testing import CliRunner
 from tests.unit.nsight.test_trace_db import fixture
 from umprof.cli import cli
 from umprof.core.errors import UsageError
+from umprof.nsight.nsys import profile_command
 from umprof.nsight.program import ProgramFailed, run_program, uses_managed_memory
 
 SLEEP = [sys.executable, "-c", "import time; time.sleep(0.05)"]
@@ -57,6 +58,8 @@ def test_a_program_is_traced_once_and_timed_untraced(fake_nsys, tmp_path):
     assert doc["trace"] == str(tmp_path / "kept.sqlite") and (tmp_path / "kept.sqlite").is_file()
     calls = fake_nsys.read_text().splitlines()
     profile = next(c for c in calls if c.startswith("profile"))
+    # the command nsys.profile_command builds, the OS runtime's calls traced and no unified-memory faults
+    assert profile == " ".join(profile_command("nsys", tmp_path / "kept", SLEEP, um_faults=False, os_runtime=True)[1:])
     assert "-t cuda,nvtx,osrt --cuda-graph-trace=node" in profile and "page-faults" not in profile
     assert len([c for c in calls if c.startswith("profile")]) == 1  # vectorAdd uses no managed memory
     # progress on stderr, each run with its time
@@ -78,6 +81,7 @@ def test_a_program_on_managed_memory_is_traced_again_with_faults(fake_nsys, tmp_
     assert ran.um_faults and ran.managed_why == "cudaMallocManaged calls"
     profiles = [c for c in fake_nsys.read_text().splitlines() if c.startswith("profile")]
     assert len(profiles) == 2 and "page-faults" not in profiles[0]
+    assert profiles[1] == " ".join(profile_command("nsys", tmp_path / "m", SLEEP, um_faults=True, os_runtime=True)[1:])
     assert "--cuda-um-cpu-page-faults=true --cuda-um-gpu-page-faults=true" in profiles[1]
     assert any("managed memory (cudaMallocManaged calls): tracing it again" in s for s in said)
     assert len(ran.untraced_s) == 2

@@ -4,7 +4,10 @@ advised."""
 
 import json
 import math
+import os
 import signal
+import subprocess
+import sys
 from contextlib import contextmanager
 
 import pytest
@@ -13,6 +16,7 @@ from click.testing import CliRunner
 from umprof import api
 from umprof.cli import cli
 from umprof.cluster import execute
+from tests.unit.data import ROOT
 from tests.unit.nsight.test_trace_db import fixture
 
 CLUSTER_S = 600  # the longest a Dask step may take (two traces on two workers: 20-270 s on 2 cores beside other work)
@@ -68,6 +72,32 @@ def test_without_dask_several_inputs_run_in_a_process_pool_with_a_note(monkeypat
                             note=notes.append)
     assert out == [2.0, 3.0, "-1.0: ValueError"]
     assert len(notes) == 1 and "dask[distributed] is not installed" in notes[0]
+
+
+RENEWED_POOL = """
+import json, sys
+from umprof.cluster import execute
+from tests.unit.cluster import worker_pid
+execute.TASKS_PER_WORKER = 3
+print(json.dumps(execute._pool_map(worker_pid, list(range(7)), lambda x, e: str(e), 1, execute.Progress(7, "done"))))
+"""
+
+
+def test_the_pools_workers_are_renewed_every_so_many_tasks_and_it_finishes():
+    """A pool of one worker renewed every 3 tasks runs 7: three workers, every result in its input's order. In a
+    process of its own, bounded: the pool's own max_tasks_per_child hangs here on Python 3.11 (CPython gh-115634),
+    past any alarm (its shutdown waits too)."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
+    run = subprocess.run([sys.executable, "-c", RENEWED_POOL], cwd=ROOT, env=env, capture_output=True, text=True,
+                         timeout=120)
+    assert run.returncode == 0, run.stderr
+    pids = json.loads(run.stdout)
+    assert all(isinstance(p, int) for p in pids), pids
+    assert [len(set(pids[i:i + 3])) for i in (0, 3, 6)] == [1, 1, 1] and len(set(pids)) == 3
+
+
+def test_a_worker_advises_many_traces_before_it_is_renewed():
+    assert execute.TASKS_PER_WORKER >= 256  # each renewal builds the calibration again (see its comment)
 
 
 def test_one_input_runs_here():

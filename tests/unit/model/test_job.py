@@ -201,3 +201,46 @@ def test_a_real_two_rank_torchrun_job_reads_as_one_group_on_one_host(tmp_path):
         assert sum(len(g["ranks"]) for g in j["groups"]) == 2, j["groups"]
         assert sorted(r["rank"] for r in doc["ranks"]) == [0, 1] and {r["world_size"] for r in doc["ranks"]} == {2}
         assert j["saving"]["synchronised"] and 0 <= j["saving"]["saving_s"] <= j["saving"]["now_s"], j["saving"]
+
+
+def test_a_jobs_folder_gives_its_traces_and_leaves_other_json_out(tmp_path):
+    """A folder of a job's outputs: its traces (an nsys report beside its own export counted once, torch.profiler's
+    JSON) are read, a config or results JSON is not."""
+    from tests.unit.data import ROOT
+
+    torch_dir = ROOT / "tests" / "fixtures" / "traces" / "torch"
+    (tmp_path / "run" / "rank1").mkdir(parents=True)
+    kineto = tmp_path / "run" / "rank1" / "h100-ddp_train-rank1.json.gz"
+    kineto.write_bytes((torch_dir / "h100-ddp_train-rank1.json.gz").read_bytes())
+    (tmp_path / "run" / "report_0.nsys-rep").write_bytes(b"a report")
+    (tmp_path / "run" / "report_0.sqlite").write_bytes(b"its export")
+    (tmp_path / "run" / "config.json").write_text('{"lr": 0.1, "world_size": 2}')
+    (tmp_path / "run" / "results.json").write_text('[{"step": 1, "loss": 0.5}]')
+    assert api.job_traces([tmp_path / "run"]) == [str(tmp_path / "run" / "rank1" / kineto.name),
+                                                  str(tmp_path / "run" / "report_0.sqlite")]
+
+
+def test_a_folder_without_traces_is_one_line_naming_it_and_what_was_expected(tmp_path):
+    from umprof.core.errors import UsageError
+    from umprof.nsight.trace_db import EXPECTED
+
+    (tmp_path / "config.json").write_text('{"lr": 0.1}')
+    with pytest.raises(UsageError) as e:
+        api.job_traces([tmp_path])
+    assert str(e.value) == (f"{tmp_path}: a folder with no traces in it (1 JSON file(s) in it, none a torch.profiler "
+                            f"trace); {EXPECTED}")
+
+
+def test_ranks_are_labelled_by_what_their_traces_say_not_their_file_names(tmp_path):
+    """torchrun's ranks saved under names whose numbers mislead: each labelled by its trace's own rank (the nsys
+    export's environment, torch.profiler's distributedInfo)."""
+    from tests.unit.data import ROOT
+
+    torch_dir = ROOT / "tests" / "fixtures" / "traces" / "torch"
+    swapped = tmp_path / "report_0.sqlite"
+    swapped.write_bytes(open(_decompressed("h100-ddp_train-rank1", tmp_path), "rb").read())
+    kineto = tmp_path / "trace_5.json.gz"
+    kineto.write_bytes((torch_dir / "h100-ddp_train-rank0.json.gz").read_bytes())
+    labels = {r["path"]: (r["rank"], r["rank_from"], r["job"]["label"])
+              for r in job.job_answer([api._advise_rank(str(f)) for f in (swapped, kineto)])["ranks"]}
+    assert labels == {str(swapped): (1, "environment", "rank 1"), str(kineto): (0, "trace", "rank 0")}

@@ -10,7 +10,7 @@ import pytest
 from tests.unit.data import ROOT
 from umprof.core.errors import UsageError
 from umprof.model.application import applications
-from umprof.nsight.kineto import kineto_files, read_kineto, read_kineto_folder
+from umprof.nsight.kineto import is_kineto_trace, kineto_files, read_kineto, read_kineto_folder
 from umprof.nsight.trace_db import open_trace
 
 KINETO = ROOT / "tests" / "fixtures" / "traces" / "kineto"
@@ -84,6 +84,24 @@ def test_a_folder_of_ranks_reads_one_table_set_per_rank():
     tables = read_kineto_folder(KINETO / "ranks")
     assert [(t.rank, t.world_size) for t in tables] == [(0, 128), (1, 128)]
     assert [t.processes["pid"].iloc[0] for t in tables] == [4037, 4045]
+
+
+def test_a_trace_is_told_from_other_json_by_its_first_bytes(tmp_path):
+    for name in ("backward-thread.json", "a100-alexnet.json.gz", "torch-1.x-categories.json.gz", "cpu-only.json.gz"):
+        assert is_kineto_trace(KINETO / name), name
+    (tmp_path / "events.json").write_bytes(b'[{"name": "x", "ph": "X", "ts": 1, "dur": 2}]')  # a bare list of events
+    (tmp_path / "cut.json.gz").write_bytes(gzip.compress(b'{"schemaVersion": 1, "traceEvents": [')[:12])
+    assert is_kineto_trace(tmp_path / "events.json") and is_kineto_trace(tmp_path / "cut.json.gz")  # read says why
+    (tmp_path / "config.json").write_text('{"lr": 0.1, "batch_size": 64}')
+    (tmp_path / "results.json.gz").write_bytes(gzip.compress(b'[{"loss": 0.5}]'))
+    assert not is_kineto_trace(tmp_path / "config.json") and not is_kineto_trace(tmp_path / "results.json.gz")
+
+
+def test_a_folder_of_traces_leaves_its_other_json_out(tmp_path):
+    for name in ("a100-alexnet.json.gz", "backward-thread.json"):
+        (tmp_path / name).write_bytes((KINETO / name).read_bytes())
+    (tmp_path / "config.json").write_text('{"lr": 0.1}')
+    assert [f.name for f in kineto_files(tmp_path)] == ["a100-alexnet.json.gz", "backward-thread.json"]
 
 
 def test_open_trace_reads_json_and_gzip_by_content(tmp_path):

@@ -151,11 +151,18 @@ def test_find_nsys_order(tmp_path, monkeypatch):
 
 def test_profile_command_traces_cuda_nvtx_and_um():
     cmd = nsysmod.profile_command("nsys", "out/x", ["python3", "-m", "umprof", "run"])
-    assert cmd[:4] == ["nsys", "profile", "-t", "cuda,nvtx"]
-    assert "--cuda-graph-trace=node" in cmd  # a graph's copies and kernels, each in the trace
-    assert "--cuda-um-gpu-page-faults=true" in cmd and "--cuda-um-cpu-page-faults=true" in cmd
-    assert cmd[-4:] == ["python3", "-m", "umprof", "run"]
-    assert "--cuda-um-gpu-page-faults=true" not in nsysmod.profile_command("nsys", "x", ["a"], um_faults=False)
+    # a graph's copies and kernels, each in the trace; the output last before the command
+    assert cmd == ["nsys", "profile", "-t", "cuda,nvtx", "--cuda-graph-trace=node", "--cuda-um-cpu-page-faults=true",
+                   "--cuda-um-gpu-page-faults=true", "--force-overwrite", "true", "-o", "out/x",
+                   "python3", "-m", "umprof", "run"]
+    assert nsysmod.profile_command("nsys", "x", ["a"], um_faults=False) == [
+        "nsys", "profile", "-t", "cuda,nvtx", "--cuda-graph-trace=node", "--force-overwrite", "true", "-o", "x", "a"]
+
+
+def test_the_os_runtime_is_traced_where_asked():
+    assert nsysmod.profile_options(um_faults=False, os_runtime=True) == ["-t", "cuda,nvtx,osrt", "--cuda-graph-trace=node"]
+    cmd = nsysmod.profile_command("nsys", "x", ["a"], um_faults=True, os_runtime=True)
+    assert cmd[2:7] == nsysmod.profile_options(um_faults=True, os_runtime=True)
 
 
 def test_phase_names():
@@ -250,7 +257,7 @@ def test_import_nsys_cli_errors(tmp_path):
     assert res.exit_code == 2 and "no such trace file" in res.output
     (tmp_path / "x.csv").write_text("a,b\n1,2\n")
     res = CliRunner().invoke(cli, ["import-nsys", str(tmp_path / "x.csv")])
-    assert res.exit_code == 2 and "not an Nsight Systems trace" in res.output
+    assert res.exit_code == 2 and "not a trace; expected an Nsight Systems" in res.output
     (tmp_path / "x.nsys-rep").write_bytes(b"")
     res = CliRunner(env={"PATH": str(tmp_path), nsysmod.ENV_NSYS: ""}).invoke(
         cli, ["import-nsys", str(tmp_path / "x.nsys-rep")])

@@ -5,7 +5,10 @@ import sqlite3
 
 from umprof.nsight.rank_info import collective_kernels, rank_info
 from umprof.nsight.trace_db import open_trace
+from tests.unit.data import ROOT, unpacked
 from tests.unit.nsight.test_trace_db import fixture
+
+TORCH = ROOT / "tests" / "fixtures" / "traces" / "torch"
 
 
 def _with_env(src, dst, rows):
@@ -32,8 +35,24 @@ def test_a_per_rank_file_name_gives_the_rank_where_the_trace_does_not(tmp_path):
 
 def test_a_readers_own_rank_wins():
     t = open_trace(fixture("stream_loop"))
-    t.host, t.rank, t.world_size = "gpu-node", 1, 2
+    t.host, t.rank, t.world_size, t.rank_from = "gpu-node", 1, 2, "trace"  # as the torch.profiler reader sets them
     assert tuple(rank_info(t)) == ("gpu-node", 1, 2, "trace")
+
+
+def test_the_export_is_read_once_its_rank_with_it(tmp_path):
+    """A real torchrun rank's export (h100-ddp_train-rank1): host, rank and world size are read with its tables, so
+    that rank_info needs no second look at the file; a misleading file name does not win over them."""
+    path = unpacked(TORCH / "h100-ddp_train-rank1.sqlite", tmp_path)
+    misnamed = path.rename(tmp_path / "report_0.sqlite")
+    t = open_trace(misnamed)
+    assert (t.host, t.rank, t.world_size, t.rank_from) == ("vm", 1, 2, "environment")
+    misnamed.unlink()  # what rank_info says comes from the tables alone
+    assert tuple(rank_info(t)) == ("vm", 1, 2, "environment")
+
+
+def test_the_kineto_traces_rank_is_its_distributed_info(tmp_path):
+    t = open_trace(TORCH / "h100-ddp_train-rank0.json.gz")
+    assert tuple(rank_info(t)) == ("", 0, 2, "trace")
 
 
 def test_collective_kernels_are_counted_by_name():

@@ -15,6 +15,7 @@ from tests.unit.data import ROOT, unpacked
 from tests.unit.model import traced
 from umprof.cli import cli
 from umprof.core.errors import ToolUnavailable, UsageError
+from umprof.nsight import trace_db
 from umprof.nsight.trace_db import export_sqlite, open_trace
 
 TRACES = ROOT / "tests" / "fixtures" / "traces"
@@ -57,16 +58,24 @@ def test_unified_memory_migrations_are_their_own_kind(tmp_path):
     assert len(t.gpu_faults) > 0 and t.copies["address"].notna().all()
 
 
-EXPECTED = "expected an Nsight Systems .nsys-rep report or the .sqlite that `nsys export --type sqlite` makes of it"
-EXPECTED_CONTENT = "expected a .nsys-rep report or the .sqlite that `nsys export --type sqlite` makes of it"
+EXPECTED = ("expected an Nsight Systems .nsys-rep report or the .sqlite that `nsys export --type sqlite` makes of it, "
+            "or torch.profiler's JSON trace (.json or .json.gz)")
+
+
+def test_what_is_expected_is_said_once_naming_every_kind_read():
+    assert trace_db.EXPECTED == EXPECTED  # every message's words, torch.profiler's JSON among them
+    assert trace_db.NSYS_SUFFIXES == (".nsys-rep", ".sqlite")
 
 
 @pytest.mark.parametrize("name, content, says", [
-    ("app.sqlite", b"", "an empty file, not an Nsight Systems trace"),
-    ("app.sqlite", b"hello, I am text\n", "a text file, not an Nsight Systems trace"),
+    ("app.sqlite", b"", "an empty file, not a trace"),
+    ("app.sqlite", b"hello, I am text\n", "a text file, not a trace"),
     ("x.sqlite", random.Random(0).randbytes(1 << 20), "not an SQLite file (its first bytes are not SQLite's header)"),
-    ("x.nsys-rep", b"a report, I promise\n" * 100, "a text file, not an Nsight Systems trace"),
+    ("x.nsys-rep", b"a report, I promise\n" * 100, "a text file, not a trace"),
     ("x.nsys-rep", b'{"a": 1}', "JSON, but not a Chrome trace"),
+    ("x.zip", b"PK\x03\x04" + bytes(64), "a zip archive, not a trace"),
+    # a gzip file goes to the torch.profiler reader, which says what it holds: never to content_of
+    ("x.sqlite.gz", gzip.compress(b"hello, I am text\n", mtime=0), "not valid JSON"),
 ])
 def test_what_is_not_a_trace_is_one_line_naming_the_file(tmp_path, name, content, says):
     bad = tmp_path / name
@@ -74,7 +83,7 @@ def test_what_is_not_a_trace_is_one_line_naming_the_file(tmp_path, name, content
     with pytest.raises(UsageError) as e:
         open_trace(bad)
     assert str(e.value).startswith(f"{bad}: {says}")
-    assert str(e.value).endswith(EXPECTED_CONTENT) or "JSON" in says
+    assert str(e.value).endswith(EXPECTED) or "JSON" in says
     assert "\n" not in str(e.value)
     r = CliRunner().invoke(cli, ["advise", str(bad)])
     assert r.exit_code == 2 and "Traceback" not in r.output
@@ -101,7 +110,7 @@ def test_a_text_file_named_a_report_is_refused_before_nsys_is_looked_for(tmp_pat
     monkeypatch.delenv("UMPROF_NSYS", raising=False)
     rep = tmp_path / "x.nsys-rep"
     rep.write_text("not a report\n")
-    with pytest.raises(UsageError, match=re.escape(f"{rep}: a text file, not an Nsight Systems trace")):
+    with pytest.raises(UsageError, match=re.escape(f"{rep}: a text file, not a trace")):
         open_trace(rep)
 
 
