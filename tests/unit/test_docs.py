@@ -16,6 +16,14 @@ def test_the_generated_pages_match_the_committed_results():
     assert r.returncode == 0, r.stdout + r.stderr
 
 
+def test_the_verification_programs_page_matches_their_timings_and_the_golden_advice():
+    """docs/verification-programs.md as scripts/programs_page.py writes it: the committed timings of every mode and
+    the judge's verdict on today's advice (the golden files, which the advice tests hold to what umprof answers)."""
+    r = subprocess.run([sys.executable, "scripts/programs_page.py", "--check"], cwd=ROOT, capture_output=True,
+                       text=True, timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+
+
 @pytest.mark.parametrize("gpu", ["h100", "h200"])
 def test_held_json_keeps_what_todays_model_gives_the_shipped_calibration(gpu):
     """held.json keeps every calibration's judgement of the verification sets, so that the pages are written in

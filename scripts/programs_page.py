@@ -1,0 +1,147 @@
+"""Write docs/verification-programs.md: the verification programs (benchmarks/verification) judged from the
+committed timings of their modes and the advice umprof gives now on their traces, so that the page cannot drift
+from either.
+
+    python3 scripts/programs_page.py            # write the page
+    python3 scripts/programs_page.py --check    # exit 1 if the committed page differs from what it would write
+
+The advice is the golden advice of each trace (tests/fixtures/golden/torch/GPU-NAME.TRACER.json), which the test
+suite holds equal to what umprof answers on that trace today; the timings are results/verification-programs/*/
+(each folder one machine's, its GPU named in its timings). Each advice is judged by benchmarks/verification/judge.py
+on the loop's own time and on the process's wall time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import statistics
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PAGE = ROOT / "docs" / "verification-programs.md"
+TIMINGS = ROOT / "results" / "verification-programs"
+GOLDEN = ROOT / "tests" / "fixtures" / "golden" / "torch"
+PREFIX = {"NVIDIA H100 80GB HBM3": "h100", "NVIDIA H200": "h200"}  # a GPU's fixture traces' file prefix
+
+
+def _judge():
+    spec = importlib.util.spec_from_file_location("judge", ROOT / "benchmarks" / "verification" / "judge.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _advice(prefix: str, program: str) -> dict[str, dict]:
+    """Tracer ('nsys', 'kineto', 'rank0.nsys', ...) -> the golden advice of the program's trace on that GPU."""
+    out = {}
+    for p in sorted(GOLDEN.glob(f"{prefix}-{program}*.json")):
+        stem = p.name[len(prefix) + 1:-len(".json")]
+        name, tracer = stem.split(".", 1)
+        if name != program and not name.startswith(f"{program}-rank"):
+            continue
+        doc = json.loads(p.read_text())
+        tracer = f"{name[len(program) + 1:]}.{tracer}" if name != program else tracer
+        out[tracer] = doc[0] if doc else None
+    return out
+
+
+def _judged(judge, folder: Path) -> tuple[list[dict], list[dict], list[dict]]:
+    """The folder's programs' timings, and every advice judged on the loop's time and on the wall time."""
+    programs, loop, wall = [], [], []
+    for tf in sorted(folder.glob("*.json")):
+        t = json.loads(tf.read_text())
+        if not isinstance(t, dict) or "modes" not in t:
+            continue
+        programs.append(t)
+        for tracer, adv in _advice(PREFIX.get(t["gpu"], "?"), t["program"]).items():
+            loop.append(judge.judge_one(t["program"], tracer, t, adv, "loop_s"))
+            wall.append(judge.judge_one(t["program"], tracer, t, adv, "wall_s"))
+    return programs, loop, wall
+
+
+def _s(v) -> str:
+    return "-" if v is None else f"{v:.3f}"
+
+
+def _modes_table(programs: list[dict]) -> list[str]:
+    out = ["| program | modes: median loop s (median wall s), the first as written | runs a mode |",
+           "| --- | --- | --- |"]
+    for t in programs:
+        modes = [f"{m} {statistics.median(v['loop_s']):.3f} ({statistics.median(v['wall_s']):.2f})"
+                 for m, v in t["modes"].items() if v.get("loop_s") and v.get("wall_s")]
+        runs = sorted({len(v["loop_s"]) for v in t["modes"].values() if v.get("loop_s")})
+        out.append(f"| {t['program']} | {', '.join(modes)} | {'-'.join(str(r) for r in sorted({runs[0], runs[-1]}))} |")
+    return out
+
+
+def _judge_table(loop: list[dict], wall: list[dict]) -> list[str]:
+    out = ["| program | trace | advised | applied as mode | loop: as written s | mode s | best mode (s) | verdict | "
+           "captured | wall: verdict | captured | idiom |", "| --- | --- | --- | --- | ---: | ---: | --- | --- | ---: | "
+                                                            "--- | ---: | --- |"]
+    for r, w in zip(loop, wall):
+        cap = lambda x: "-" if x["captured"] is None else f"{x['captured']:.0%}"  # noqa: E731
+        out.append(f"| {r['program']} | {r['tracer']} | {r['advised']} | {r['mode']} | {_s(r['as_written_s'])} | "
+                   f"{_s(r['mode_s'])} | {r['best_mode']} ({_s(r['best_s'])}) | {r['verdict']} | {cap(r)} | "
+                   f"{w['verdict']} | {cap(w)} | {r['idiom']} |")
+    return out
+
+
+def _summary(rows: list[dict], judge, what: str) -> str:
+    """How the advice fared, over every program and over the PyTorch ones: slower ever, and where the best mode saves
+    over judge.WITHIN, how often it captured 80% of that."""
+    def counts(rs: list[dict]) -> str:
+        slower = sum(r["verdict"] == "slower" for r in rs)
+        open_ = [r for r in rs if r["captured"] is not None]
+        held = sum(r["captured"] >= 0.8 for r in open_)
+        return (f"{len(rs)} traces advised, {slower} measured slower than as written by more than "
+                f"{judge.WITHIN:.0%}; where the best mode saves more than {judge.WITHIN:.0%} ({len(open_)} traces), "
+                f"the advice captured at least 80% of its saving in {held}")
+    torch = [r for r in rows if judge.FRAMEWORK.get(r["program"], "pytorch") == "pytorch"]
+    return f"By {what}: {counts(rows)}. The PyTorch programs alone: {counts(torch)}."
+
+
+def page() -> str:
+    judge = _judge()
+    lines = ["# Verification programs", "",
+             "Programs written the way their users write them (PyTorch tutorials, a CUDA C loop, a CuPy user's "
+             "batches), each with a mode for every idiom a user would try for moving its data "
+             "(`benchmarks/verification/`; nothing in umprof names them). Each program's as-written mode was traced "
+             "(Nsight Systems, and torch.profiler for the PyTorch ones) and every mode timed by wall clock; the "
+             "advice umprof gives now on each trace is mapped to the mode that applies it and judged against the "
+             "program as written. This page is written by `scripts/programs_page.py` from the committed timings "
+             "and the test suite's golden advice; `captured` is the share of the best mode's saving that the "
+             "advised mode measured, where the best saves more than 5%.", ""]
+    for folder in sorted(p for p in TIMINGS.iterdir() if p.is_dir()):
+        programs, loop, wall = _judged(judge, folder)
+        if not programs:
+            continue
+        t0 = programs[0]
+        dates = sorted({d[:10] for t in programs for d in t.get("dates", [])})
+        lines += [f"## {t0['gpu']}, {', '.join(dates)}", "",
+                  f"Driver {t0.get('driver', '?')}, {t0.get('cpu_count', '?')} CPU cores; timings in "
+                  f"`results/verification-programs/{folder.name}/` (its README says how they were taken).", "",
+                  *_modes_table(programs), "", *_judge_table(loop, wall), "",
+                  _summary(loop, judge, "the loop's own time"), "", _summary(wall, judge, "the process's wall time"), ""]
+    return "\n".join(lines)
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--check", action="store_true", help="exit 1 if the committed page differs")
+    a = p.parse_args()
+    text = page()
+    if a.check:
+        if not PAGE.exists() or PAGE.read_text() != text:
+            print(f"{PAGE.relative_to(ROOT)} differs from what scripts/programs_page.py writes: run it",
+                  file=sys.stderr)
+            return 1
+        return 0
+    PAGE.write_text(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
