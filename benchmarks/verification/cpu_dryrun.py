@@ -29,6 +29,10 @@ SMALL = {
     "small_copies.py": (("as_written", "pinned_each", "packed"), ["--steps", "5", "--layers", "4"]),
     "resident.py": (("as_written", "pinned_readback"), ["--steps", "5", "--batch", "64"]),
     "readback.py": (("as_written", "pageable_prealloc", "pinned_prealloc"), ["--steps", "4", "--mib", "1", "--work", "2"]),
+    "dict_batches.py": (("as_written", "pinned_each", "packed"), ["--steps", "6", "--batch", "64"]),
+    "generate_tokens.py": (("as_written", "gpu_tokens", "pinned_async"),
+                           ["--steps", "70", "--prompts", "2", "--vocab", "500", "--dim", "64"]),
+    "loader_workers.py": (("as_written", "unpinned", "workers0"), ["--samples", "256", "--epochs", "2", "--width", "4"]),
 }
 
 

@@ -22,9 +22,11 @@ from pathlib import Path
 WITHIN = 0.05  # a mode within 5% of as_written measured the same (rounds on one machine differ by about that)
 KEEP = "keep"  # the advice changes nothing: as_written is the mode that applies it
 
-# program -> advised strategy (umprof's names) or idiom code (the advice's "idiom": umprof.model.torch_choices' codes)
-# -> the mode that applies it, or the measured mode nearest it (a side stream where only pinning once was measured:
-# ddp_train's offload-prefetched). A key absent from a program's table was not measured on it: judged "unmeasured".
+# program -> advised strategy (umprof's names) or idiom code (the advice's "idiom": umprof.model.torch_choices' codes,
+# and packing's "packed-copy") -> the mode that applies it, or the measured mode nearest it (a side stream where only
+# pinning once was measured: ddp_train's offload-prefetched; loader_workers' as_written, already pinned and
+# asynchronous, where no side stream was measured). A key absent from a program's table was not measured on it:
+# judged "unmeasured".
 MODES = {
     "train_loader": {KEEP: "as_written", "pageable": "as_written", "pinned": "dataset_pinned_once",
                      "pageable-registered": "dataset_pinned_once", "pageable-staged": "loader_pinned",
@@ -65,8 +67,21 @@ MODES = {
     "ddp_train": {KEEP: "as_written", "pageable": "as_written", "pinned": "pinned_once",
                   "pageable-registered": "pinned_once", "pin-once": "pinned_once", "offload-pinned": "pinned_once",
                   "offload-prefetched": "pinned_once", "dataset-pinned-once": "pinned_once"},
+    "dict_batches": {KEEP: "as_written", "pageable": "as_written", "pinned": "pinned_each",
+                     "pageable-registered": "pinned_each", "pageable-staged": "packed", "packed-copy": "packed",
+                     "pin-once": "pinned_each", "pinned-in": "pinned_each", "pinned-pipelined": "pinned_each"},
+    "generate_tokens": {KEEP: "as_written", "pageable": "as_written", "pinned": "pinned_async",
+                        "pageable-registered": "pinned_async", "pinned-pipelined": "pinned_async",
+                        "pinned-out": "pinned_async", "resident": "gpu_tokens", "packed-copy": "gpu_tokens"},
+    "loader_workers": {KEEP: "as_written", "pinned": "as_written", "dataloader-pinned": "as_written",
+                       "pinned-pipelined": "as_written", "offload-prefetched": "as_written", "pageable": "unpinned",
+                       "dataloader-unpinned": "unpinned", "dataloader-pin-thread": "unpinned"},
+    "pycuda_frames": {KEEP: "as_written", "pageable": "as_written", "pinned": "pinned",
+                      "pageable-registered": "pinned", "pageable-staged": "pinned_async",
+                      "pinned-pipelined": "pinned_async"},
 }
-FRAMEWORK = {"cupy_batches": "cupy", "managed_loop": "cuda", "batch_loop": "cuda"}  # else pytorch
+FRAMEWORK = {"cupy_batches": "cupy", "managed_loop": "cuda", "batch_loop": "cuda",
+             "pycuda_frames": "pycuda"}  # else pytorch
 # words that name another framework's API: a change naming one is not written in this program's idiom
 FOREIGN = {
     "pytorch": ("pycuda", "pagelocked_empty", "memcpy_htod", "memcpy_dtoh", "cuda-bindings", "cuMemHostRegister",
@@ -75,6 +90,9 @@ FOREIGN = {
     "cupy": ("pycuda", "pagelocked_empty", "memcpy_htod", "cuda-bindings", "cuMemHostRegister", "cudaHostAlloc",
              "cudaMallocHost", "torch", "pin_memory()"),
     "cuda": ("pycuda", "pagelocked_empty", "cuda-bindings", "numpy", "torch", "cupy"),
+    # cuda-bindings' calls (cuMemHostRegister, ...) are what pycuda lacks: a pycuda program's own
+    "pycuda": ("torch", "pin_memory()", "cupy", "cudaHostAlloc", "cudaMallocHost", "cudaHostRegister", "cudaMemcpy",
+               "cudaMemPrefetchAsync", "cudaMalloc'd"),
 }
 # a change that copies back only the part of a buffer the host reads is applied by the mode's "_window" variant
 # where the program has one (managed_loop's registered_window)

@@ -44,7 +44,7 @@ TRIM_TABLES = ("StringIds", "ENUM_CUDA_MEMCPY_OPER", "ENUM_CUDA_MEM_KIND", "TARG
                "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION", "ENUM_CUPTI_SYNC_TYPE", "META_DATA_CAPTURE",
                "META_DATA_EXPORT", "TARGET_INFO_CUDA_DEVICE", "TARGET_INFO_SYSTEM_ENV")
 
-# name -> (how it runs: torch | torchrun | cupy | c, program file, extra arguments, modes)
+# name -> (how it runs: torch | torchrun | cupy | pycuda | c, program file, extra arguments, modes)
 PROGRAMS = {
     "train_loader": ("torch", "train_loader.py", [], ["as_written", "loader_pinned", "dataset_pinned_once",
                                                       "dataset_on_gpu"]),
@@ -60,6 +60,10 @@ PROGRAMS = {
     "batch_loop": ("c", "batch_loop.cu", [], ["as_written", "pageable", "managed_prefetch"]),
     "cupy_batches": ("cupy", "cupy_batches.py", [], ["as_written", "pinned_staging", "pinned_once"]),
     "ddp_train": ("torchrun", "ddp_train.py", [], ["as_written", "pinned_once"]),
+    "dict_batches": ("torch", "dict_batches.py", [], ["as_written", "pinned_each", "packed"]),
+    "generate_tokens": ("torch", "generate_tokens.py", [], ["as_written", "gpu_tokens", "pinned_async"]),
+    "loader_workers": ("torch", "loader_workers.py", [], ["as_written", "unpinned", "workers0"]),
+    "pycuda_frames": ("pycuda", "pycuda_frames.py", [], ["as_written", "pinned", "pinned_async"]),
 }
 # --dry: small sizes for the CPU check
 DRY_ARGS = {
@@ -72,6 +76,9 @@ DRY_ARGS = {
     "readback": ["--steps", "2", "--mib", "1"],
     "readback_compute": ["--steps", "2", "--mib", "1", "--work", "1"],
     "ddp_train": ["--mib", "16", "--batch", "64", "--epochs", "1"],
+    "dict_batches": ["--steps", "3", "--batch", "64"],
+    "generate_tokens": ["--steps", "40", "--prompts", "1", "--vocab", "500", "--dim", "64"],
+    "loader_workers": ["--samples", "256", "--epochs", "1", "--width", "4"],
 }
 
 

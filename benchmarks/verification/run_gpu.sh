@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The verification programs on a GPU machine: built, traced (nsys and torch.profiler) and timed (every mode, in
-# rounds). From the checkout's root, after `source .device/bootstrap.sh` (nsys on PATH, python3 with torch and CuPy):
+# rounds). From the checkout's root, after `source .device/bootstrap.sh` (nsys on PATH, python3 with torch, CuPy and pycuda):
 #   OUT=DIR bash benchmarks/verification/run_gpu.sh     [ROUNDS=3] [BUDGET_S=430] [ONLY=name,name] [SKIP_TRACES=1]
 # Leaves in $OUT at most 8 files: log.txt, timings.tar.gz (timings/NAME.json) and traces.tar.gz (traces/: the
 # as_written mode's nsys SQLite export trimmed to the tables umprof reads (*.trim.sqlite) and with the OS runtime
@@ -14,6 +14,7 @@ export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVL
 {
   nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --format=csv
   python3 -c "import torch, cupy; print('torch', torch.__version__, 'cuda', torch.version.cuda, torch.cuda.get_device_name(0), '| cupy', cupy.__version__)"
+  python3 -c "import pycuda; print('pycuda', pycuda.VERSION_TEXT)"
   echo "nsys: $(command -v nsys) $(nsys --version 2>/dev/null)"; nproc; free -g | head -2
   python3 "$HERE/run_gpu.py" --out "$W" --rounds "${ROUNDS:-3}" --budget-s "${BUDGET_S:-430}" ${ONLY:+--only "$ONLY"} ${SKIP_TRACES:+--skip-traces}
 } 2>&1 | tee "$OUT/log.txt"
