@@ -10,7 +10,7 @@ import re
 import pytest
 
 from tests.unit.model import traced
-from tests.unit.model.test_golden_advice import rounded
+from tests.unit.model.test_golden_advice import golden_of
 from umprof.model.advice import packing
 from umprof.model.advice import thresholds as th
 
@@ -82,7 +82,7 @@ def test_the_json_shows_the_inner_loop_and_the_choices():
 @pytest.mark.parametrize("trace", TRACES, ids=traced.torch_stem)
 def test_the_advice_on_each_torch_fixture_is_its_golden_file(trace):
     stem = traced.torch_stem(trace)
-    got = [rounded(a.to_dict()) for a in traced.torch_advice(trace)]
+    got = [golden_of(a) for a in traced.torch_advice(trace)]
     text = json.dumps(got, indent=1, sort_keys=True, ensure_ascii=False, default=str) + "\n"
     golden = GOLDEN / f"{stem}.json"
     if os.environ.get("UMPROF_REGOLD") == "1":
