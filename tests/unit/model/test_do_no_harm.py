@@ -31,7 +31,7 @@ def test_a_change_is_advised_only_beyond_the_error_and_with_its_band(stem):
         if loop is None or not adv.ranking:
             continue
         err = thresholds.SAVING_ERROR * loop.now_s
-        if loop.strategy != adv.app.strategy:
+        if loop.strategy != adv.app.strategy and not loop.idiom:  # an idiom's band is its own (test_packing)
             assert loop.saving_s > err and loop.saving_low_s == pytest.approx(loop.saving_s - err), (stem, loop)
             assert loop.saving_s <= loop.saving_high_s <= loop.saving_s + err + 1e-12, (stem, loop)
             assert not any(x.code == "cannot-see-program" for x in adv.limits), stem
