@@ -656,8 +656,8 @@ def advise(trace, calibration=None, *, gpu: str | None = None, nsys: str | None 
     read (a caller that read it for its host and rank)."""
     from umprof.core import calibrations as store
     from umprof.model import advise as amod
-    from umprof.model.advice.result import Limit
     from umprof.model import frameworks
+    from umprof.model.advice.result import Limit
     from umprof.model.application import GRAPH_NODES, advised, applications
     from umprof.model.predict import Calibration
     from umprof.nsight.trace_db import open_trace
