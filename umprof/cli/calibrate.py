@@ -22,7 +22,7 @@ from umprof.cli import common
 def calibrate(quick, output, device_index, force):
     """Measure this machine's calibration (what recommend and advise predict from).
 
-    The full one takes about 5 minutes on an H100; Ctrl-C keeps what was measured and a later
+    The full one takes 5-6 minutes on an H100 or an H200; Ctrl-C keeps what was measured and a later
     `umprof calibrate` resumes it. Later answers on this machine use it before a shipped one.
     """
     err = common.err()

@@ -33,7 +33,7 @@ def _workloads(files, options: dict):
               help="Answer for a GPU model umprof ships a calibration of (H100, H200), offline: no GPU needed "
                    "(`umprof calibrations` lists them).")
 @click.option("--calibrate-now", is_flag=True,
-              help="Where no calibration answers for this GPU, measure one first (about 5 minutes) instead of saying so.")
+              help="Where no calibration answers for this GPU, measure one first (5-6 minutes) instead of saying so.")
 @click.option("--workload", "workload_files", multiple=True, type=click.Path(dir_okay=False), metavar="FILE",
               help="A workload TOML file ([workload] or [[workload]] tables; see scenarios/workloads/example.toml).")
 @click.option("--bytes", "bytes", metavar="SIZE", default=None, help="The buffer's size: 64MiB, 1GiB (a multiple of 64 KiB).")
@@ -65,7 +65,9 @@ def _workloads(files, options: dict):
                    "buffers) or the part it wrote [in place: the one layout --verify measures].")
 @click.option("--steady", is_flag=True,
               help="Rank by the steady iteration alone (a loop that runs for hours), not the whole run of --iterations.")
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON document (ranking, phases, setup, steady, reason, verification).")
+@click.option("--json", "as_json", is_flag=True,
+              help="Print one JSON document: under 'recommendations', per workload, its ranking (setup, steady and "
+                   "whole, each phase), reason, tie and verification ({'gpus': [...]}, one each, for several GPUs).")
 @click.option("--fits/--no-fits", default=None, help="Whether the buffer fits in device memory [from the device's memory].")
 @click.option("--verify", is_flag=True, help="Measure the workload under the top strategies and print predicted vs measured.")
 @click.option("--verify-top", default="3", show_default=True, metavar="N|all", help="How many of the top strategies --verify measures.")

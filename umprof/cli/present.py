@@ -54,7 +54,8 @@ def plot(result, outdir):
 @click.option("--workload", "workload_files", multiple=True, type=click.Path(dir_okay=False), metavar="FILE",
               help="Workloads to recommend for (default: scenarios/workloads/typical.toml when the results hold a calibration).")
 @click.option("--trace", "traces", multiple=True, type=click.Path(dir_okay=False), metavar="TRACE",
-              help="An application's Nsight Systems trace (.nsys-rep or .sqlite): its advice and timeline (repeatable).")
+              help="An application's trace, as `umprof advise` reads it (Nsight Systems' .nsys-rep or .sqlite, "
+                   "torch.profiler's .json or .json.gz): its advice and timeline (repeatable).")
 @click.option("--force", is_flag=True, help="Overwrite the HTML file if it exists.")
 def report(results, output, workload_files, traces, force):
     """One self-contained HTML report (figures embedded) from result files and traces: ceilings, advice for
