@@ -29,7 +29,8 @@ DEFAULT_SUITE_BUDGET_S = 100.0  # the default suite must answer in under two min
 @click.option("--ncu-path", metavar="PATH", default=None, help="The ncu executable (default: $UMPROF_NCU, then PATH, then the usual install folders).")
 @click.option("--mpi", type=click.Choice(["auto", "on", "off"]), default="auto", show_default=True,
               help="Under mpirun/srun (auto: when a launcher started several processes): one rank per GPU, each "
-                   "writing OUTPUT.rankR as cases finish, merged by rank 0 into OUTPUT. Needs mpi4py (the mpi extra).")
+                   "writing its own file as cases finish (all.parquet: all.rank0.parquet, ...), merged by rank 0 into "
+                   "OUTPUT. Needs mpi4py (the mpi extra).")
 def run(scenarios, axes, output, force, device_index, min_samples, min_time, max_noise, timeout, warmup,
         allow_oversubscription, quiet, dry_run, budget, um_counters, with_ncu, ncu_path, mpi):
     """Run scenarios (names or groups from `umprof list`, or TOML files; none: the default suite)."""
