@@ -11,6 +11,7 @@ Goal (issue 89): a 1M-event trace read and advised in under 20 s on a 2-core mac
 
 import argparse
 import gzip
+import lzma
 import resource
 import sys
 import tempfile
@@ -21,7 +22,7 @@ import orjson
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-SOURCE = ROOT / "tests" / "fixtures" / "traces" / "kineto" / "a100-trainer-rank0.json.gz"
+SOURCE = ROOT / "tests" / "fixtures" / "traces" / "kineto" / "a100-trainer-rank0.json.xz"  # xz: the fixture's form
 STEP = "ProfilerStep#"
 
 
@@ -64,7 +65,7 @@ def shifted(e: dict, dt: float, dc: int) -> dict:
 
 def synthesise(events: int) -> bytes:
     """The source trace's step repeated to ``events`` events, as gzipped JSON."""
-    doc = orjson.loads(gzip.decompress(SOURCE.read_bytes()))
+    doc = orjson.loads(lzma.decompress(SOURCE.read_bytes()))
     meta, step, length = one_step(doc)
     span = max(int(e["args"]["correlation"]) for e in step if "correlation" in (e.get("args") or {})) + 1
     out = list(meta)

@@ -2,7 +2,7 @@
 
     python3 advise_traces.py TRACES_DIR OUT_DIR
 
-TRACES_DIR holds ``GPU-NAME.sqlite[.gz|.xz]`` (nsys) and ``GPU-NAME.json[.gz]`` (torch.profiler) traces, a job's
+TRACES_DIR holds ``GPU-NAME.sqlite[.gz|.xz]`` (nsys) and ``GPU-NAME.json[.gz|.xz]`` (torch.profiler) traces, a job's
 ranks as ``GPU-NAME-rankN``; OUT_DIR gets ``NAME.TRACER.json`` (the advice as ``umprof advise --json`` writes it,
 or umprof's one-line error) and ``NAME.TRACER.txt`` (the terminal's view), as judge.py reads them.
 """
@@ -29,8 +29,9 @@ TRACE = re.compile(r"^[a-z0-9]+-(?P<name>.+?)(?P<rank>-rank\d+)?\.(?P<kind>sqlit
 
 
 def plain(path: Path, scratch: Path) -> Path:
-    """The trace as umprof reads it: an nsys export decompressed; a torch.profiler JSON as it is."""
-    if path.suffix not in (".gz", ".xz") or ".json" in path.suffixes:
+    """The trace as umprof reads it: an nsys export decompressed; a torch.profiler JSON as it is, or decompressed
+    where it is xz-compressed (the fixtures are; torch.profiler writes gzip, which umprof reads)."""
+    if path.suffix not in (".gz", ".xz") or (".json" in path.suffixes and path.suffix == ".gz"):
         return path
     out = scratch / path.name.rsplit(".", 1)[0]
     with (lzma.open if path.suffix == ".xz" else gzip.open)(path, "rb") as f, open(out, "wb") as g:

@@ -7,10 +7,13 @@ which the verification sets were judged by) and the first verification set measu
 strategy.
 """
 
+import atexit
+import functools
 import gzip
 import importlib.util
 import lzma
 import shutil
+import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -42,6 +45,28 @@ def unpacked(plain: Path, folder: Path) -> Path:
     out = Path(folder) / plain.name
     with (lzma.open(xz, "rb") if xz.is_file() else gzip.open(gz, "rb")) as f, open(out, "wb") as g:
         shutil.copyfileobj(f, g)
+    return out
+
+
+TRACES = ROOT / "tests" / "fixtures" / "traces"
+
+
+@functools.cache
+def readable(folder: Path) -> Path:
+    """A fixture folder of traces as users hand them to umprof, once a process: a scratch copy in which each
+    torch.profiler trace committed as ``.json.xz`` (xz weighs about 60% of gzip, and the repository's size is
+    bounded) is the ``.json.gz`` torch.profiler writes, and every other file a link to the committed one."""
+    out = Path(tempfile.mkdtemp(prefix=f"umprof-{Path(folder).name}-"))
+    atexit.register(shutil.rmtree, out, True)
+    for f in sorted(Path(folder).rglob("*")):
+        dest = out / f.relative_to(folder)
+        if f.is_dir():
+            dest.mkdir(parents=True, exist_ok=True)
+        elif f.name.endswith(".json.xz"):
+            with lzma.open(f, "rb") as src, gzip.GzipFile(dest.with_name(f.name[:-3] + ".gz"), "wb", 1, mtime=0) as g:
+                shutil.copyfileobj(src, g)
+        else:
+            dest.symlink_to(f)
     return out
 
 

@@ -10,10 +10,10 @@ import subprocess
 
 import pytest
 
-from tests.unit.data import ROOT, load_script, unpacked
+from tests.unit.data import ROOT, TRACES, load_script, readable, unpacked
 
 HERE = ROOT / "benchmarks" / "verification"
-FIXTURES = ROOT / "tests" / "fixtures" / "traces" / "torch"
+FIXTURES = readable(TRACES / "torch")
 
 
 def _timings(modes: dict, program="infer_service") -> dict:

@@ -6,13 +6,12 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from tests.unit.data import ROOT, unpacked
+from tests.unit.data import TRACES, readable, unpacked
 from umprof.model.application import applications
 from umprof.model.frameworks import CHANGES, FRAMEWORKS, change_for, detect, evidence
 from umprof.nsight.tables import TraceTables
 from umprof.nsight.trace_db import open_trace
 
-TRACES = ROOT / "tests" / "fixtures" / "traces"
 STRATEGIES = ["pageable", "pinned", "write-combined", "zero-copy", "mapped", "pageable-registered", "managed",
               "managed-prefetch", "managed-advise-read-mostly", "managed-advise-prefer-gpu",
               "managed-advise-prefer-host", "managed-advise-accessed-by-gpu", "pageable-staged", "pinned-pipelined",
@@ -36,7 +35,7 @@ def sqlite(name: str, tmp_path) -> Path:
 
 
 def test_a_torch_profiler_trace_is_pytorch():
-    t = open_trace(TRACES / "kineto" / "a100-alexnet.json.gz")
+    t = open_trace(readable(TRACES / "kineto") / "a100-alexnet.json.gz")
     assert evidence(t) == ("pytorch", "a torch.profiler trace")
     assert detect(applications(t)[0]) == "pytorch"  # an application of it: its copies' aten:: ranges
 
@@ -125,7 +124,7 @@ def test_a_strategy_this_module_leaves_to_the_advice_is_empty():
     assert change_for("cuda", "pinned") == "" and change_for("pycuda", "pinned") == ""
 
 
-TORCH = TRACES / "torch"  # programs traced by nsys on an H100 (2026-12-06): PyTorch, CuPy and CUDA C
+TORCH = readable(TRACES / "torch")  # programs traced by nsys on an H100 (2026-12-06): PyTorch, CuPy and CUDA C
 MADE_WITH = {"h100-cupy_batches": "cupy", "h100-batch_loop": "cuda", "h100-managed_loop": "cuda",
              "h100-ddp_train-rank0": "pytorch", "h100-infer_service": "pytorch", "h100-offload_weights": "pytorch",
              "h100-pin_per_call": "pytorch", "h100-readback": "pytorch", "h100-train_loader": "pytorch"}

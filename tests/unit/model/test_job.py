@@ -9,7 +9,7 @@ from umprof import api
 from umprof.core.results import ResultSet
 from umprof.model import job
 from umprof.model.shared_links import ConcurrentFigures, concurrent_figures
-from tests.unit.data import RESULTS
+from tests.unit.data import RESULTS, TRACES, readable
 from tests.unit.nsight.test_trace_db import fixture
 
 
@@ -171,9 +171,8 @@ def _decompressed(stem: str, folder) -> str:
     """A torch fixture's nsys export by its stem, decompressed into ``folder`` (.sqlite.gz or .sqlite.xz)."""
     import gzip
     import lzma
-    from tests.unit.data import ROOT
 
-    base = ROOT / "tests" / "fixtures" / "traces" / "torch"
+    base = readable(TRACES / "torch")
     for suffix, opener in ((".sqlite.xz", lzma.open), (".sqlite.gz", gzip.open)):
         if (base / f"{stem}{suffix}").is_file():
             out = folder / f"{stem}.sqlite"
@@ -186,9 +185,8 @@ def _decompressed(stem: str, folder) -> str:
 def test_a_real_two_rank_torchrun_job_reads_as_one_group_on_one_host(tmp_path):
     """Two ranks of one torchrun job (gloo, both on one H100), traced by nsys and by torch.profiler: one host, the
     launcher's world size read from each trace, the job's steps ending with its slowest rank."""
-    from tests.unit.data import ROOT
 
-    torch_dir = ROOT / "tests" / "fixtures" / "traces" / "torch"
+    torch_dir = readable(TRACES / "torch")
     nsys = [_decompressed(f"h100-ddp_train-rank{r}", tmp_path) for r in (0, 1)]
     kineto = [str(torch_dir / f"h100-ddp_train-rank{r}.json.gz") for r in (0, 1)]
     for files in (nsys, kineto):  # each rank advised in this process (the Dask path is tests/unit/cluster's)
@@ -206,9 +204,8 @@ def test_a_real_two_rank_torchrun_job_reads_as_one_group_on_one_host(tmp_path):
 def test_a_jobs_folder_gives_its_traces_and_leaves_other_json_out(tmp_path):
     """A folder of a job's outputs: its traces (an nsys report beside its own export counted once, torch.profiler's
     JSON) are read, a config or results JSON is not."""
-    from tests.unit.data import ROOT
 
-    torch_dir = ROOT / "tests" / "fixtures" / "traces" / "torch"
+    torch_dir = readable(TRACES / "torch")
     (tmp_path / "run" / "rank1").mkdir(parents=True)
     kineto = tmp_path / "run" / "rank1" / "h100-ddp_train-rank1.json.gz"
     kineto.write_bytes((torch_dir / "h100-ddp_train-rank1.json.gz").read_bytes())
@@ -234,9 +231,8 @@ def test_a_folder_without_traces_is_one_line_naming_it_and_what_was_expected(tmp
 def test_ranks_are_labelled_by_what_their_traces_say_not_their_file_names(tmp_path):
     """torchrun's ranks saved under names whose numbers mislead: each labelled by its trace's own rank (the nsys
     export's environment, torch.profiler's distributedInfo)."""
-    from tests.unit.data import ROOT
 
-    torch_dir = ROOT / "tests" / "fixtures" / "traces" / "torch"
+    torch_dir = readable(TRACES / "torch")
     swapped = tmp_path / "report_0.sqlite"
     swapped.write_bytes(open(_decompressed("h100-ddp_train-rank1", tmp_path), "rb").read())
     kineto = tmp_path / "trace_5.json.gz"

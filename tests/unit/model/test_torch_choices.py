@@ -4,7 +4,7 @@ read by the Kineto reader) and the real ones of tests/fixtures/traces/kineto."""
 import orjson
 import pytest
 
-from tests.unit.data import ROOT
+from tests.unit.data import ROOT, TRACES, readable
 from umprof import api
 from umprof.core.units import format_time
 from umprof.model.application import applications
@@ -240,7 +240,7 @@ def test_pinned_uploads_of_a_power_of_two_are_left_only_the_overlap_and_the_gpu_
 
 @pytest.mark.parametrize("name", ["a100-alexnet.json.gz", "a100-trainer-rank0.json.gz"])
 def test_real_traces_savings_stay_within_what_they_touch(name, cal):
-    t = read_kineto(ROOT / "tests" / "fixtures" / "traces" / "kineto" / name)
+    t = read_kineto(readable(TRACES / "kineto") / name)
     found = choices(applications(t)[0], t.ranges, cal)
     assert found
     for c in found:
@@ -249,7 +249,7 @@ def test_real_traces_savings_stay_within_what_they_touch(name, cal):
 
 
 def test_alexnets_pageable_uploads_are_priced_from_a_pinned_buffer(cal):
-    t = read_kineto(ROOT / "tests" / "fixtures" / "traces" / "kineto" / "a100-alexnet.json.gz")
+    t = read_kineto(readable(TRACES / "kineto") / "a100-alexnet.json.gz")
     app = applications(t)[0]
     found = by_code(choices(app, t.ranges, cal))
     assert "resident" not in found  # its uploads (the model's weights) are made once, outside any loop
@@ -268,7 +268,7 @@ def test_pinned_uploads_are_told_only_the_side_stream(tmp_path, cal):
     assert "torch.cuda.Stream()" in prefetched.idiom and "pin_memory()" not in prefetched.idiom
 
 
-TORCH = ROOT / "tests" / "fixtures" / "traces" / "torch"  # PyTorch programs traced on an H100 (2026-12-06)
+TORCH = readable(TRACES / "torch")  # PyTorch programs traced on an H100 (2026-12-06)
 # each program's best idiom as measured on the H100 (loop time as written -> with it), and the passes over its data
 BEST = {"h100-readback": ("pinned-out", None),  # 1.21 s -> 0.06 s, a preallocated pinned tensor
         "h100-infer_service": ("pinned-out", None),  # 1.32 s -> 0.43 s, preallocated pinned tensors

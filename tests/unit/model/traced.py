@@ -10,9 +10,8 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from tests.unit.data import ROOT, unpacked
+from tests.unit.data import ROOT, TRACES, readable, unpacked
 
-TRACES = ROOT / "tests" / "fixtures" / "traces"
 GOLDEN = ROOT / "tests" / "fixtures" / "golden"
 
 
@@ -61,8 +60,8 @@ def advise_again(adv, **kwargs):
     return advise(adv.app, api._loaded(cf), cf.summary(), **kwargs)
 
 
-TORCH = TRACES / "torch"  # PyTorch programs' traces, nsys (.sqlite.gz or .xz) and torch.profiler (.json.gz)
-KINETO = TRACES / "kineto"
+TORCH = readable(TRACES / "torch")  # PyTorch programs' traces, nsys (.sqlite.xz) and torch.profiler (.json.gz)
+KINETO = readable(TRACES / "kineto")
 
 
 def torch_traces() -> list[Path]:

@@ -7,13 +7,13 @@ import orjson
 import pandas as pd
 import pytest
 
-from tests.unit.data import ROOT
+from tests.unit.data import TRACES, readable
 from umprof.core.errors import UsageError
 from umprof.model.application import applications
 from umprof.nsight.kineto import is_kineto_trace, kineto_files, read_kineto, read_kineto_folder
 from umprof.nsight.trace_db import open_trace
 
-KINETO = ROOT / "tests" / "fixtures" / "traces" / "kineto"
+KINETO = readable(TRACES / "kineto")
 
 
 def raw_events(name: str) -> list:
@@ -175,7 +175,7 @@ def test_a_device_or_stream_named_instead_of_numbered_is_left_empty(tmp_path):
     assert pd.isna(k["device"]) and pd.isna(k["stream"]) and (k["pid"], k["correlation"]) == (9, 3)
 
 
-TORCH = ROOT / "tests" / "fixtures" / "traces" / "torch"  # PyTorch programs traced on an H100 (2026-12-06)
+TORCH = readable(TRACES / "torch")  # PyTorch programs traced on an H100 (2026-12-06)
 TORCH_TRACES = sorted(TORCH.glob("*.json.gz")) if TORCH.is_dir() else []
 
 

@@ -5,10 +5,10 @@ import sqlite3
 
 from umprof.nsight.rank_info import collective_kernels, rank_info
 from umprof.nsight.trace_db import open_trace
-from tests.unit.data import ROOT, unpacked
+from tests.unit.data import TRACES, readable, unpacked
 from tests.unit.nsight.test_trace_db import fixture
 
-TORCH = ROOT / "tests" / "fixtures" / "traces" / "torch"
+TORCH = readable(TRACES / "torch")
 
 
 def _with_env(src, dst, rows):
