@@ -30,7 +30,7 @@ import pandas as pd
 from umprof.core.errors import UsageError
 from umprof.nsight.tables import GRAPH_COLUMNS, TraceTables
 
-SQLITE_MAGIC = b"SQLite format 3\x00"  # what a gzipped Nsight Systems export starts with, decompressed
+SQLITE_MAGIC = b"SQLite format 3\x00"  # an Nsight Systems export's first bytes (also a gzipped one's, decompressed)
 
 GZIP_MAGIC = b"\x1f\x8b"
 # Kineto's categories (lower-cased), today's names and PyTorch 1.8-1.9's

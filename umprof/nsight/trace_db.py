@@ -18,11 +18,10 @@ from pathlib import Path
 import pandas as pd
 
 from umprof.core.errors import ToolUnavailable, UsageError
-from umprof.nsight.kineto import GZIP_MAGIC, KINETO_SUFFIXES, read_kineto
+from umprof.nsight.kineto import GZIP_MAGIC, KINETO_SUFFIXES, SQLITE_MAGIC, read_kineto
 from umprof.nsight.rank_info import launcher_of
 from umprof.nsight.tables import GRAPH_COLUMNS, TraceTables  # noqa: F401 (TraceTables is imported from here)
 
-SQLITE_MAGIC = b"SQLite format 3\x00"
 NSYS_REPORT, NSYS_EXPORT = ".nsys-rep", ".sqlite"  # Nsight Systems' report, and the SQLite export made of it
 NSYS_SUFFIXES = (NSYS_REPORT, NSYS_EXPORT)
 # the trace files umprof reads, in the words of every message that says what a file should have been
@@ -58,9 +57,9 @@ def open_trace(path, nsys: str | None = None) -> TraceTables:
     head = _head(path)
     if head.startswith(SQLITE_MAGIC):
         return read_sqlite(path)
-    if head.startswith(GZIP_MAGIC) or head.lstrip()[:1] in (b"{", b"["):  # gzip or JSON: torch.profiler's trace
-        return read_kineto(path)
     what = content_of(head)
+    if head.startswith(GZIP_MAGIC) or what == JSON:  # torch.profiler's trace, gzipped or not
+        return read_kineto(path)
     if path.suffix == NSYS_REPORT and what == BINARY:
         return read_sqlite(export_sqlite(path, nsys))
     if path.suffix == NSYS_EXPORT and what == BINARY:
@@ -82,6 +81,7 @@ def _head(path: Path) -> bytes:
 
 
 BINARY = "binary data of no kind umprof reads"
+JSON = "a JSON file"
 # what a file's first bytes say it is, where they say it (magic numbers); a gzip file never comes here: open_trace
 # gives it to the torch.profiler reader, which says what is inside it
 MAGICS = ((b"PK\x03\x04", "a zip archive"), (b"\x7fELF", "an executable (ELF)"), (b"PAR1", "a Parquet file"))
@@ -103,7 +103,7 @@ def content_of(head: bytes) -> str:
         text = head[:e.start].decode("utf-8")
     if "\x00" in text:
         return BINARY
-    return "a JSON file" if text.lstrip()[:1] in ("{", "[") else "a text file"
+    return JSON if text.lstrip()[:1] in ("{", "[") else "a text file"
 
 
 def export_sqlite(report: Path, nsys: str | None = None) -> Path:

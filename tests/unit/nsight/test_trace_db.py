@@ -71,6 +71,8 @@ def test_what_is_expected_is_said_once_naming_every_kind_read():
     ("app.sqlite", b"", "an empty file, not a trace"),
     ("app.sqlite", b"hello, I am text\n", "a text file, not a trace"),
     ("x.sqlite", random.Random(0).randbytes(1 << 20), "not an SQLite file (its first bytes are not SQLite's header)"),
+    # binary that happens to open with a brace is not JSON: said by its suffix, not read as a torch.profiler trace
+    ("x.sqlite", b"{" + random.Random(0).randbytes(4000), "not an SQLite file (its first bytes are not SQLite's header)"),
     ("x.nsys-rep", b"a report, I promise\n" * 100, "a text file, not a trace"),
     ("x.nsys-rep", b'{"a": 1}', "JSON, but not a Chrome trace"),
     ("x.zip", b"PK\x03\x04" + bytes(64), "a zip archive, not a trace"),
