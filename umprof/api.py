@@ -652,8 +652,8 @@ def advise(trace, calibration=None, *, gpu: str | None = None, nsys: str | None 
     ``calibration``: saved calibrations (paths or ResultSets) or a Calibration; ``gpu``: a shipped GPU
     model's; else the calibration for the trace's GPU (this machine's cached one of that GPU, then the
     shipped one), one line naming the GPU where there is none. ``wall_s``: the program's untraced wall time in
-    seconds, against which the tracing's overhead is measured (else it is estimated from the trace). ``tables``: the trace already
-    read (a caller that read it for its host and rank)."""
+    seconds, against which the tracing's overhead is measured (else it is estimated from the trace). ``tables``: the
+    trace already read (a caller that read it for its host and rank)."""
     from umprof.core import calibrations as store
     from umprof.model import advise as amod
     from umprof.model import frameworks
@@ -662,9 +662,7 @@ def advise(trace, calibration=None, *, gpu: str | None = None, nsys: str | None 
     from umprof.model.predict import Calibration
     from umprof.nsight.trace_db import open_trace
 
-    if wall_s is not None and (isinstance(wall_s, bool) or not isinstance(wall_s, (int, float)) or not wall_s > 0
-                               or wall_s == float("inf")):
-        raise UsageError(f"wall_s: expected the program's untraced wall time in seconds, more than 0, got {wall_s!r}")
+    check_wall_s(wall_s)
     t = tables if tables is not None else open_trace(trace, nsys)
     if not t.has_cuda and len(t.graphs):
         raise UsageError(f"{trace}: its GPU work ran in {len(t.graphs)} CUDA graph launches, traced whole (nsys's "
@@ -696,6 +694,14 @@ def advise(trace, calibration=None, *, gpu: str | None = None, nsys: str | None 
         adv.limits += [Limit("trace-lacks", note) for note in _advice_notes(app, t.notes)]
         out.append(adv)
     return out
+
+
+def check_wall_s(wall_s, name: str = "wall_s") -> None:
+    """One UsageError naming ``name`` (the argument, or the option that gave it) unless ``wall_s`` is None or a
+    program's wall time: a finite number of seconds above 0."""
+    if wall_s is not None and (isinstance(wall_s, bool) or not isinstance(wall_s, (int, float)) or not wall_s > 0
+                               or wall_s == float("inf")):
+        raise UsageError(f"{name}: expected the program's untraced wall time in seconds, more than 0, got {wall_s!r}")
 
 
 def _advice_notes(app, notes: list) -> list:

@@ -22,7 +22,7 @@ class _ProgramAfterDashes(click.Command):
 
 
 @click.command(cls=_ProgramAfterDashes)
-@click.argument("traces", nargs=-1, type=click.Path(), metavar="[TRACE...]")
+@click.argument("traces", nargs=-1, type=click.Path(), metavar="[TRACE... | -- CMD [ARGS...]]")
 @click.option("--runs", type=int, default=3, show_default=True, metavar="N",
               help="With -- CMD: the untraced runs whose median wall time the advice is set against.")
 @click.option("-o", "--output", default=None, metavar="PREFIX",
@@ -69,12 +69,13 @@ def advise(ctx, traces, runs, output, wall_s, sources, gpu_name, nsys, all_proce
     exit 1 when some rank's trace could not be advised.
     """
     program = ctx.meta.get("umprof.program")
-    _check_inputs(traces, program, runs, output, wall_s)
+    as_job = not program and job.is_job(traces, scheduler)
+    _check_inputs(traces, program, output, wall_s, all_processes, as_job)
     if sources and gpu_name:
         api.check_calibration_gpu(list(sources), gpu_name)
+    if as_job:
+        return job.advise_job(traces, sources, gpu_name, nsys, scheduler, workers, links, as_json)
     ran = None
-    if not program and job.is_job(traces, scheduler):
-        return job.advise_job(traces, sources, gpu_name, nsys, scheduler, workers, links, as_json, all_processes)
     trace = traces[0] if traces else None
     if program:
         progress = common.err()
@@ -89,30 +90,30 @@ def advise(ctx, traces, runs, output, wall_s, sources, gpu_name, nsys, all_proce
     _show(found, ran, trace, wall_s, as_json)
 
 
-def _check_inputs(traces, program, runs, output, wall_s) -> None:
-    """One UsageError for a TRACE and a program both, or neither, or an option that goes with the other."""
+def _check_inputs(traces, program, output, wall_s, all_processes, as_job: bool) -> None:
+    """One UsageError for a TRACE and a program both, or neither, or an option that goes with the other (--runs is
+    checked where the program is run)."""
     trace = " ".join(traces)
-    if len(traces) > 1 and wall_s is not None:
-        raise UsageError("option '--wall': gives one program's untraced wall time; a job's traces take none")
     if trace and program:
         raise UsageError(f"advise: a TRACE ({trace}) and a program after -- ({' '.join(program)}): give one; "
                          "`umprof advise TRACE` reads a trace, `umprof advise -- CMD ARGS` runs CMD and traces it")
     if not trace and not program:
-        raise UsageError("advise: expected a TRACE (app.nsys-rep, app.sqlite or a torch.profiler trace.json) or a program to "
-                         "run after -- "
-                         "(umprof advise -- ./app ARGS)")
+        raise UsageError("advise: expected a TRACE (app.nsys-rep, app.sqlite or a torch.profiler trace.json) or a "
+                         "program to run after -- (umprof advise -- ./app ARGS)")
+    if as_job and wall_s is not None:
+        raise UsageError("option '--wall': gives one program's untraced wall time; a job's traces take none")
+    if as_job and all_processes:
+        raise UsageError("--all: a job's traces are read a rank each (its busiest process); give one trace for --all")
     if program and wall_s is not None:
         raise UsageError("option '--wall': gives a TRACE's untraced wall time; with -- CMD umprof measures it "
                          "(--runs N)")
+    api.check_wall_s(wall_s, "option '--wall'")
     if trace and output is not None:
         raise UsageError("option '-o': keeps the trace of a program run after --; a TRACE is kept where it is")
-    if runs < 1:
-        raise UsageError(f"option '--runs': expected 1 or more untraced runs, got {runs}")
 
 
 def _show(found, ran, trace, wall_s, as_json) -> None:
     """The advice as tables or one JSON document, with the untraced time it was set against."""
-    timing = _timing(found, ran, wall_s)
     if as_json:
         docs = [a.to_dict() for a in found]
         where = str(trace) if trace else (str(ran.trace) if ran.trace else None)
@@ -124,6 +125,7 @@ def _show(found, ran, trace, wall_s, as_json) -> None:
     from umprof.views.advice import print_advice
 
     console = common.out()
+    timing = _timing(found, ran, wall_s)
     if timing:
         console.print(timing, highlight=False, markup=False)
     for a in found:

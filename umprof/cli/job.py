@@ -9,11 +9,9 @@ import click
 
 from umprof import api
 from umprof.cli import common
-from umprof.core.errors import UsageError
 
 # a folder of many unrelated files can leave hundreds of ranks out: the first few lines say what, --json says all
 PROBLEM_LINES = 10
-COMMANDS: list = []  # no command of its own: `advise` calls it
 
 
 def is_job(traces, scheduler: str | None) -> bool:
@@ -21,10 +19,8 @@ def is_job(traces, scheduler: str | None) -> bool:
     return len(traces) > 1 or scheduler is not None or any(Path(t).is_dir() for t in traces)
 
 
-def advise_job(traces, sources, gpu_name, nsys, scheduler, workers, links, as_json, all_processes=False) -> None:
+def advise_job(traces, sources, gpu_name, nsys, scheduler, workers, links, as_json) -> None:
     """Advise the job's traces together and print its answer (JSON with ``as_json``)."""
-    if all_processes:
-        raise UsageError("--all: a job's traces are read a rank each (its busiest process); give one trace for --all")
     doc = api.advise_job(list(traces), list(sources) or None, gpu=gpu_name, nsys=nsys, scheduler=scheduler,
                          workers=workers, links=list(links))
     if as_json:

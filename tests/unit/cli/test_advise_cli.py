@@ -109,6 +109,8 @@ def test_a_failing_program_is_one_line_with_its_exit_code(fake_nsys):
     (["advise", "--wall", "1", "--", "./app"], "option '--wall'"),
     (["advise", "x.sqlite", "-o", "kept"], "option '-o'"),
     (["advise", "--runs", "0", "--", "./app"], "option '--runs': expected 1 or more"),
+    (["advise", "x.sqlite", "--wall", "-1"], "option '--wall': expected the program's untraced wall time"),
+    (["advise", "x.sqlite", "y.sqlite", "--wall", "1"], "option '--wall': gives one program's untraced wall time"),
 ])
 def test_the_runners_options_are_checked(args, says):
     r = CliRunner().invoke(cli, args)
@@ -123,3 +125,9 @@ def test_wall_is_the_untraced_time_of_a_trace():
         from umprof import api
 
         api.advise(fixture("vectorAdd"), wall_s=-1.0)
+
+
+def test_a_folder_is_a_job_that_takes_no_wall_time(tmp_path):
+    r = CliRunner().invoke(cli, ["advise", str(tmp_path), "--wall", "1"])
+    assert r.exit_code == 2 and "option '--wall': gives one program's untraced wall time; a job's traces take none" \
+        in r.output
