@@ -1,5 +1,6 @@
 """A job's advice in the terminal: its groups of identical ranks (each read once), its hosts, stragglers,
-shared links and saving (the document :func:`umprof.model.job.job_answer` makes)."""
+shared links and saving (the document :func:`umprof.model.job.job_answer` makes). What the traces name (hosts, paths,
+GPUs) is printed as it is, never read as rich markup."""
 
 from __future__ import annotations
 
@@ -24,19 +25,19 @@ def _host(name: str) -> str:
 
 def print_group(g: dict, console: Console) -> None:
     """One group of identical ranks: who, what they do, what they should use."""
-    console.rule(f"group {g['group']}: {g['count']} rank{'s' if g['count'] > 1 else ''} "
-                 f"({', '.join(f'{_host(h)} ×{n}' for h, n in g['hosts'].items())})")
-    console.print(f"ranks: {_ranks_text(g['ranks'])}; read from {g['read_from']}")
+    console.rule(escape(f"group {g['group']}: {g['count']} rank{'s' if g['count'] > 1 else ''} "
+                        f"({', '.join(f'{_host(h)} ×{n}' for h, n in g['hosts'].items())})"))
+    console.print(f"ranks: {_ranks_text(g['ranks'])}; read from {g['read_from']}", markup=False)
     t = g["now_s"]
     console.print(f"measured: {format_time(t['median'])} (fastest {format_time(t['min'])}, slowest "
-                  f"{format_time(t['max'])}); now: {g['strategy_now']}")
+                  f"{format_time(t['max'])}); now: {g['strategy_now']}", markup=False)
     for f in sorted(g["flows"], key=lambda f: -f["time_s"])[:FLOWS_SHOWN]:
         console.print(f"  flow: {f['direction']} {f['host_kind']} {format_size(int(f['bytes']))} ×{f['count']}, "
-                      f"{format_time(f['time_s'])} at {format_rate(f['bytes_per_s'])}")
+                      f"{format_time(f['time_s'])} at {format_rate(f['bytes_per_s'])}", markup=False)
     loop = g.get("loop")
     if loop:
         console.print(f"  loop: {loop['iterations']} iterations of {loop['calls_per_iteration']} calls, "
-                      f"{format_time(loop['steady_s'])} each")
+                      f"{format_time(loop['steady_s'])} each", markup=False)
     for a in g["advice"]:
         console.print(f"  advice ({a['flow']}): {a['strategy']}: {a['change']}; saves {format_time(a['saving_s'])} "
                       f"of {format_time(a['now_s'])}", markup=False)
@@ -49,20 +50,21 @@ def hosts_table(hosts: list[dict]) -> Table:
     for col in ("host", "ranks", "GPUs", "groups"):
         t.add_column(col)
     for h in hosts:
-        t.add_row(_host(h["host"]), str(len(h["ranks"])), ", ".join(f"{g} ×{n}" for g, n in h["gpus"].items()),
-                  ", ".join(map(str, h["groups"])))
+        t.add_row(escape(_host(h["host"])), str(len(h["ranks"])),
+                  escape(", ".join(f"{g} ×{n}" for g, n in h["gpus"].items())), ", ".join(map(str, h["groups"])))
     return t
 
 
 def print_stragglers(s: dict, console: Console) -> None:
     if not s["count"]:
-        console.print(f"stragglers: none (no rank's copies {s['margin']:.0%} slower than its group's)")
+        console.print(f"stragglers: none (no rank's copies {s['margin']:.0%} slower than its group's)", markup=False)
         return
     console.print(f"stragglers: {s['count']} rank(s) whose copies took over {s['margin']:.0%} longer than their "
-                  "group's median:")
+                  "group's median:", markup=False)
     for x in s["slowest"]:
         console.print(f"  {x['rank']} on {_host(x['host'])} (group {x['group']}): copies {format_time(x['copy_s'])}, "
-                      f"{format_time(x['extra_s'])} ({x['extra_share']:.0%}) over {format_time(x['group_median_copy_s'])}")
+                      f"{format_time(x['extra_s'])} ({x['extra_share']:.0%}) over {format_time(x['group_median_copy_s'])}",
+                      markup=False)
 
 
 def _rate(v) -> str:
@@ -79,7 +81,7 @@ def print_shared(shared: list[dict], console: Console) -> None:
                       f"(up to {h['ranks_on_a_link']} a link{'; ' + h['figure'] if h['figure'] else ''}): each counts on "
                       f"{_rate(per['h2d'])} in, {_rate(per['d2h'])} out of {_rate(h['link_bytes_per_s'])}; measured "
                       f"{_rate(got['h2d'])} in, {_rate(got['d2h'])} out (median rank); {h['bounded_ranks']} rank(s)' "
-                      "advised time raised to what their bytes need through that share")
+                      "advised time raised to what their bytes need through that share", markup=False)
 
 
 def print_saving(s: dict | None, console: Console) -> None:
@@ -104,7 +106,7 @@ def print_job(doc: dict, console: Console) -> None:
     """Everything `umprof advise` says about a job of several traces."""
     job, tot = doc["job"], doc["job"]["totals"]
     console.print(f"[bold]{tot['advised']} of {tot['traces']} traces advised[/], {tot['hosts']} host(s), "
-                  f"{', '.join(f'{g} ×{n}' for g, n in tot['gpus'].items())}; copies {format_time(tot['copy_s'])} "
+                  f"{escape(', '.join(f'{g} ×{n}' for g, n in tot['gpus'].items()))}; copies {format_time(tot['copy_s'])} "
                   f"({format_size(tot['h2d_bytes'])} in, {format_size(tot['d2h_bytes'])} out)")
     for g in job["groups"]:
         print_group(g, console)
@@ -114,4 +116,4 @@ def print_job(doc: dict, console: Console) -> None:
     print_stragglers(job["stragglers"], console)
     print_saving(job["saving"], console)
     for lim in job["limits"]:
-        console.print(f"[yellow]{lim['code']}[/]: {lim['text']}")
+        console.print(f"[yellow]{escape(lim['code'])}[/]: {escape(lim['text'])}")

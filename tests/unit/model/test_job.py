@@ -151,6 +151,19 @@ def test_the_terminal_reads_each_group_once_with_the_hosts_stragglers_links_and_
     assert "no-concurrent-figure" in text
 
 
+def test_the_terminal_prints_what_the_traces_name_as_it_is_never_as_markup(records):
+    from rich.console import Console
+
+    from umprof.views.job import print_job
+
+    ranks = [rank(records["stream"], i, host="node[bold]1", collectives=4) for i in range(2)]
+    console = Console(record=True, width=200)
+    print_job(job.job_answer(ranks), console)
+    text = console.export_text()
+    assert "group 1: 2 ranks (node[bold]1 ×2)" in text and "│ node[bold]1 │" in text
+    assert "shared links, node[bold]1:" in text and "(node[bold]1): 2 NVIDIA" in text
+
+
 def test_one_off_small_copies_do_not_split_identical_ranks(records):
     a, b = rank(records["stream"], 0), rank(records["stream"], 1)
     extra = dict(b["applications"][0]["flows"][0], bytes=8, total_bytes=8, count=1, host_kind="pinned", time_s=1e-6)
