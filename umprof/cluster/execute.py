@@ -152,8 +152,11 @@ def _client(Client, scheduler: str | None, workers: int | None):
     from distributed import LocalCluster
 
     n, memory = local_size(workers)
+    # no dashboard; the scheduler's HTTP server (which serves without one) on a free port, not Dask's 8787, which
+    # another cluster on the machine may hold (Dask then warns on stderr)
     cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True, memory_limit=memory,
-                           dashboard_address=None, silence_logs=logging.ERROR)
+                           dashboard_address=None, scheduler_kwargs={"dashboard_address": ":0"},
+                           silence_logs=logging.ERROR)
     client = Client(cluster)
     return _Closing(client, cluster)
 

@@ -135,3 +135,25 @@ def test_advise_of_several_traces_prints_the_job_and_exits_1_for_a_failed_rank(t
 def test_all_processes_is_one_traces_option(traces):
     r = CliRunner().invoke(cli, ["advise", *traces[:2], "--all"])
     assert r.exit_code == 2 and "--all: a job's traces" in r.output
+
+
+def test_the_local_cluster_leaves_dasks_usual_port_to_whoever_holds_it():
+    import socket
+    import warnings
+
+    distributed = pytest.importorskip("distributed")
+    held = socket.socket()
+    held.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        held.bind(("", 8787))
+        held.listen()
+    except OSError:
+        pass  # held by someone else already: the same case
+    try:
+        with bounded(CLUSTER_S), warnings.catch_warnings(record=True) as said:
+            warnings.simplefilter("always")
+            with execute._client(distributed.Client, None, 1) as client:
+                assert client.submit(math.sqrt, 4.0).result() == 2.0
+    finally:
+        held.close()
+    assert not [w for w in said if "8787" in str(w.message)]
