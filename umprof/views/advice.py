@@ -18,8 +18,8 @@ def flows_table(adv) -> Table:
     """The application's copy flows, the most time first, each beside the link's ceiling."""
     app = adv.app
     t = Table(title=f"transfer flows of {app.name} (pid {app.pid}, GPU {app.device})", header_style="bold")
-    numbers = ("size", "count", "total", "time", "rate", "of link", "overlapped")
-    for col in ("dir", "host memory", "size", "count", "total", "time", "rate", "of link", "sync", "stream", "overlapped",
+    numbers = ("size", "count", "total", "time", "rate", "of link", "overlap")
+    for col in ("dir", "memory", "size", "count", "total", "time", "rate", "of link", "sync", "stream", "overlap",
                 "range"):
         t.add_column(col, justify="right" if col in numbers else "left")
     for _, f in app.flows.head(FLOWS_SHOWN).iterrows():
