@@ -690,6 +690,7 @@ class _Tokens(NamedTuple):
 
 
 def _tokens(calls: pd.DataFrame, copies: pd.DataFrame) -> _Tokens:
+    """The calls of the thread that makes most of them as ``_Tokens``."""
     tid = calls["tid"].value_counts().index[0]
     mine = calls[calls["tid"] == tid]
     what = copies.dropna(subset=["correlation"]).drop_duplicates("correlation").set_index("correlation")
@@ -709,15 +710,6 @@ def _tokens(calls: pd.DataFrame, copies: pd.DataFrame) -> _Tokens:
         name, way = str(parts[0][1][n]), str(parts[1][1][d])
         labels.append(name + (f":{way}:{int(parts[2][1][b])}" if way else ""))
     return _Tokens(mine, codes.astype(np.int64), labels)
-
-
-def call_tokens(calls: pd.DataFrame, copies: pd.DataFrame) -> pd.DataFrame:
-    """The calls of the thread that makes most of them, each named by what it is: its name, and
-    for a copy its direction and bytes."""
-    if calls.empty:
-        return calls.assign(token=pd.Series(dtype=str))
-    t = _tokens(calls, copies)
-    return t.calls.assign(token=np.asarray(t.labels, dtype=object)[t.codes])
 
 
 def find_period(codes: np.ndarray) -> tuple[int, int, int] | None:
