@@ -690,6 +690,7 @@ class _Tokens(NamedTuple):
 
 
 def _tokens(calls: pd.DataFrame, copies: pd.DataFrame) -> _Tokens:
+    """The calls of the thread that makes most of them as ``_Tokens``."""
     tid = calls["tid"].value_counts().index[0]
     mine = calls[calls["tid"] == tid]
     what = copies.dropna(subset=["correlation"]).drop_duplicates("correlation").set_index("correlation")
@@ -709,15 +710,6 @@ def _tokens(calls: pd.DataFrame, copies: pd.DataFrame) -> _Tokens:
         name, way = str(parts[0][1][n]), str(parts[1][1][d])
         labels.append(name + (f":{way}:{int(parts[2][1][b])}" if way else ""))
     return _Tokens(mine, codes.astype(np.int64), labels)
-
-
-def call_tokens(calls: pd.DataFrame, copies: pd.DataFrame) -> pd.DataFrame:
-    """The calls of the thread that makes most of them, each named by what it is: its name, and
-    for a copy its direction and bytes."""
-    if calls.empty:
-        return calls.assign(token=pd.Series(dtype=str))
-    t = _tokens(calls, copies)
-    return t.calls.assign(token=np.asarray(t.labels, dtype=object)[t.codes])
 
 
 def find_period(codes: np.ndarray) -> tuple[int, int, int] | None:
@@ -774,11 +766,19 @@ def _recurring(codes: np.ndarray) -> np.ndarray:
     return keep
 
 
-def _anchor(span: np.ndarray, p: int, labels: list) -> int:
-    """The call a loop's iterations are cut at: of the calls in a window of one period in the loop's middle, one that
-    moves data or launches work (WORK_CALL) where there is one, and of those one that every iteration makes
+def _cut_offsets(span: np.ndarray, p: int, labels: list) -> tuple[int, np.ndarray]:
+    """The call a loop's iterations are cut at (``_anchor``, read in a window of one period in the loop's middle) and
+    where in ``span`` they are cut: a call made k times an iteration cuts at every k-th."""
+    middle = (len(span) - p) // 2
+    window = span[middle:middle + p]
+    anchor = _anchor(span, window, labels)
+    return anchor, np.flatnonzero(span == anchor)[::int((window == anchor).sum())]
+
+
+def _anchor(span: np.ndarray, window: np.ndarray, labels: list) -> int:
+    """The call a loop's iterations are cut at: of the calls in ``window`` (one period of ``span``), one that moves
+    data or launches work (WORK_CALL) where there is one, and of those one that every iteration makes
     (``ANCHOR_SHORT``), the least made over the loop, the earliest in the window of those."""
-    window = span[(len(span) - p) // 2:(len(span) - p) // 2 + p]
     counts = np.bincount(span, minlength=len(labels))
     present = list(dict.fromkeys(window.tolist()))  # in the order of their first position in the window
     pool = [c for c in present if WORK_CALL.search(labels[c].split(":", 1)[0])] or present
@@ -818,18 +818,12 @@ def find_loop(calls: pd.DataFrame, copies: pd.DataFrame, kernels: pd.DataFrame, 
     if found is None:
         return None
     p, first, last = found
-    span = seq[first:last]
-    anchor = _anchor(span, p, t.labels)
-    per_window = int((span[(len(span) - p) // 2:(len(span) - p) // 2 + p] == anchor).sum())
-    cut_at = first + np.flatnonzero(span == anchor)[::per_window]  # a call made k times an iteration: every k-th cuts
+    anchor, offsets = _cut_offsets(seq[first:last], p, t.labels)
+    cut_at = first + offsets
     if len(cut_at) < 2:
         return None
     starts = t.calls["start"].to_numpy()
-    cuts = starts[where[cut_at]]
-    begin = int(calls["start"].min())
-    end = int(max(calls["end"].max(), copies["end"].max() if len(copies) else 0,
-                  kernels["end"].max() if len(kernels) else 0))
-    edges = np.concatenate([[begin], cuts[1:], [end]])  # the first iteration keeps what came before it
+    edges = _edges(starts[where[cut_at]], calls, copies, kernels)
     per = _per_iteration(edges, calls, copies, kernels)
     steady = per.iloc[1:] if len(per) > 2 else per
     if (steady[GPU_WORK].sum(axis=1) > 0).mean() < 0.5:
@@ -851,6 +845,15 @@ def find_loop(calls: pd.DataFrame, copies: pd.DataFrame, kernels: pd.DataFrame, 
         outer.inner, loop = loop, outer
     loop.lead = lead
     return loop
+
+
+def _edges(cuts: np.ndarray, calls: pd.DataFrame, copies: pd.DataFrame, kernels: pd.DataFrame) -> np.ndarray:
+    """The iterations' edges (ns) from the times the loop is cut at: the first iteration keeps what came before it
+    (from the first call on), the last runs to the end of the last call or GPU work."""
+    begin = int(calls["start"].min())
+    end = int(max(calls["end"].max(), copies["end"].max() if len(copies) else 0,
+                  kernels["end"].max() if len(kernels) else 0))
+    return np.concatenate([[begin], cuts[1:], [end]])
 
 
 def _loop_of(per: pd.DataFrame, edges: np.ndarray, period: int, anchor: str, ahead: int | None,

@@ -333,19 +333,21 @@ class CalibrationCurves:
         return out
 
     def _select_one(self, strategy, scenario, phase, column, rows=None, **axes) -> dict[float, float]:
+        base = CALIBRATION_PREFIX + scenario  # all of the scenario's rounds, where it was measured in rounds
         if rows is not None:
-            return self._selected(strategy, scenario, phase, column, rows, axes)
+            mine = rows[(rows["phase"] == phase) & (rows["base_scenario"] == base)]
+            return self._selected(strategy, phase, column, mine, axes)
         key = (strategy, scenario, phase, column, tuple(sorted(axes.items())))
         if key not in self._selections:  # the curves ask for the same selection many times over
-            d = self.setup_rows if scenario in SETUP_LOOPS else self.ok
-            self._selections[key] = self._selected(strategy, scenario, phase, column, d, axes)
+            own = "setup" if scenario in SETUP_LOOPS else "ok"
+            self._selections[key] = self._selected(strategy, phase, column, self._own_rows(own, phase, base), axes)
         return dict(self._selections[key])
 
-    def _selected(self, strategy, scenario, phase, column, d: pd.DataFrame, axes: dict) -> dict[float, float]:
+    def _selected(self, strategy, phase, column, d: pd.DataFrame, axes: dict) -> dict[float, float]:
+        """bytes → the median of ``column`` over the rows ``d`` (one phase of one scenario) of the strategy (for the
+        kernel phase, its peers') that match ``axes``."""
         if column not in d.columns:
             return {}
-        # all of the scenario's rounds, where it was measured in rounds
-        d = self._rows_of(d, phase, CALIBRATION_PREFIX + scenario)
         m = d["axis.strategy"].isin(self._kernel_peers(strategy) if phase == "kernel" else (strategy,))
         for k, v in axes.items():
             col = d[f"axis.{k}"]
@@ -353,16 +355,15 @@ class CalibrationCurves:
         sub = d[m]
         return sub.groupby("axis.bytes")[column].median().to_dict() if not sub.empty else {}
 
-    def _rows_of(self, d: pd.DataFrame, phase: str, scenario: str) -> pd.DataFrame:
-        """The rows of one phase of one scenario (its rounds as one) among ``d``: the calibration's own rows
-        split by phase and scenario once (curves select from them hundreds of times), any other rows filtered."""
-        if d is not self.ok and d is not self.setup_rows:
-            return d[(d["phase"] == phase) & (d["base_scenario"] == scenario)]
-        key = "ok" if d is self.ok else "setup"
-        if key not in self._by_scenario:  # as numpy objects: comparisons on a few rows cost less than on arrow's
+    def _own_rows(self, which: str, phase: str, scenario: str) -> pd.DataFrame:
+        """The rows of one phase of one scenario (its rounds as one) among the calibration's own (``which``: 'ok',
+        its steady loops', or 'setup', SETUP_LOOPS'): split by phase and scenario once (curves select from them
+        hundreds of times)."""
+        d = self.setup_rows if which == "setup" else self.ok
+        if which not in self._by_scenario:  # as numpy objects: comparisons on a few rows cost less than on arrow's
             text = {c: object for c in d.columns if pd.api.types.is_string_dtype(d[c].dtype)}
-            self._by_scenario[key] = dict(list(d.astype(text).groupby(["phase", "base_scenario"], sort=False)))
-        found = self._by_scenario[key].get((phase, scenario))
+            self._by_scenario[which] = dict(list(d.astype(text).groupby(["phase", "base_scenario"], sort=False)))
+        found = self._by_scenario[which].get((phase, scenario))
         return found if found is not None else d.iloc[:0]
 
     @property

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from statistics import median_high
 
 from umprof.model.shared_links import DIRECTIONS, ConcurrentFigures
 
@@ -62,6 +63,18 @@ def check_ranks(ranks: list[dict]) -> tuple[list[dict], list[dict]]:
         else:
             kept.append(r)
     return kept, problems
+
+
+def _host(r: dict) -> str:
+    return r.get("host") or ""  # '' where its trace does not name it
+
+
+def _grouped(items, key) -> dict:
+    """The items by ``key(item)``, each group in the items' order."""
+    out: dict = {}
+    for item in items:
+        out.setdefault(key(item), []).append(item)
+    return out
 
 
 def _named(path: str, text: str) -> str:
@@ -132,10 +145,7 @@ def _copies(app: dict) -> bool:
 def shared_links(ranks: list[dict], figures: ConcurrentFigures) -> tuple[dict[str, dict], list[dict]]:
     """Each rank's share of its host's links while the host's other ranks copy too (keyed by path), and a limit
     for each host whose GPUs copy at once with no concurrent figure for them."""
-    by_host: dict[str, list[dict]] = {}
-    for r in ranks:
-        if _copies(_app(r)):
-            by_host.setdefault(r.get("host") or "", []).append(r)
+    by_host = _grouped((r for r in ranks if _copies(_app(r))), _host)
     out, limits = {}, []
     unnamed = by_host.pop("", [])
     if len(unnamed) > 1:
@@ -193,7 +203,7 @@ def rank_row(r: dict, share: dict | None) -> dict:
     now, (saving, strategy) = loop_s(app), loop_saving(app)
     alone = now - saving
     priced = max(alone, share["least_s"]) if share else alone
-    return {"path": r["path"], "rank": r.get("rank"), "label": rank_label(r), "host": r.get("host") or "",
+    return {"path": r["path"], "rank": r.get("rank"), "label": rank_label(r), "host": _host(r),
             "gpu": app["gpu"], "device": app["device"], "now_s": now, "copy_s": float(app["totals"]["copy_s"]),
             "advised": strategy, "saving_alone_s": saving, "predicted_s": priced, "saving_s": max(now - priced, 0.0),
             "shared": share, "collectives": int(r.get("collectives") or 0), "world_size": r.get("world_size")}
@@ -202,16 +212,13 @@ def rank_row(r: dict, share: dict | None) -> dict:
 def shared_summary(rows: dict[str, dict]) -> list[dict]:
     """Per host: its ranks copying at once, the share each counts on, what they measured, and how many ranks' advised
     times the share raised (their bytes need longer through it than the advice alone predicts)."""
-    by_host: dict[str, list[dict]] = {}
-    for r in rows.values():
-        if r["shared"]:
-            by_host.setdefault(r["host"], []).append(r)
+    by_host = _grouped((r for r in rows.values() if r["shared"]), lambda r: r["host"])
     out = []
     for host, rs in sorted(by_host.items()):
-        out.append({"host": host, "ranks": len(rs), "gpus_at_once": rs[0]["shared"]["gpus_at_once"],
+        first = rs[0]["shared"]  # a host's ranks share its figure and link
+        out.append({"host": host, "ranks": len(rs), "gpus_at_once": first["gpus_at_once"],
                     "ranks_on_a_link": max(r["shared"]["ranks_on_link"] for r in rs),
-                    "figure": rs[0]["shared"]["figure"], "kept": rs[0]["shared"]["kept"],
-                    "link_bytes_per_s": rs[0]["shared"]["link_bytes_per_s"],
+                    "figure": first["figure"], "kept": first["kept"], "link_bytes_per_s": first["link_bytes_per_s"],
                     "shared_bytes_per_s": {d: _median_of(r["shared"]["shared_bytes_per_s"][d] for r in rs)
                                            for d in DIRECTIONS},
                     "measured_bytes_per_s": {d: _median_of(r["shared"]["measured_bytes_per_s"][d] for r in rs)
@@ -221,25 +228,24 @@ def shared_summary(rows: dict[str, dict]) -> list[dict]:
 
 
 def _median_of(values) -> float | None:
-    xs = sorted(v for v in values if v is not None)
-    return xs[len(xs) // 2] if xs else None
+    """The median of the values given (None aside; the higher middle one of an even count), None where none is."""
+    xs = [v for v in values if v is not None]
+    return median_high(xs) if xs else None
 
 
 def groups(ranks: list[dict], rows: dict[str, dict]) -> list[dict]:
     """Ranks of identical behaviour (``signature``), the largest group first: each read once, from its median rank."""
-    by_sig: dict[tuple, list[dict]] = {}
-    for r in ranks:
-        by_sig.setdefault(signature(_app(r)), []).append(r)
+    by_sig = _grouped(ranks, lambda r: signature(_app(r)))
     out = []
     for i, members in enumerate(sorted(by_sig.values(), key=lambda m: (-len(m), rank_label(m[0])))):
         members = sorted(members, key=lambda r: rows[r["path"]]["now_s"])
-        middle = _app(members[len(members) // 2])
+        median_rank = members[len(members) // 2]  # median_high's, of the times it is sorted by
+        middle = _app(median_rank)
         times = [rows[r["path"]]["now_s"] for r in members]
         out.append({"group": i + 1, "ranks": [rank_label(r) for r in members], "count": len(members),
-                    "hosts": dict(Counter(r.get("host") or "" for r in members)),
-                    "read_from": rank_label(members[len(members) // 2]),
-                    "now_s": {"min": times[0], "median": times[len(times) // 2], "max": times[-1]},
-                    "saving_s": sorted(rows[r["path"]]["saving_s"] for r in members)[len(members) // 2],
+                    "hosts": dict(Counter(_host(r) for r in members)), "read_from": rank_label(median_rank),
+                    "now_s": {"min": times[0], "median": rows[median_rank["path"]]["now_s"], "max": times[-1]},
+                    "saving_s": median_high(rows[r["path"]]["saving_s"] for r in members),
                     "strategy_now": middle["strategy_now"], "flows": middle["flows"], "loop": middle.get("loop"),
                     "advice": middle["advice"], "verdict": middle.get("verdict", ""), "limits": middle.get("limits", []),
                     "paths": [r["path"] for r in members]})
@@ -251,8 +257,7 @@ def hosts(ranks: list[dict], found: list[dict]) -> list[dict]:
     group_of = {p: g["group"] for g in found for p in g["paths"]}
     out: dict[str, dict] = {}
     for r in ranks:
-        h = out.setdefault(r.get("host") or "", {"host": r.get("host") or "", "ranks": [], "gpus": Counter(),
-                                                 "groups": set()})
+        h = out.setdefault(_host(r), {"host": _host(r), "ranks": [], "gpus": Counter(), "groups": set()})
         h["ranks"].append(rank_label(r))
         h["gpus"][f"{_app(r)['gpu']} #{_app(r)['device']}"] += 1
         h["groups"].add(group_of[r["path"]])
@@ -263,9 +268,8 @@ def stragglers(found: list[dict], rows: dict[str, dict]) -> dict:
     """The ranks whose copies took ``STRAGGLER_MARGIN`` longer than their group's median, slowest first."""
     slow = []
     for g in found:
-        copy = sorted(rows[p]["copy_s"] for p in g["paths"])
-        median = copy[len(copy) // 2]
-        if len(copy) < 2 or median <= 0:
+        median = median_high(rows[p]["copy_s"] for p in g["paths"])
+        if len(g["paths"]) < 2 or median <= 0:
             continue
         for p in g["paths"]:
             extra = rows[p]["copy_s"] - median
@@ -323,7 +327,7 @@ def job_answer(ranks: list[dict], figures: ConcurrentFigures | None = None) -> d
 def _totals(ranks: list[dict], kept: list[dict]) -> dict:
     apps = [_app(r) for r in kept]
     return {"traces": len(ranks), "advised": len(kept), "failed": sum(1 for r in ranks if r.get("error")),
-            "hosts": len({r.get("host") or "" for r in kept}), "gpus": dict(Counter(a["gpu"] for a in apps)),
+            "hosts": len({_host(r) for r in kept}), "gpus": dict(Counter(a["gpu"] for a in apps)),
             "copy_s": sum(a["totals"]["copy_s"] for a in apps),
             "h2d_bytes": sum(a["totals"]["h2d_bytes"] for a in apps),
             "d2h_bytes": sum(a["totals"]["d2h_bytes"] for a in apps)}
