@@ -771,32 +771,14 @@ def import_nsys(trace, *, scenario: str | None = None, against=None, merge_numbe
 
 
 def job_traces(paths) -> list[str]:
-    """A job's trace files: each path given, and the traces under each folder given (:func:`_folder_traces`), in
-    name order."""
+    """A job's trace files: each path given, and the traces under each folder given
+    (:func:`umprof.nsight.trace_db.folder_traces`), in name order."""
+    from umprof.nsight.trace_db import folder_traces
+
     out: list[str] = []
     for p in _listed(paths, (str, Path)):
-        out += _folder_traces(p) if Path(p).is_dir() else [str(p)]
+        out += [str(f) for f in folder_traces(p)] if Path(p).is_dir() else [str(p)]
     return out
-
-
-def _folder_traces(folder) -> list[str]:
-    """The traces under a folder, in name order: Nsight Systems' reports and exports (a report whose export lies
-    beside it counted once) and torch.profiler's JSON, a JSON file that is not a trace (a config, results) left
-    out; one line naming the folder and what was expected where it holds none."""
-    from umprof.nsight.kineto import KINETO_SUFFIXES, is_kineto_trace
-    from umprof.nsight.trace_db import EXPECTED, NSYS_EXPORT, NSYS_REPORT, NSYS_SUFFIXES
-
-    folder = Path(folder)
-    files = sorted(f for f in folder.rglob("*") if f.is_file() and not f.name.startswith("."))
-    nsys = {f for f in files if f.name.endswith(NSYS_SUFFIXES)}
-    # an export beside its own report, not a file of that name in another folder
-    nsys -= {f for f in nsys if f.suffix == NSYS_REPORT and f.with_suffix(NSYS_EXPORT) in nsys}
-    json_files = [f for f in files if f.name.endswith(KINETO_SUFFIXES)]
-    found = sorted(nsys | {f for f in json_files if is_kineto_trace(f)})
-    if not found:
-        others = f" ({len(json_files)} JSON file(s) in it, none a torch.profiler trace)" if json_files else ""
-        raise UsageError(f"{folder}: a folder with no traces in it{others}; {EXPECTED}")
-    return [str(f) for f in found]
 
 
 def advise_job(paths, calibration=None, *, gpu: str | None = None, nsys: str | None = None,

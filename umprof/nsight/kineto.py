@@ -3,7 +3,7 @@
 
 ``torch.profiler.profile(...).export_chrome_trace(path)`` and TensorBoard's trace handler write a
 Chrome-trace JSON (``.json``, or ``.json.gz``), one file per process (a rank of a distributed job;
-:func:`kineto_files` lists a folder of them). Its ``traceEvents`` hold complete events by category:
+:func:`~umprof.nsight.trace_db.folder_traces` lists a folder of them). Its ``traceEvents`` hold complete events by category:
 ``gpu_memcpy`` ("Memcpy HtoD (Pageable -> Device)": direction and host memory kind in the name; bytes,
 stream, device and correlation in ``args``), ``gpu_memset``, ``kernel``, ``cuda_runtime`` and
 ``cuda_driver`` calls (joined to what they launched by ``args.correlation``, or by their ``ac2g``
@@ -50,7 +50,6 @@ RECORD_CUDA = ("record it with torch.profiler.profile(activities=[ProfilerActivi
                "(from torch.profiler import ProfilerActivity)")
 THREAD_NAME = re.compile(r"^thread \d+ \((.*)\)$")  # Kineto's 'thread 1102 (python3.10)'
 KINETO_SUFFIXES = (".json", ".json.gz")  # what export_chrome_trace and TensorBoard's trace handler write
-TRACE_FILES = tuple(f"*.pt.trace{s}" for s in KINETO_SUFFIXES)  # TensorBoard's torch-profiler plugin's names
 # what tells a Chrome trace from other JSON in its first bytes: torch.profiler's object opens with "schemaVersion"
 # and holds "traceEvents"; a bare list of events names each event's phase ("ph")
 TRACE_KEYS = (b'"schemaVersion"', b'"traceEvents"')
@@ -80,21 +79,6 @@ def read_kineto(path, require_cuda: bool = True) -> TraceTables:
     return t
 
 
-def kineto_files(folder) -> list[Path]:
-    """The torch.profiler traces in a folder, as TensorBoard's plugin stores them (``*.pt.trace.json[.gz]``,
-    one per rank, in the folder or its run folders), else every ``*.json`` and ``*.json.gz`` in it that is a trace
-    (:func:`is_kineto_trace`); sorted."""
-    folder = Path(folder)
-    if not folder.is_dir():
-        raise UsageError(f"{folder}: not a folder of torch.profiler traces")
-    found = sorted({p for pat in TRACE_FILES for p in folder.rglob(pat)})
-    if not found:
-        found = sorted(p for s in KINETO_SUFFIXES for p in folder.glob(f"*{s}") if is_kineto_trace(p))
-    if not found:
-        raise UsageError(f"{folder}: no torch.profiler traces in it (expected *.pt.trace.json[.gz] or *.json[.gz])")
-    return found
-
-
 def is_kineto_trace(path) -> bool:
     """Whether a ``.json`` (or gzipped) file is a Chrome trace, by its first bytes (:data:`TRACE_KEYS`, or a list
     of events): a config or results file beside the traces is not. A file that cannot be read counts as a trace,
@@ -109,17 +93,6 @@ def is_kineto_trace(path) -> bool:
     if head[:1] == b"{":
         return any(k in head for k in TRACE_KEYS)
     return head[:1] == b"[" and EVENT_KEY in head
-
-
-def read_kineto_folder(folder) -> list[TraceTables]:
-    """Every trace of a folder (:func:`kineto_files`) with CUDA activity, by rank (then file name); one
-    :class:`UsageError` where none has any."""
-    tables = [read_kineto(p, require_cuda=False) for p in kineto_files(folder)]
-    cuda = [t for t in tables if t.has_cuda]
-    if not cuda:
-        raise UsageError(f"{folder}: none of its {len(tables)} torch.profiler traces holds CUDA activity: "
-                         f"{RECORD_CUDA}")
-    return sorted(cuda, key=lambda t: (t.rank if t.rank is not None else -1, str(t.path)))
 
 
 def _load(path: Path):

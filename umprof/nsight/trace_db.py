@@ -18,7 +18,7 @@ from pathlib import Path
 import pandas as pd
 
 from umprof.core.errors import ToolUnavailable, UsageError
-from umprof.nsight.kineto import GZIP_MAGIC, KINETO_SUFFIXES, SQLITE_MAGIC, read_kineto
+from umprof.nsight.kineto import GZIP_MAGIC, KINETO_SUFFIXES, SQLITE_MAGIC, is_kineto_trace, read_kineto
 from umprof.nsight.rank_info import launcher_of
 from umprof.nsight.tables import GRAPH_COLUMNS, TraceTables  # noqa: F401 (TraceTables is imported from here)
 
@@ -65,6 +65,24 @@ def open_trace(path, nsys: str | None = None) -> TraceTables:
     if path.suffix == NSYS_EXPORT and what == BINARY:
         raise UsageError(f"{path}: not an SQLite file (its first bytes are not SQLite's header); {EXPECTED}")
     raise UsageError(f"{path}: {what}, not a trace; {EXPECTED}")
+
+
+def folder_traces(folder) -> list[Path]:
+    """The traces under a folder, in name order: Nsight Systems' reports and exports (a report whose export lies
+    beside it counted once) and torch.profiler's JSON (one file per rank, as TensorBoard's plugin stores them, or
+    any other name), a JSON file that is not a trace (a config, results) left out; one line naming the folder and
+    what was expected where it holds none."""
+    folder = Path(folder)
+    files = sorted(f for f in folder.rglob("*") if f.is_file() and not f.name.startswith("."))
+    nsys = {f for f in files if f.name.endswith(NSYS_SUFFIXES)}
+    # an export beside its own report, not a file of that name in another folder
+    nsys -= {f for f in nsys if f.suffix == NSYS_REPORT and f.with_suffix(NSYS_EXPORT) in nsys}
+    json_files = [f for f in files if f.name.endswith(KINETO_SUFFIXES)]
+    found = sorted(nsys | {f for f in json_files if is_kineto_trace(f)})
+    if not found:
+        others = f" ({len(json_files)} JSON file(s) in it, none a torch.profiler trace)" if json_files else ""
+        raise UsageError(f"{folder}: a folder with no traces in it{others}; {EXPECTED}")
+    return found
 
 
 def _head(path: Path) -> bytes:

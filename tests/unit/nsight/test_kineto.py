@@ -10,8 +10,8 @@ import pytest
 from tests.unit.data import TRACES, readable
 from umprof.core.errors import UsageError
 from umprof.model.application import applications
-from umprof.nsight.kineto import is_kineto_trace, kineto_files, read_kineto, read_kineto_folder
-from umprof.nsight.trace_db import open_trace
+from umprof.nsight.kineto import is_kineto_trace, read_kineto
+from umprof.nsight.trace_db import folder_traces, open_trace
 
 KINETO = readable(TRACES / "kineto")
 
@@ -79,9 +79,9 @@ def test_kernels_launched_by_driver_calls_and_the_old_category_names_join():
 
 
 def test_a_folder_of_ranks_reads_one_table_set_per_rank():
-    files = kineto_files(KINETO / "ranks")
+    files = folder_traces(KINETO / "ranks")
     assert [f.name for f in files] == ["rank-0.pt.trace.json.gz", "rank-1.pt.trace.json.gz"]
-    tables = read_kineto_folder(KINETO / "ranks")
+    tables = [read_kineto(f) for f in files]
     assert [(t.rank, t.world_size) for t in tables] == [(0, 128), (1, 128)]
     assert [t.processes["pid"].iloc[0] for t in tables] == [4037, 4045]
 
@@ -101,7 +101,7 @@ def test_a_folder_of_traces_leaves_its_other_json_out(tmp_path):
     for name in ("a100-alexnet.json.gz", "backward-thread.json"):
         (tmp_path / name).write_bytes((KINETO / name).read_bytes())
     (tmp_path / "config.json").write_text('{"lr": 0.1}')
-    assert [f.name for f in kineto_files(tmp_path)] == ["a100-alexnet.json.gz", "backward-thread.json"]
+    assert [f.name for f in folder_traces(tmp_path)] == ["a100-alexnet.json.gz", "backward-thread.json"]
 
 
 def test_open_trace_reads_json_and_gzip_by_content(tmp_path):
