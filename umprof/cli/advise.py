@@ -4,6 +4,7 @@ transfers should use."""
 from __future__ import annotations
 
 import click
+from click.core import ParameterSource
 
 from umprof import api
 from umprof.cli import common, job
@@ -71,6 +72,8 @@ def advise(ctx, traces, runs, output, wall_s, sources, gpu_name, nsys, all_proce
     program = ctx.meta.get("umprof.program")
     as_job = not program and job.is_job(traces, scheduler)
     _check_inputs(traces, program, output, wall_s, all_processes, as_job)
+    _check_unused(program, as_job, {"--workers": workers, "--links": links,
+                                    "--runs": ctx.get_parameter_source("runs") != ParameterSource.DEFAULT})
     if sources and gpu_name:
         api.check_calibration_gpu(list(sources), gpu_name)
     if as_job:
@@ -110,6 +113,20 @@ def _check_inputs(traces, program, output, wall_s, all_processes, as_job: bool) 
     api.check_wall_s(wall_s, "option '--wall'")
     if trace and output is not None:
         raise UsageError("option '-o': keeps the trace of a program run after --; a TRACE is kept where it is")
+
+
+def _check_unused(program, as_job: bool, given: dict) -> None:
+    """One UsageError for an option given where it does nothing: a job's own options (--workers, --links) without a
+    job, --runs without a program to run."""
+    for name, value in given.items():
+        if not value:
+            continue
+        if name == "--runs" and not program:
+            raise UsageError("option '--runs': times a program run after -- (umprof advise -- CMD); a TRACE's "
+                             "untraced time is given with --wall")
+        if name != "--runs" and not as_job:
+            raise UsageError(f"option '{name}': applies to a job's several traces (or a folder of them); "
+                             f"{'a program run after --' if program else 'one trace'} was given")
 
 
 def _show(found, ran, trace, wall_s, as_json) -> None:

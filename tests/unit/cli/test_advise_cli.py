@@ -111,6 +111,9 @@ def test_a_failing_program_is_one_line_with_its_exit_code(fake_nsys):
     (["advise", "--runs", "0", "--", "./app"], "option '--runs': expected 1 or more"),
     (["advise", "x.sqlite", "--wall", "-1"], "option '--wall': expected the program's untraced wall time"),
     (["advise", "x.sqlite", "y.sqlite", "--wall", "1"], "option '--wall': gives one program's untraced wall time"),
+    (["advise", "x.sqlite", "--workers", "2"], "option '--workers': applies to a job's several traces"),
+    (["advise", "--links", "x.parquet", "--", "./app"], "option '--links': applies to a job's several traces"),
+    (["advise", "x.sqlite", "--runs", "5"], "option '--runs': times a program run after --"),
 ])
 def test_the_runners_options_are_checked(args, says):
     r = CliRunner().invoke(cli, args)
