@@ -226,6 +226,12 @@ def _measured(out: AppAdvice, now_s: float) -> str:
 WAYS_ONLY = ("moving-bounds-saving",)
 
 
+def beats_way(way: Advice, low_s: float) -> bool:
+    """Whether a change umprof's ways do not price, the low end of its saving's band ``low_s``, is surer than the
+    loop's advice (``way``): its band's low end is above the way's (nothing, where the way saves nothing)."""
+    return low_s > (way.saving_low_s if way.saving_s > 0 else 0.0)
+
+
 def advise_instead(app: Application, out: AppAdvice, chosen: Advice, why: Limit | None = None,
                    condition: str = "") -> None:
     """The loop's advice replaced by a change umprof's ways do not price (``chosen``, its ``idiom`` the change's
