@@ -17,10 +17,9 @@ import math
 from typing import NamedTuple
 
 from umprof.core.units import format_time
-from umprof.model.advice import thresholds as th
 from umprof.model.advice.read import Reading, host_s
 from umprof.model.advice.result import Limit
-from umprof.model.advice.rules.host_faults import keeps_stalls
+from umprof.model.advice.rules.host_faults import keeps_stalls, untraced_stalls_s
 from umprof.model.application import Application
 
 
@@ -66,7 +65,7 @@ def removable_s(app: Application, r: Reading, rules: dict, strategies: list[str]
     moved = (copies_s(app) + app.um["migration_s"] + app.allocation_s + rules["pinning"].seconds
              + rules["staging"].seconds)
     host = min(r.host_now, _outside_calls_s(app, r))
-    stalls = host_stalls_s(app) + rules["gpu_faults"].seconds
+    stalls = untraced_stalls_s(app) + rules["gpu_faults"].seconds
     return {s: max(0.0, min(moved + (0.0 if keeps_stalls(s) else stalls) + host, now_s)) for s in strategies}
 
 
@@ -75,11 +74,6 @@ def copies_s(app: Application) -> float:
     outside the transfer), an asynchronous one its transfer, or their transfers' where that is more."""
     c = app.explicit_copies
     return max(app.totals["copy_s"], float(app.copies_waits_s(c).sum()) if len(c) else 0.0)
-
-
-def host_stalls_s(app: Application) -> float:
-    """The host's stalls on managed pages faulting back, as the program spends them untraced."""
-    return app.host_faults.seconds * th.TRACED_FAULT_SHARE
 
 
 def bounds(app: Application, r: Reading, rules: dict, strategies: list[str], link_bytes_per_s: float,

@@ -45,7 +45,13 @@ def fault_stall_s(app: Application, host_now: float) -> float:
     touch waits for its page alone. A host reading 2048 records of a 256 MiB array each
     step spent 2.14 s of its 3.05 s traced loop on an H200 so, where its reads were priced in microseconds and
     copies in its place measured 1.07-1.34 s faster untraced."""
-    return max(0.0, app.host_faults.seconds * th.TRACED_FAULT_SHARE - host_now)
+    return max(0.0, untraced_stalls_s(app) - host_now)
+
+
+def untraced_stalls_s(app: Application) -> float:
+    """The host's stalls on managed pages faulting back, as the program spends them untraced: what its trace measured
+    times th.TRACED_FAULT_SHARE."""
+    return app.host_faults.seconds * th.TRACED_FAULT_SHARE
 
 
 def stall_limit(app: Application, stall_s: float, keeping: list[str]) -> list[Limit]:
