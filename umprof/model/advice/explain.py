@@ -85,7 +85,7 @@ def run_limits(app: Application, idle, one_pass: bool, carried: bool) -> list[Li
 
 
 def host_untouched(app: Application, idle: tuple[float, float] | None, one_pass: bool,
-                    carried: bool = False) -> list[Limit]:
+                   carried: bool) -> list[Limit]:
     """Where the loop's one host thread spends far less time outside its CUDA calls than writing and reading
     the bytes it moves would take (``untouched``): a line saying so (data copied again unchanged, an
     asynchronous loop whose host touches its results after it), how it was priced (``one_pass``: as one pass
@@ -98,27 +98,28 @@ def host_untouched(app: Application, idle: tuple[float, float] | None, one_pass:
     own, priced = idle
     if carried:
         per = app.loop.per_iteration
-        text = (f"its loop's host thread spends {format_time(own)} an iteration outside CUDA calls, where writing and "
-                f"reading the bytes it moves would take {format_time(priced)} at the calibration's rates, and each "
-                f"iteration copies out as much as it copies in ({format_size(per['h2d_bytes'])} in, "
-                f"{format_size(per['d2h_bytes'])} out): read as one dataset that the loop carries out and back "
-                "unchanged (passes over data too large for the GPU, as written), which managed memory would move once "
-                "each way: so the ways that keep its pages on the GPU are priced, and the copy ways with the "
-                f"program's copies as they are; copied once, its copies would take at most "
+        text = (f"{_idle_words(own, priced)}, and each iteration copies out as much as it copies in "
+                f"({format_size(per['h2d_bytes'])} in, {format_size(per['d2h_bytes'])} out): read as one dataset that "
+                "the loop carries out and back unchanged (passes over data too large for the GPU, as written), which "
+                "managed memory would move once each way: so the ways that keep its pages on the GPU are priced, and "
+                f"the copy ways with the program's copies as they are; copied once, its copies would take at most "
                 f"{format_time(round_trips_s(app))} less, where it is one dataset")
         return [Limit("dataset-carried", text)]
     if one_pass:
-        text = (f"its loop's host thread spends {format_time(own)} an iteration outside CUDA calls, where writing and "
-                f"reading the bytes it moves would take {format_time(priced)} at the calibration's rates: its data "
-                "is written before the loop and read after it, so the run is priced as one pass over everything it "
-                "copies; data copied again unchanged is better copied once")
+        text = (f"{_idle_words(own, priced)}: its data is written before the loop and read after it, so the run is "
+                "priced as one pass over everything it copies; data copied again unchanged is better copied once")
         return [Limit("read-as-one-pass", text)]
-    text = (f"its loop's host thread spends {format_time(own)} an iteration outside CUDA calls, where writing and "
-            f"reading the bytes it moves, as the prediction assumes it does, would take {format_time(priced)} at the "
-            "calibration's rates: it does not touch them all every iteration (data copied again unchanged, or "
-            "results read after the loop), so the savings may differ; data copied again unchanged is better "
-            f"copied once{copied_once(app)}")
+    text = (f"{_idle_words(own, priced, ', as the prediction assumes it does,')}: it does not touch them all every "
+            "iteration (data copied again unchanged, or results read after the loop), so the savings may differ; data "
+            f"copied again unchanged is better copied once{copied_once(app)}")
     return [Limit("host-untouched", text)]
+
+
+def _idle_words(own: float, priced: float, assumed: str = "") -> str:
+    """How the loop's host thread spends far less time outside its CUDA calls (``own``) than touching the bytes it
+    moves would take (``priced``), in words; ``assumed``: a clause on that touching."""
+    return (f"its loop's host thread spends {format_time(own)} an iteration outside CUDA calls, where writing and "
+            f"reading the bytes it moves{assumed} would take {format_time(priced)} at the calibration's rates")
 
 
 def copied_once(app: Application) -> str:
