@@ -167,8 +167,7 @@ def tie_note(tied: list[Prediction], pick: Prediction, whole: dict) -> str:
     # 5% of the fastest way a little more often than the tie's pick (benchmarks/apps/tie_policy.py)
     given_up = (f" ({fastest}, predicted fastest, saves {format_time(whole[pick.strategy] - first)} more)"
                 if pick.strategy != fastest and whole[pick.strategy] > first else "")
-    apart = f"{ties.within(spread)} of each other" if spread >= 0.005 else ties.within(spread)
-    return (f"{names}: {apart}, predicted (under the prediction's own error, "
+    return (f"{names}: {ties.within(spread, ' of each other')}, predicted (under the prediction's own error, "
             f"{th.PREDICTION_ERROR:.0%}); {pick.strategy} changes the least code{given_up}")
 
 
