@@ -132,6 +132,13 @@ def _choice(code, idiom, now, predicted, low, high, conditional=False, why="") -
     return TorchChoice(code, idiom, now, now - saving, saving, clip(low), clip(high), conditional, why)
 
 
+def _priced_choice(code, idiom, now, predicted, conditional=False, why="") -> TorchChoice:
+    """A choice whose new time the calibration's curves alone price (``predicted``): its band the prediction's error
+    either side of that price."""
+    return _choice(code, idiom, now, predicted, now - predicted * (1 + PREDICTION_ERROR),
+                   now - predicted * (1 - PREDICTION_ERROR), conditional, why)
+
+
 PIN_ONCE = ("pin the tensor once, where it is made (`x = x.pin_memory()` before the loop), and copy it each step "
             "with `x.to(device, non_blocking=True)`: `pin_memory()` in the loop copies the whole tensor on the host "
             "every call")
@@ -157,10 +164,8 @@ def _pin_per_call(ctx: _Context, cal, epochs: int | None) -> list[TorchChoice]:
         out.append(_choice("pin-once", PIN_ONCE, pin_s, once, pin_s - once * (1 + PREDICTION_ERROR),
                            pin_s - copies_only, conditional=not epochs,
                            why="the same tensors pinned in each pass, which the trace cannot show"))
-        now = _span_s(pins) + ctx.waits_s(after)
-        pageable = _curve_s(cal, "pageable", "h2d", after["bytes"])
-        out.append(_choice("drop-pin", DROP_PIN, now, pageable, now - pageable * (1 + PREDICTION_ERROR),
-                           now - pageable * (1 - PREDICTION_ERROR)))
+        now = pin_s + ctx.waits_s(after)
+        out.append(_priced_choice("drop-pin", DROP_PIN, now, _curve_s(cal, "pageable", "h2d", after["bytes"])))
     return out
 
 
@@ -227,8 +232,7 @@ def _dataloader(ctx: _Context, cal, epochs: int | None) -> list[TorchChoice]:
         out.append(_choice("dataloader-pin-thread", LOADER_PIN, pin_s, pin_s - exposed, 0.0,
                            min(pin_s, _span_s(waits)), conditional=True, why=IN_MEMORY))
         now = exposed + ctx.waits_s(copies)
-        out.append(_choice("dataloader-unpinned", LOADER_UNPINNED, now, pageable,
-                           now - pageable * (1 + PREDICTION_ERROR), now - pageable * (1 - PREDICTION_ERROR)))
+        out.append(_priced_choice("dataloader-unpinned", LOADER_UNPINNED, now, pageable))
     elif (copies["host_kind"] == "pageable").any():
         now = ctx.waits_s(copies)
         fill = _curve_s(cal, "pinned", "host_write", copies["bytes"])  # the pin thread's copy, where the loop waits
@@ -287,8 +291,7 @@ def _resident(ctx: _Context, cal, epochs: int | None, free_bytes: int | None) ->
     memory = "pinned" if (copies["host_kind"] == "pinned").all() else "pageable"  # the data as it is now
     once = cal.curve(memory, "h2d")(float(data))  # `data.to(device)`, once
     if epochs:
-        return [_choice("resident", RESIDENT.format(size=format_size(data)), now, once,
-                        now - once * (1 + PREDICTION_ERROR), now - once * (1 - PREDICTION_ERROR))]
+        return [_priced_choice("resident", RESIDENT.format(size=format_size(data)), now, once)]
     largest = cal.curve(memory, "h2d")(float(copies["bytes"].max()))
     return [_choice("resident", RESIDENT.format(size=f"at most {format_size(data)}"), now, once, now - once,
                     now - largest, conditional=True,
@@ -325,9 +328,8 @@ def _offload(ctx: _Context, cal, epochs: int | None) -> list[TorchChoice]:
     out = [_choice("offload-prefetched", idiom, now, exposed, now - pinned.sum(),
                    now - exposed * (1 - PREDICTION_ERROR), conditional=bool(why), why=why)]
     if len(pageable):
-        out.append(_choice("offload-pinned", OFFLOAD_PINNED, now, float(pinned.sum()),
-                           now - pinned.sum() * (1 + PREDICTION_ERROR),
-                           now - pinned.sum() * (1 - PREDICTION_ERROR), conditional=bool(why), why=why))
+        out.append(_priced_choice("offload-pinned", OFFLOAD_PINNED, now, float(pinned.sum()), conditional=bool(why),
+                                  why=why))
     return out
 
 
@@ -364,8 +366,7 @@ def _pinned_out(ctx: _Context, cal) -> list[TorchChoice]:
     if len(back) < RECURRING:
         return []
     now, pinned = ctx.waits_s(back), _curve_s(cal, "pinned", "d2h", back["bytes"])
-    return [_choice("pinned-out", PINNED_OUT, now, pinned, now - pinned * (1 + PREDICTION_ERROR),
-                    now - pinned * (1 - PREDICTION_ERROR))]
+    return [_priced_choice("pinned-out", PINNED_OUT, now, pinned)]
 
 
 def _pinned_in(ctx: _Context, cal) -> list[TorchChoice]:
