@@ -180,9 +180,13 @@ def _within(a: pd.DataFrame, b: pd.DataFrame) -> np.ndarray:
     """Which of ranges ``a`` lie within one of ranges ``b`` (on any thread)."""
     if a.empty or b.empty:
         return np.zeros(len(a), bool)
+    return _covered_ns(a, b) >= a["end"].to_numpy(np.int64) - a["start"].to_numpy(np.int64)
+
+
+def _covered_ns(a: pd.DataFrame, b: pd.DataFrame) -> np.ndarray:
+    """Nanoseconds of each of ranges ``a`` that fall within ranges ``b`` (on any thread)."""
     u = _union(b["start"].to_numpy(np.int64), b["end"].to_numpy(np.int64))
-    s, e = a["start"].to_numpy(np.int64), a["end"].to_numpy(np.int64)
-    return (_covered(u, e) - _covered(u, s)) >= (e - s)
+    return _covered(u, a["end"].to_numpy(np.int64)) - _covered(u, a["start"].to_numpy(np.int64))
 
 
 def _pin_once_s(cal, sizes) -> float:
@@ -251,9 +255,7 @@ def _dataloader(ctx: _Context, cal, epochs: int | None) -> list[TorchChoice]:
 
 def _overlap_s(a: pd.DataFrame, b: pd.DataFrame) -> float:
     """Seconds of ranges ``a`` that fall within ranges ``b``."""
-    u = _union(b["start"].to_numpy(np.int64), b["end"].to_numpy(np.int64))
-    s, e = a["start"].to_numpy(np.int64), a["end"].to_numpy(np.int64)
-    return float((_covered(u, e) - _covered(u, s)).sum() / 1e9)
+    return float(_covered_ns(a, b).sum() / 1e9)
 
 
 def _copies_within(copies: pd.DataFrame, r: pd.DataFrame, app: Application) -> pd.DataFrame:
