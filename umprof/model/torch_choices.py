@@ -50,6 +50,8 @@ RECURRING = 3  # calls made this many times are a habit of the loop, not a one-o
 RESIDENT_SHARE = 0.5
 OFFLOAD_MIN_BYTES = 1 << 20  # a copy this large, one per layer, is a layer's weights, not a parameter
 OFFLOAD_LAYERS = 4  # this many such uploads with compute between them are layers (or batches) moved step by step
+# past this share of such uploads with no compute before the next, they are sent back to back: a dataset, not layers
+BACK_TO_BACK = 0.5
 ROUNDING_SHARE = 0.10  # the pinned allocator's rounding is worth saying past this share of the pinned bytes
 
 
@@ -316,7 +318,7 @@ def _offload(ctx: _Context, cal, epochs: int | None) -> list[TorchChoice]:
     if len(layers) < OFFLOAD_LAYERS:
         return []
     compute = _kernel_s_between(ctx.app.kernels, layers)
-    if (compute <= 0).mean() > 0.5:  # uploads back to back: a dataset, not layers
+    if (compute <= 0).mean() > BACK_TO_BACK:  # a dataset, not layers
         return []
     now = ctx.waits_s(layers)
     pinned = np.array([cal.curve("pinned", "h2d")(float(b)) for b in layers["bytes"]])
