@@ -77,7 +77,7 @@ def copies_s(app: Application) -> float:
 
 
 def bounds(app: Application, r: Reading, rules: dict, strategies: list[str], link_bytes_per_s: float,
-           now_s: float, tracer_s: float = 0.0) -> Bounds:
+           now_s: float, tracer_s: float) -> Bounds:
     """Each way's floor and removable time; the tracing's own time (``tracer_s``, ``rules.tracing``), which lies
     somewhere in what the trace measured, is never removable."""
     host = host_floor_s(app, r, rules["host_faults"].seconds)

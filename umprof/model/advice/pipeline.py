@@ -110,9 +110,9 @@ def _nothing_to_price(app: Application, r: Reading, out: AppAdvice) -> AppAdvice
 
 
 def adjust(app: Application, cal: Calibration, r: Reading, idle, n_threads: int, now_s: float,
-           link_bytes_per_s: float, tracer_s: float = 0.0) -> Adjusted:
+           link_bytes_per_s: float, tracer_s: float) -> Adjusted:
     """Every rule's adjustment of the reading's prices, summed: the time now and each way's predicted time, held
-    within its physical bounds (``bounds``)."""
+    within its physical bounds (``bounds``; ``tracer_s``: the tracing's own time, never removable)."""
     by_threads, overlap = threads.adjust(app, r, n_threads)
     by_lead, lead_ways, lead_words = lead.adjust(app, cal, r)
     pin = pinning.adjust(app, r)
