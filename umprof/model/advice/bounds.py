@@ -6,8 +6,8 @@ kernels and host work need, and no change saves more than the time it removes fr
   traced (on data resident on the GPU) and the host's own accesses at the cheapest any way prices them, no more than
   its host spent outside CUDA calls; never above the time now, never below zero.
 - removable: what the trace spent doing what a change of memory can drop: copies (as the program waits on them),
-  migrations, its calls that allocate, pin and register memory, the loop's page-locking, the host's copies through a bounce buffer, and the host's and the
-  kernels' fault stalls (as priced untraced) where the way does not keep them.
+  migrations, its calls that allocate, pin and register memory, the loop's page-locking, the host's copies through a
+  bounce buffer, and the host's and the kernels' fault stalls (as priced untraced) where the way does not keep them.
 
 The ranking, the tie and the saving are all computed from the bounded figures."""
 

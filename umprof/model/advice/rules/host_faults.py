@@ -18,7 +18,8 @@ from umprof.model.workload import Workload
 # besides on-demand managed memory (managed, prefer-gpu), the way whose pages sit on the GPU after its kernels, where
 # the host's touches fault them back (keeps_stalls): accessed-by leaves pages where they are, but the GPU's access
 # counters move those it keeps reading to it (a host sampling records of a managed array: 1.38-1.51x as written
-# under accessed-by on all five runs that timed both, one H100's and four H200s' of 2026-11-27 and -12-01: it saved none of the host's stalls)
+# under accessed-by on all five runs that timed both, one H100's and four H200s' of 2026-11-27 and -12-01: it saved
+# none of the host's stalls)
 ACCESS_COUNTED = "managed-advise-accessed-by-gpu"
 
 
@@ -63,10 +64,9 @@ def stall_limit(app: Application, stall_s: float, keeping: list[str]) -> list[Li
     text = (f"its host waited {format_time(h.seconds)} of the traced loop on managed pages faulting back from the GPU "
             f"({h.stretches} stretches without GPU work; {app.um['cpu_faults']} CPU page faults traced): priced at "
             f"{format_time(stall_s)} untraced ({th.TRACED_FAULT_SHARE:.0%} of it, as a traced fault measured against "
-            "an "
-            "untraced one on an H200, less the host accesses already priced for its way), kept by the ways that leave "
-            f"the pages on the GPU after its kernels ({', '.join(keeping)}; accessed-by as the GPU's access counters "
-            "move them there) and saved by every other")
+            "an untraced one on an H200, less the host accesses already priced for its way), kept by the ways that "
+            f"leave the pages on the GPU after its kernels ({', '.join(keeping)}; accessed-by as the GPU's access "
+            "counters move them there) and saved by every other")
     return [Limit("host-fault-stalls", text)]
 
 
