@@ -171,9 +171,12 @@ def tie_note(tied: list[Prediction], pick: Prediction, whole: dict) -> str:
             f"{th.PREDICTION_ERROR:.0%}); {pick.strategy} changes the least code{given_up}")
 
 
-def verdict(app, out: AppAdvice, tied: list[Prediction], now_s: float, base: Prediction, within_noise: bool) -> str:
+def verdict(app: Application, out: AppAdvice, tied: list[Prediction], now_s: float, base: Prediction,
+            within_noise: bool) -> str:
     """One paragraph: what it does now, its loop as read, and the advice (or why to keep it)."""
     current, loop = app.strategy, out.loop_advice
+    already = "It already uses the strategy predicted fastest" \
+        + (" or one within the prediction's error of it" if len(tied) > 1 else "")
     lines = [f"{app.name} on {app.gpu}: {current} now ({app.strategy_why})."]
     if app.loop is not None:
         lines.append(f"Its loop: {app.loop.iterations} iterations of {format_time(app.loop.steady_s)} "
@@ -181,14 +184,11 @@ def verdict(app, out: AppAdvice, tied: list[Prediction], now_s: float, base: Pre
     if within_noise:
         lines.append(f"{loop.note}: keep it.")
     elif loop.strategy == current and loop.saving_s > 0:  # the way it has, its memory page-locked once
-        lines.append("It already uses the strategy predicted fastest"
-                     + (" or one within the prediction's error of it" if len(tied) > 1 else "")
-                     + f", but page-locks and releases its memory every iteration: keep {current}, pinned once, "
+        lines.append(f"{already}, but page-locks and releases its memory every iteration: keep {current}, pinned once, "
                      f"predicted {format_time(loop.predicted_s)} instead of {format_time(now_s)} (saves "
                      f"{format_time(loop.saving_s)}, {loop.saving_s / now_s:.0%}).")
     elif loop.strategy == current:
-        lines.append("It already uses the strategy predicted fastest"
-                     + (" or one within the prediction's error of it" if len(tied) > 1 else "") + ": keep it.")
+        lines.append(f"{already}: keep it.")
     else:
         lines.append(f"Use {loop.strategy}: predicted {format_time(loop.predicted_s)} instead of {format_time(now_s)} "
                      f"(saves {format_time(loop.saving_s)}, {format_time(loop.saving_low_s)}-"
