@@ -11,8 +11,8 @@ allocator, before each new block); a Python interpreter whose CUDA calls are the
 
 The changes (:func:`change_for`) are keyed by umprof's strategy names, as its advice names them, plus
 ``resident`` (the data kept on the GPU), ``packed`` (many small copies made one) and, for PyTorch and CuPy,
-``flow-pinned`` (one flow's pageable copies made from page-locked memory). PyTorch has no managed, mapped or write-combined host tensors:
-its entries for those ways say so and what a PyTorch user can do instead.
+``flow-pinned`` (one flow's pageable copies made from page-locked memory). PyTorch has no managed, mapped or
+write-combined host tensors: its entries for those ways say so and what a PyTorch user can do instead.
 """
 
 from __future__ import annotations
@@ -176,9 +176,9 @@ PYTORCH_CHANGES = {
     "resident": "keep the data on the GPU: move it once, before the loop (`data = data.to(device)`{fits}), and index "
                 "the batches there (`batch = data[idx]`) instead of copying each one every epoch",
     "packed": "pack the small tensors it copies one by one ({count} in a row) into one: keep the host tensors as "
-              "views of one pinned flat buffer (`flat = torch.cat([t.reshape(-1) for t in ts]).pin_memory()`, each `t` then a "
-              "`flat[i:j].view(shape)`) and their GPU tensors as views of one flat GPU tensor, and copy once "
-              "where it copied each (`gpu_flat.copy_(flat, non_blocking=True)`; back: `flat.copy_(gpu_flat, "
+              "views of one pinned flat buffer (`flat = torch.cat([t.reshape(-1) for t in ts]).pin_memory()`, each "
+              "`t` then a `flat[i:j].view(shape)`) and their GPU tensors as views of one flat GPU tensor, and copy "
+              "once where it copied each (`gpu_flat.copy_(flat, non_blocking=True)`; back: `flat.copy_(gpu_flat, "
               "non_blocking=True)`)",
 }
 CUPY_PINNED_POOL = "cupy.cuda.set_pinned_memory_allocator(cupy.cuda.PinnedMemoryPool().malloc)"
@@ -234,15 +234,17 @@ CUPY_CHANGES = {
 PYCUDA_CHANGES = {"resident": "keep the data on the GPU: `d = pycuda.gpuarray.to_gpu(data)` once, before the "
                               "loop{fits}, and pass the kernels slices of it instead of copying each part every pass",
                   "packed": "pack the small arrays it copies one by one ({count} in a row) into one: make "
-                            "them views of one page-locked flat array (`flat = pycuda.driver.pagelocked_empty(total, dtype)`, each a "
-                            "`flat[i:j].reshape(shape)`) and their device buffers offsets into one allocation, and "
-                            "copy once where it copied each (`pycuda.driver.memcpy_htod_async(d_flat, flat, stream)`; back: "
-                            "`memcpy_dtoh_async(flat, d_flat, stream)`, `stream.synchronize()` before the host reads)"}
+                            "them views of one page-locked flat array (`flat = pycuda.driver.pagelocked_empty(total, "
+                            "dtype)`, each a `flat[i:j].reshape(shape)`) and their device buffers offsets into one "
+                            "allocation, and copy once where it copied each (`pycuda.driver.memcpy_htod_async(d_flat, "
+                            "flat, stream)`; back: `memcpy_dtoh_async(flat, d_flat, stream)`, `stream.synchronize()` "
+                            "before the host reads)"}
 CUDA_CHANGES = {"resident": "keep the data on the GPU: cudaMalloc it and cudaMemcpy it in once, before the loop{fits}, "
                             "and let the kernels index it there instead of copying each part every pass",
                 "packed": "pack the small buffers it copies one by one ({count} in a row) into one: place them "
-                          "at offsets of one cudaMallocHost'd buffer and their device copies at the same offsets of one cudaMalloc'd "
-                          "buffer, and make one cudaMemcpyAsync of the whole where it made one a buffer (back: "
+                          "at offsets of one cudaMallocHost'd buffer and their device copies at the same offsets of "
+                          "one cudaMalloc'd buffer, and make one cudaMemcpyAsync of the whole where it made one a "
+                          "buffer (back: "
                           "cudaStreamSynchronize before the host reads)"}
 CHANGES = {"pytorch": PYTORCH_CHANGES, "cupy": CUPY_CHANGES, "pycuda": PYCUDA_CHANGES, "cuda": CUDA_CHANGES}
 D2H_SYNC = {"pytorch": TORCH_D2H_SYNC}

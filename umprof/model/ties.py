@@ -82,9 +82,10 @@ def tied(costs: list[tuple[str, float]], error: float) -> list[str]:
     return [name for name, cost in ranked if cost <= best * (1 + error)]
 
 
-def within(spread: float) -> str:
-    """How far apart tied figures are, in words: 'within 3%', or 'less than 1% apart' (never 'within 0%')."""
-    return f"within {spread:.0%}" if spread >= 0.005 else "less than 1% apart"
+def within(spread: float, of: str = "") -> str:
+    """How far apart tied figures are, in words: 'within 3%' (``of`` after it: 'within 3% of each other'), or 'less
+    than 1% apart' (never 'within 0%')."""
+    return f"within {spread:.0%}{of}" if spread >= 0.005 else "less than 1% apart"
 
 
 def describe(names: list[str], spread: float, figure: str = "predicted") -> str:

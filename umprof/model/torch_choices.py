@@ -50,6 +50,8 @@ RECURRING = 3  # calls made this many times are a habit of the loop, not a one-o
 RESIDENT_SHARE = 0.5
 OFFLOAD_MIN_BYTES = 1 << 20  # a copy this large, one per layer, is a layer's weights, not a parameter
 OFFLOAD_LAYERS = 4  # this many such uploads with compute between them are layers (or batches) moved step by step
+# past this share of such uploads with no compute before the next, they are sent back to back: a dataset, not layers
+BACK_TO_BACK = 0.5
 ROUNDING_SHARE = 0.10  # the pinned allocator's rounding is worth saying past this share of the pinned bytes
 
 
@@ -132,6 +134,13 @@ def _choice(code, idiom, now, predicted, low, high, conditional=False, why="") -
     return TorchChoice(code, idiom, now, now - saving, saving, clip(low), clip(high), conditional, why)
 
 
+def _priced_choice(code, idiom, now, predicted, conditional=False, why="") -> TorchChoice:
+    """A choice whose new time the calibration's curves alone price (``predicted``): its band the prediction's error
+    either side of that price."""
+    return _choice(code, idiom, now, predicted, now - predicted * (1 + PREDICTION_ERROR),
+                   now - predicted * (1 - PREDICTION_ERROR), conditional, why)
+
+
 PIN_ONCE = ("pin the tensor once, where it is made (`x = x.pin_memory()` before the loop), and copy it each step "
             "with `x.to(device, non_blocking=True)`: `pin_memory()` in the loop copies the whole tensor on the host "
             "every call")
@@ -157,10 +166,8 @@ def _pin_per_call(ctx: _Context, cal, epochs: int | None) -> list[TorchChoice]:
         out.append(_choice("pin-once", PIN_ONCE, pin_s, once, pin_s - once * (1 + PREDICTION_ERROR),
                            pin_s - copies_only, conditional=not epochs,
                            why="the same tensors pinned in each pass, which the trace cannot show"))
-        now = _span_s(pins) + ctx.waits_s(after)
-        pageable = _curve_s(cal, "pageable", "h2d", after["bytes"])
-        out.append(_choice("drop-pin", DROP_PIN, now, pageable, now - pageable * (1 + PREDICTION_ERROR),
-                           now - pageable * (1 - PREDICTION_ERROR)))
+        now = pin_s + ctx.waits_s(after)
+        out.append(_priced_choice("drop-pin", DROP_PIN, now, _curve_s(cal, "pageable", "h2d", after["bytes"])))
     return out
 
 
@@ -175,9 +182,13 @@ def _within(a: pd.DataFrame, b: pd.DataFrame) -> np.ndarray:
     """Which of ranges ``a`` lie within one of ranges ``b`` (on any thread)."""
     if a.empty or b.empty:
         return np.zeros(len(a), bool)
+    return _covered_ns(a, b) >= a["end"].to_numpy(np.int64) - a["start"].to_numpy(np.int64)
+
+
+def _covered_ns(a: pd.DataFrame, b: pd.DataFrame) -> np.ndarray:
+    """Nanoseconds of each of ranges ``a`` that fall within ranges ``b`` (on any thread)."""
     u = _union(b["start"].to_numpy(np.int64), b["end"].to_numpy(np.int64))
-    s, e = a["start"].to_numpy(np.int64), a["end"].to_numpy(np.int64)
-    return (_covered(u, e) - _covered(u, s)) >= (e - s)
+    return _covered(u, a["end"].to_numpy(np.int64)) - _covered(u, a["start"].to_numpy(np.int64))
 
 
 def _pin_once_s(cal, sizes) -> float:
@@ -227,8 +238,7 @@ def _dataloader(ctx: _Context, cal, epochs: int | None) -> list[TorchChoice]:
         out.append(_choice("dataloader-pin-thread", LOADER_PIN, pin_s, pin_s - exposed, 0.0,
                            min(pin_s, _span_s(waits)), conditional=True, why=IN_MEMORY))
         now = exposed + ctx.waits_s(copies)
-        out.append(_choice("dataloader-unpinned", LOADER_UNPINNED, now, pageable,
-                           now - pageable * (1 + PREDICTION_ERROR), now - pageable * (1 - PREDICTION_ERROR)))
+        out.append(_priced_choice("dataloader-unpinned", LOADER_UNPINNED, now, pageable))
     elif (copies["host_kind"] == "pageable").any():
         now = ctx.waits_s(copies)
         fill = _curve_s(cal, "pinned", "host_write", copies["bytes"])  # the pin thread's copy, where the loop waits
@@ -247,9 +257,7 @@ def _dataloader(ctx: _Context, cal, epochs: int | None) -> list[TorchChoice]:
 
 def _overlap_s(a: pd.DataFrame, b: pd.DataFrame) -> float:
     """Seconds of ranges ``a`` that fall within ranges ``b``."""
-    u = _union(b["start"].to_numpy(np.int64), b["end"].to_numpy(np.int64))
-    s, e = a["start"].to_numpy(np.int64), a["end"].to_numpy(np.int64)
-    return float((_covered(u, e) - _covered(u, s)).sum() / 1e9)
+    return float(_covered_ns(a, b).sum() / 1e9)
 
 
 def _copies_within(copies: pd.DataFrame, r: pd.DataFrame, app: Application) -> pd.DataFrame:
@@ -287,8 +295,7 @@ def _resident(ctx: _Context, cal, epochs: int | None, free_bytes: int | None) ->
     memory = "pinned" if (copies["host_kind"] == "pinned").all() else "pageable"  # the data as it is now
     once = cal.curve(memory, "h2d")(float(data))  # `data.to(device)`, once
     if epochs:
-        return [_choice("resident", RESIDENT.format(size=format_size(data)), now, once,
-                        now - once * (1 + PREDICTION_ERROR), now - once * (1 - PREDICTION_ERROR))]
+        return [_priced_choice("resident", RESIDENT.format(size=format_size(data)), now, once)]
     largest = cal.curve(memory, "h2d")(float(copies["bytes"].max()))
     return [_choice("resident", RESIDENT.format(size=f"at most {format_size(data)}"), now, once, now - once,
                     now - largest, conditional=True,
@@ -311,7 +318,7 @@ def _offload(ctx: _Context, cal, epochs: int | None) -> list[TorchChoice]:
     if len(layers) < OFFLOAD_LAYERS:
         return []
     compute = _kernel_s_between(ctx.app.kernels, layers)
-    if (compute <= 0).mean() > 0.5:  # uploads back to back: a dataset, not layers
+    if (compute <= 0).mean() > BACK_TO_BACK:  # a dataset, not layers
         return []
     now = ctx.waits_s(layers)
     pinned = np.array([cal.curve("pinned", "h2d")(float(b)) for b in layers["bytes"]])
@@ -325,9 +332,8 @@ def _offload(ctx: _Context, cal, epochs: int | None) -> list[TorchChoice]:
     out = [_choice("offload-prefetched", idiom, now, exposed, now - pinned.sum(),
                    now - exposed * (1 - PREDICTION_ERROR), conditional=bool(why), why=why)]
     if len(pageable):
-        out.append(_choice("offload-pinned", OFFLOAD_PINNED, now, float(pinned.sum()),
-                           now - pinned.sum() * (1 + PREDICTION_ERROR),
-                           now - pinned.sum() * (1 - PREDICTION_ERROR), conditional=bool(why), why=why))
+        out.append(_priced_choice("offload-pinned", OFFLOAD_PINNED, now, float(pinned.sum()), conditional=bool(why),
+                                  why=why))
     return out
 
 
@@ -364,8 +370,7 @@ def _pinned_out(ctx: _Context, cal) -> list[TorchChoice]:
     if len(back) < RECURRING:
         return []
     now, pinned = ctx.waits_s(back), _curve_s(cal, "pinned", "d2h", back["bytes"])
-    return [_choice("pinned-out", PINNED_OUT, now, pinned, now - pinned * (1 + PREDICTION_ERROR),
-                    now - pinned * (1 - PREDICTION_ERROR))]
+    return [_priced_choice("pinned-out", PINNED_OUT, now, pinned)]
 
 
 def _pinned_in(ctx: _Context, cal) -> list[TorchChoice]:

@@ -45,3 +45,10 @@ def test_a_tie_closer_than_a_percent_is_said_so_never_within_0_percent():
 
     assert ties.describe(["pinned", "pageable-registered"], 0.002) == "pinned or pageable-registered: less than 1% apart, predicted"
     assert ties.describe(["pinned", "mapped"], 0.03) == "pinned or mapped: within 3%, predicted"
+
+
+def test_a_tie_said_of_each_other_keeps_less_than_a_percent_apart():
+    from umprof.model import ties
+
+    assert ties.within(0.03, " of each other") == "within 3% of each other"
+    assert ties.within(0.002, " of each other") == "less than 1% apart"

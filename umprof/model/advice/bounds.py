@@ -6,8 +6,8 @@ kernels and host work need, and no change saves more than the time it removes fr
   traced (on data resident on the GPU) and the host's own accesses at the cheapest any way prices them, no more than
   its host spent outside CUDA calls; never above the time now, never below zero.
 - removable: what the trace spent doing what a change of memory can drop: copies (as the program waits on them),
-  migrations, its calls that allocate, pin and register memory, the loop's page-locking, the host's copies through a bounce buffer, and the host's and the
-  kernels' fault stalls (as priced untraced) where the way does not keep them.
+  migrations, its calls that allocate, pin and register memory, the loop's page-locking, the host's copies through a
+  bounce buffer, and the host's and the kernels' fault stalls (as priced untraced) where the way does not keep them.
 
 The ranking, the tie and the saving are all computed from the bounded figures."""
 
@@ -17,10 +17,9 @@ import math
 from typing import NamedTuple
 
 from umprof.core.units import format_time
-from umprof.model.advice import thresholds as th
 from umprof.model.advice.read import Reading, host_s
 from umprof.model.advice.result import Limit
-from umprof.model.advice.rules.host_faults import keeps_stalls
+from umprof.model.advice.rules.host_faults import keeps_stalls, untraced_stalls_s
 from umprof.model.application import Application
 
 
@@ -66,7 +65,7 @@ def removable_s(app: Application, r: Reading, rules: dict, strategies: list[str]
     moved = (copies_s(app) + app.um["migration_s"] + app.allocation_s + rules["pinning"].seconds
              + rules["staging"].seconds)
     host = min(r.host_now, _outside_calls_s(app, r))
-    stalls = host_stalls_s(app) + rules["gpu_faults"].seconds
+    stalls = untraced_stalls_s(app) + rules["gpu_faults"].seconds
     return {s: max(0.0, min(moved + (0.0 if keeps_stalls(s) else stalls) + host, now_s)) for s in strategies}
 
 
@@ -77,13 +76,8 @@ def copies_s(app: Application) -> float:
     return max(app.totals["copy_s"], float(app.copies_waits_s(c).sum()) if len(c) else 0.0)
 
 
-def host_stalls_s(app: Application) -> float:
-    """The host's stalls on managed pages faulting back, as the program spends them untraced."""
-    return app.host_faults.seconds * th.TRACED_FAULT_SHARE
-
-
 def bounds(app: Application, r: Reading, rules: dict, strategies: list[str], link_bytes_per_s: float,
-           now_s: float, tracer_s: float = 0.0) -> Bounds:
+           now_s: float, tracer_s: float) -> Bounds:
     """Each way's floor and removable time; the tracing's own time (``tracer_s``, ``rules.tracing``), which lies
     somewhere in what the trace measured, is never removable."""
     host = host_floor_s(app, r, rules["host_faults"].seconds)

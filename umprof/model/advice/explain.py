@@ -85,7 +85,7 @@ def run_limits(app: Application, idle, one_pass: bool, carried: bool) -> list[Li
 
 
 def host_untouched(app: Application, idle: tuple[float, float] | None, one_pass: bool,
-                    carried: bool = False) -> list[Limit]:
+                   carried: bool) -> list[Limit]:
     """Where the loop's one host thread spends far less time outside its CUDA calls than writing and reading
     the bytes it moves would take (``untouched``): a line saying so (data copied again unchanged, an
     asynchronous loop whose host touches its results after it), how it was priced (``one_pass``: as one pass
@@ -98,27 +98,28 @@ def host_untouched(app: Application, idle: tuple[float, float] | None, one_pass:
     own, priced = idle
     if carried:
         per = app.loop.per_iteration
-        text = (f"its loop's host thread spends {format_time(own)} an iteration outside CUDA calls, where writing and "
-                f"reading the bytes it moves would take {format_time(priced)} at the calibration's rates, and each "
-                f"iteration copies out as much as it copies in ({format_size(per['h2d_bytes'])} in, "
-                f"{format_size(per['d2h_bytes'])} out): read as one dataset that the loop carries out and back "
-                "unchanged (passes over data too large for the GPU, as written), which managed memory would move once "
-                "each way: so the ways that keep its pages on the GPU are priced, and the copy ways with the "
-                f"program's copies as they are; copied once, its copies would take at most "
+        text = (f"{_idle_words(own, priced)}, and each iteration copies out as much as it copies in "
+                f"({format_size(per['h2d_bytes'])} in, {format_size(per['d2h_bytes'])} out): read as one dataset that "
+                "the loop carries out and back unchanged (passes over data too large for the GPU, as written), which "
+                "managed memory would move once each way: so the ways that keep its pages on the GPU are priced, and "
+                f"the copy ways with the program's copies as they are; copied once, its copies would take at most "
                 f"{format_time(round_trips_s(app))} less, where it is one dataset")
         return [Limit("dataset-carried", text)]
     if one_pass:
-        text = (f"its loop's host thread spends {format_time(own)} an iteration outside CUDA calls, where writing and "
-                f"reading the bytes it moves would take {format_time(priced)} at the calibration's rates: its data "
-                "is written before the loop and read after it, so the run is priced as one pass over everything it "
-                "copies; data copied again unchanged is better copied once")
+        text = (f"{_idle_words(own, priced)}: its data is written before the loop and read after it, so the run is "
+                "priced as one pass over everything it copies; data copied again unchanged is better copied once")
         return [Limit("read-as-one-pass", text)]
-    text = (f"its loop's host thread spends {format_time(own)} an iteration outside CUDA calls, where writing and "
-            f"reading the bytes it moves, as the prediction assumes it does, would take {format_time(priced)} at the "
-            "calibration's rates: it does not touch them all every iteration (data copied again unchanged, or "
-            "results read after the loop), so the savings may differ; data copied again unchanged is better "
-            f"copied once{copied_once(app)}")
+    text = (f"{_idle_words(own, priced, ', as the prediction assumes it does,')}: it does not touch them all every "
+            "iteration (data copied again unchanged, or results read after the loop), so the savings may differ; data "
+            f"copied again unchanged is better copied once{copied_once(app)}")
     return [Limit("host-untouched", text)]
+
+
+def _idle_words(own: float, priced: float, assumed: str = "") -> str:
+    """How the loop's host thread spends far less time outside its CUDA calls (``own``) than touching the bytes it
+    moves would take (``priced``), in words; ``assumed``: a clause on that touching."""
+    return (f"its loop's host thread spends {format_time(own)} an iteration outside CUDA calls, where writing and "
+            f"reading the bytes it moves{assumed} would take {format_time(priced)} at the calibration's rates")
 
 
 def copied_once(app: Application) -> str:
@@ -166,14 +167,16 @@ def tie_note(tied: list[Prediction], pick: Prediction, whole: dict) -> str:
     # 5% of the fastest way a little more often than the tie's pick (benchmarks/apps/tie_policy.py)
     given_up = (f" ({fastest}, predicted fastest, saves {format_time(whole[pick.strategy] - first)} more)"
                 if pick.strategy != fastest and whole[pick.strategy] > first else "")
-    apart = f"{ties.within(spread)} of each other" if spread >= 0.005 else ties.within(spread)
-    return (f"{names}: {apart}, predicted (under the prediction's own error, "
+    return (f"{names}: {ties.within(spread, ' of each other')}, predicted (under the prediction's own error, "
             f"{th.PREDICTION_ERROR:.0%}); {pick.strategy} changes the least code{given_up}")
 
 
-def verdict(app, out: AppAdvice, tied: list[Prediction], now_s: float, base: Prediction, within_noise: bool) -> str:
+def verdict(app: Application, out: AppAdvice, tied: list[Prediction], now_s: float, base: Prediction,
+            within_noise: bool) -> str:
     """One paragraph: what it does now, its loop as read, and the advice (or why to keep it)."""
     current, loop = app.strategy, out.loop_advice
+    already = "It already uses the strategy predicted fastest" \
+        + (" or one within the prediction's error of it" if len(tied) > 1 else "")
     lines = [f"{app.name} on {app.gpu}: {current} now ({app.strategy_why})."]
     if app.loop is not None:
         lines.append(f"Its loop: {app.loop.iterations} iterations of {format_time(app.loop.steady_s)} "
@@ -181,14 +184,11 @@ def verdict(app, out: AppAdvice, tied: list[Prediction], now_s: float, base: Pre
     if within_noise:
         lines.append(f"{loop.note}: keep it.")
     elif loop.strategy == current and loop.saving_s > 0:  # the way it has, its memory page-locked once
-        lines.append("It already uses the strategy predicted fastest"
-                     + (" or one within the prediction's error of it" if len(tied) > 1 else "")
-                     + f", but page-locks and releases its memory every iteration: keep {current}, pinned once, "
+        lines.append(f"{already}, but page-locks and releases its memory every iteration: keep {current}, pinned once, "
                      f"predicted {format_time(loop.predicted_s)} instead of {format_time(now_s)} (saves "
                      f"{format_time(loop.saving_s)}, {loop.saving_s / now_s:.0%}).")
     elif loop.strategy == current:
-        lines.append("It already uses the strategy predicted fastest"
-                     + (" or one within the prediction's error of it" if len(tied) > 1 else "") + ": keep it.")
+        lines.append(f"{already}: keep it.")
     else:
         lines.append(f"Use {loop.strategy}: predicted {format_time(loop.predicted_s)} instead of {format_time(now_s)} "
                      f"(saves {format_time(loop.saving_s)}, {format_time(loop.saving_low_s)}-"
@@ -224,6 +224,12 @@ def _measured(out: AppAdvice, now_s: float) -> str:
 # limits that bound only a change of host memory: a change the ways do not price (packing, a framework's choice)
 # removes time they do not count (the host's calls and waits, a data loader's work)
 WAYS_ONLY = ("moving-bounds-saving",)
+
+
+def beats_way(way: Advice, low_s: float) -> bool:
+    """Whether a change umprof's ways do not price, the low end of its saving's band ``low_s``, is surer than the
+    loop's advice (``way``): its band's low end is above the way's (nothing, where the way saves nothing)."""
+    return low_s > (way.saving_low_s if way.saving_s > 0 else 0.0)
 
 
 def advise_instead(app: Application, out: AppAdvice, chosen: Advice, why: Limit | None = None,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 
-from umprof.core.units import format_rate, format_size
+from umprof.core.units import format_rate
 from umprof.model.advice import thresholds as th
 from umprof.model.advice.changes import flow_pinned
 from umprof.model.advice.result import Advice, band

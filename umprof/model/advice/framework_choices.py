@@ -46,8 +46,7 @@ def add_pytorch_choices(app: Application, cal, ranges, out: AppAdvice) -> None:
                         text=torch_choices.describe(c)) for c in found]
     # the best is the one whose saving is surest: the highest low end of its band
     best = max((c for c in found if advisable(c, now_s)), key=lambda c: c.low_s, default=None)
-    way_low = loop.saving_low_s if loop.saving_s > 0 else 0.0
-    if best is None or best.low_s <= way_low:
+    if best is None or not explain.beats_way(loop, best.low_s):
         return
     chosen = _as_advice(best, now_s)
     for d in out.choices:

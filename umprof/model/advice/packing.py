@@ -110,8 +110,7 @@ def add_packing(app: Application, cal: Calibration, out: AppAdvice) -> None:
     lines = [_advice(p, loop.now_s, out.framework) for p in found]
     out.advice += lines
     best = max((p for p in found if advisable(p, loop.now_s)), key=lambda p: p.low_s, default=None)
-    way_low = loop.saving_low_s if loop.saving_s > 0 else 0.0
-    if best is None or best.low_s <= way_low:
+    if best is None or not explain.beats_way(loop, best.low_s):
         return
     line = lines[found.index(best)]
     chosen = dataclasses.replace(line, flow="loop", now_s=loop.now_s, predicted_s=loop.now_s - line.saving_s)

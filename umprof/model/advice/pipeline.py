@@ -50,15 +50,16 @@ class Adjusted(NamedTuple):
 class Choice(NamedTuple):
     """The way chosen, what it saves, the ways tied with it, the tie's note, and whether the way it has was kept (a
     saving within the prediction's own error, or a program the calibration cannot see well); whether every way is
-    priced with the program's memory page-locked once (``pinned_once``) and whether the calibration cannot see the
-    program (``unseen``: ``cannot_see``)."""
+    priced with the program's memory page-locked once (``pinned_once``), whether the calibration cannot see the
+    program (``unseen``: ``cannot_see``), and its time for the program as it runs now (``model_now``)."""
     pick: Prediction
     saving: float
     tied: list
     note: str
     within_noise: bool
-    pinned_once: bool = False
-    unseen: bool = False
+    pinned_once: bool
+    unseen: bool
+    model_now: float
 
 
 def advise(app: Application, cal: Calibration, source: str = "", wall_s: float | None = None,
@@ -109,9 +110,9 @@ def _nothing_to_price(app: Application, r: Reading, out: AppAdvice) -> AppAdvice
 
 
 def adjust(app: Application, cal: Calibration, r: Reading, idle, n_threads: int, now_s: float,
-           link_bytes_per_s: float, tracer_s: float = 0.0) -> Adjusted:
+           link_bytes_per_s: float, tracer_s: float) -> Adjusted:
     """Every rule's adjustment of the reading's prices, summed: the time now and each way's predicted time, held
-    within its physical bounds (``bounds``)."""
+    within its physical bounds (``bounds``; ``tracer_s``: the tracing's own time, never removable)."""
     by_threads, overlap = threads.adjust(app, r, n_threads)
     by_lead, lead_ways, lead_words = lead.adjust(app, cal, r)
     pin = pinning.adjust(app, r)
@@ -167,7 +168,7 @@ def choose(app: Application, r: Reading, a: Adjusted, now_s: float) -> Choice:
     measured 0.69 s; within 10% of the first, registering's 0.08 s saving tied with keeping pageable memory, and
     registered memory measured 15% faster)."""
     base, current, whole = r.base, r.current, a.whole
-    overlapped = (1.0 - a.overlap) * base.iterations * base.steady_s
+    overlapped = overlapped_s(a, r)
     level = {name: t - overlapped for name, t in whole.items()}
     tied_names = ties.tied([(p.strategy, level[p.strategy]) for p in a.ranked], th.PREDICTION_ERROR)
     tied = [p for p in a.ranked if p.strategy in tied_names]
@@ -177,25 +178,28 @@ def choose(app: Application, r: Reading, a: Adjusted, now_s: float) -> Choice:
     saving = a.now - whole[pick.strategy]
     note = explain.tie_note(tied, pick, level)
     pinned_once = a.rules["pinning"].ways.get(base.strategy, 0.0) < 0
-    unseen = cannot_see(a, r, now_s)
+    model_now = a.now - overlapped
+    unseen = cannot_see(model_now, now_s)
     kept = current is not None and (pick.strategy != current or pinned_once) \
         and (saving <= th.SAVING_ERROR * now_s or unseen)
     if kept:  # do no harm: a change whose saving the prediction's own error (or its miss of the run) can explain
-        note = explain.unseen_note(model_now_s(a, r), now_s) if unseen else _within_error_note(a, r, now_s, pinned_once)
+        note = explain.unseen_note(model_now, now_s) if unseen else _within_error_note(a, r, now_s, pinned_once)
         pick, saving = base, 0.0
-    return Choice(pick, saving, tied, note, kept, pinned_once, unseen)
+    return Choice(pick, saving, tied, note, kept, pinned_once, unseen, model_now)
 
 
-def model_now_s(a: Adjusted, r: Reading) -> float:
-    """The calibration's time for the program as it runs now, its host threads' iterations overlapped as measured."""
-    return a.now - (1.0 - a.overlap) * r.base.iterations * r.base.steady_s
+def overlapped_s(a: Adjusted, r: Reading) -> float:
+    """What the model counts of the current way's steady iterations beyond the loop's host threads running them at
+    once (``rules.threads``' overlap): taken off every way's time where the tie and the time now are judged."""
+    return (1.0 - a.overlap) * r.base.iterations * r.base.steady_s
 
 
-def cannot_see(a: Adjusted, r: Reading, now_s: float) -> bool:
-    """Whether the calibration prices the program as it runs now above its measured time by more than the
-    prediction's own error: it prices work the program does not do, and no saving from its prices can be bounded
-    (below it, the rest of the run is the program's own work, which every way keeps)."""
-    return model_now_s(a, r) > (1 + th.SAVING_ERROR) * now_s
+def cannot_see(model_now: float, now_s: float) -> bool:
+    """Whether the calibration prices the program as it runs now (``model_now``, its host threads' iterations
+    overlapped as measured) above its measured time by more than the prediction's own error: it prices work the
+    program does not do, and no saving from its prices can be bounded (below it, the rest of the run is the
+    program's own work, which every way keeps)."""
+    return model_now > (1 + th.SAVING_ERROR) * now_s
 
 
 def _within_error_note(a: Adjusted, r: Reading, now_s: float, pinned_once: bool) -> str:
@@ -243,7 +247,7 @@ def _explain(app: Application, cal: Calibration, r: Reading, a: Adjusted, c: Cho
                    + threads.threads_limit(app, base, n_threads, a.overlap, c.saving)
                    + rules["allocations_beyond"].limits)
     if c.unseen:
-        out.limits.append(explain.unseen_limit(model_now_s(a, r), now_s))
+        out.limits.append(explain.unseen_limit(c.model_now, now_s))
     if any(PARTS_UNMEASURED in p.notes for p in a.ranked):
         out.limits.append(Limit("parts-unmeasured", PARTS_UNMEASURED))
     out.verdict = explain.verdict(app, out, c.tied, now_s, base, c.within_noise)

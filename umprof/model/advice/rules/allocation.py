@@ -7,16 +7,19 @@ from umprof.measure import strategies
 from umprof.model.advice.read import Reading
 from umprof.model.advice.rules import Adjustment
 from umprof.model.application import Application
-from umprof.model.predict import Calibration
+from umprof.model.predict import Calibration, Prediction
 from umprof.model.workload import Workload
 
 
 def adjust(app: Application, cal: Calibration, r: Reading) -> Adjustment:
     """The current way's allocation and free as traced, in place of the prediction's."""
-    base = r.base
-    priced = base.setup.get("alloc", 0.0) + base.setup.get("free", 0.0)
-    traced = app.allocation_s + unseen_release_s(cal, base.strategy, r.workload)
-    return Adjustment("allocation", seconds=traced, now_s=traced - priced)
+    traced = app.allocation_s + unseen_release_s(cal, r.base.strategy, r.workload)
+    return Adjustment("allocation", seconds=traced, now_s=traced - priced_s(r.base))
+
+
+def priced_s(p: Prediction) -> float:
+    """The prediction's allocation and free of its one buffer."""
+    return p.setup.get("alloc", 0.0) + p.setup.get("free", 0.0)
 
 
 def unseen_release_s(cal: Calibration, strategy: str, w: Workload) -> float:

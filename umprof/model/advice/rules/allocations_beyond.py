@@ -8,6 +8,7 @@ from umprof.model.advice import thresholds as th
 from umprof.model.advice.read import Reading
 from umprof.model.advice.result import Limit
 from umprof.model.advice.rules import Adjustment
+from umprof.model.advice.rules.allocation import priced_s
 from umprof.model.application import Application
 from umprof.model.predict import Prediction
 
@@ -33,4 +34,4 @@ def allocations_beyond_one_s(app: Application, base: Prediction, pinning_s: floa
     calls = app.allocation_calls - (app.pinning_in_loop_calls if pinning_s else 0)
     if calls <= th.MANY_ALLOCATION_CALLS:
         return 0.0
-    return max(0.0, app.allocation_s - pinning_s - base.setup.get("alloc", 0.0) - base.setup.get("free", 0.0))
+    return max(0.0, app.allocation_s - pinning_s - priced_s(base))

@@ -18,7 +18,8 @@ from umprof.model.workload import Workload
 # besides on-demand managed memory (managed, prefer-gpu), the way whose pages sit on the GPU after its kernels, where
 # the host's touches fault them back (keeps_stalls): accessed-by leaves pages where they are, but the GPU's access
 # counters move those it keeps reading to it (a host sampling records of a managed array: 1.38-1.51x as written
-# under accessed-by on all five runs that timed both, one H100's and four H200s' of 2026-11-27 and -12-01: it saved none of the host's stalls)
+# under accessed-by on all five runs that timed both, one H100's and four H200s' of 2026-11-27 and -12-01: it saved
+# none of the host's stalls)
 ACCESS_COUNTED = "managed-advise-accessed-by-gpu"
 
 
@@ -45,7 +46,13 @@ def fault_stall_s(app: Application, host_now: float) -> float:
     touch waits for its page alone. A host reading 2048 records of a 256 MiB array each
     step spent 2.14 s of its 3.05 s traced loop on an H200 so, where its reads were priced in microseconds and
     copies in its place measured 1.07-1.34 s faster untraced."""
-    return max(0.0, app.host_faults.seconds * th.TRACED_FAULT_SHARE - host_now)
+    return max(0.0, untraced_stalls_s(app) - host_now)
+
+
+def untraced_stalls_s(app: Application) -> float:
+    """The host's stalls on managed pages faulting back, as the program spends them untraced: what its trace measured
+    times th.TRACED_FAULT_SHARE."""
+    return app.host_faults.seconds * th.TRACED_FAULT_SHARE
 
 
 def stall_limit(app: Application, stall_s: float, keeping: list[str]) -> list[Limit]:
@@ -57,10 +64,9 @@ def stall_limit(app: Application, stall_s: float, keeping: list[str]) -> list[Li
     text = (f"its host waited {format_time(h.seconds)} of the traced loop on managed pages faulting back from the GPU "
             f"({h.stretches} stretches without GPU work; {app.um['cpu_faults']} CPU page faults traced): priced at "
             f"{format_time(stall_s)} untraced ({th.TRACED_FAULT_SHARE:.0%} of it, as a traced fault measured against "
-            "an "
-            "untraced one on an H200, less the host accesses already priced for its way), kept by the ways that leave "
-            f"the pages on the GPU after its kernels ({', '.join(keeping)}; accessed-by as the GPU's access counters "
-            "move them there) and saved by every other")
+            "an untraced one on an H200, less the host accesses already priced for its way), kept by the ways that "
+            f"leave the pages on the GPU after its kernels ({', '.join(keeping)}; accessed-by as the GPU's access "
+            "counters move them there) and saved by every other")
     return [Limit("host-fault-stalls", text)]
 
 

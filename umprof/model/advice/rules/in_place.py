@@ -12,7 +12,8 @@ from umprof.model.application import Application
 def bound_in_place(app: Application, out: AppAdvice) -> None:
     """What bounds any other way's saving: its kernels' time (each other way reads the data on the GPU, after copies
     or migrations that take time of their own) and its calls that allocate and pin memory. Where that is within the
-    prediction's own error on a saving (SAVING_ERROR), it is told to keep what it has; else what bounds a saving is said."""
+    prediction's own error on a saving (SAVING_ERROR), it is told to keep what it has; else what bounds a saving is
+    said."""
     kernel_s, alloc_s, now_s = float(app.totals["kernel_s"]), float(app.allocation_s), float(loop_s(app))
     if now_s <= 0:
         return
