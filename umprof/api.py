@@ -654,12 +654,10 @@ def advise(trace, calibration=None, *, gpu: str | None = None, nsys: str | None 
     shipped one), one line naming the GPU where there is none. ``wall_s``: the program's untraced wall time in
     seconds, against which the tracing's overhead is measured (else it is estimated from the trace). ``tables``: the
     trace already read (a caller that read it for its host and rank)."""
-    from umprof.core import calibrations as store
     from umprof.model import advise as amod
     from umprof.model import frameworks
     from umprof.model.advice.result import Limit
     from umprof.model.application import GRAPH_NODES, advised, applications
-    from umprof.model.predict import Calibration
     from umprof.nsight.trace_db import open_trace
 
     check_wall_s(wall_s)
@@ -676,24 +674,32 @@ def advise(trace, calibration=None, *, gpu: str | None = None, nsys: str | None 
     out = []
     for app in apps:
         if app.gpu not in cals:
-            if isinstance(calibration, Calibration):
-                cals[app.gpu] = (calibration, calibration.source)
-            elif calibration is not None:
-                cal = load_calibration(calibration)
-                cals[app.gpu] = (cal, cal.source)
-            else:
-                cf = store.shipped_for(gpu) if gpu else store.for_gpu(app.gpu, app.memory_bytes or None)
-                if cf is None:
-                    known = ", ".join(store.known_gpus()) or "none"
-                    raise UsageError(f"{trace}: traced on {app.gpu}, which no calibration here describes (shipped: "
-                                     f"{known}); run `umprof calibrate` on a machine with that GPU and pass "
-                                     "--from FILE, or --gpu NAME to answer as if it were a shipped one")
-                cals[app.gpu] = (_loaded(cf), cf.summary())
+            cals[app.gpu] = _calibration_for(app, trace, calibration, gpu)
         cal, source = cals[app.gpu]
         adv = amod.advise(app, cal, source, wall_s=wall_s, framework=framework, ranges=t.ranges)
         adv.limits += [Limit("trace-lacks", note) for note in _advice_notes(app, t.notes)]
         out.append(adv)
     return out
+
+
+def _calibration_for(app, trace, calibration, gpu: str | None) -> tuple:
+    """The calibration an application's advice is priced by, and its source: the one given, else a shipped GPU
+    model's (``gpu``), else the one for the trace's GPU; one UsageError naming the GPU where there is none."""
+    from umprof.core import calibrations as store
+    from umprof.model.predict import Calibration
+
+    if isinstance(calibration, Calibration):
+        return calibration, calibration.source
+    if calibration is not None:
+        cal = load_calibration(calibration)
+        return cal, cal.source
+    cf = store.shipped_for(gpu) if gpu else store.for_gpu(app.gpu, app.memory_bytes or None)
+    if cf is None:
+        known = ", ".join(store.known_gpus()) or "none"
+        raise UsageError(f"{trace}: traced on {app.gpu}, which no calibration here describes (shipped: {known}); "
+                         "run `umprof calibrate` on a machine with that GPU and pass --from FILE, or --gpu NAME to "
+                         "answer as if it were a shipped one")
+    return _loaded(cf), cf.summary()
 
 
 def check_wall_s(wall_s, name: str = "wall_s") -> None:
