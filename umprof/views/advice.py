@@ -81,27 +81,7 @@ def print_advice(adv, console: Console) -> None:
     if len(app.flows):
         console.print(flows_table(adv))
     if app.loop is not None:
-        p = app.loop.per_iteration
-        console.print(f"loop: {app.loop.iterations} iterations ({app.loop.period} CUDA calls each, cut at "
-                      f"{app.loop.anchor}); first {format_time(app.loop.first_s)}, then {format_time(app.loop.steady_s)} "
-                      f"each: {format_size(p['h2d_bytes'])} in, {format_size(p['d2h_bytes'])} out, kernels "
-                      f"{format_time(p['kernel_s'])}, GPU busy {format_time(p['busy_s'])}, the host alone "
-                      f"{format_time(max(p['wall_s'] - p['busy_s'], 0.0))}"
-                      + (f"; pages moved {format_size(p['um_h2d_bytes'])} to the GPU and {format_size(p['um_d2h_bytes'])} "
-                         "back" if p["um_h2d_bytes"] or p["um_d2h_bytes"] else ""))
-        inner = app.loop.inner
-        if inner is not None:
-            q = inner.per_iteration
-            console.print(f"inside each: a loop of {round(inner.iterations / app.loop.iterations)} iterations "
-                          f"({inner.period} CUDA calls each, cut at {inner.anchor}), {format_time(inner.steady_s)} "
-                          f"each: {format_size(q['h2d_bytes'])} in, {format_size(q['d2h_bytes'])} out, kernels "
-                          f"{format_time(q['kernel_s'])}")
-        lead = app.loop.lead
-        if lead is not None:
-            q = lead.per_iteration
-            console.print(f"before it: a loop of {lead.iterations} iterations ({lead.period} CUDA calls each), "
-                          f"{format_time(lead.steady_s)} each: {format_size(q['h2d_bytes'])} in, "
-                          f"{format_size(q['d2h_bytes'])} out, kernels {format_time(q['kernel_s'])}")
+        _print_loop(app.loop, console)
     console.print(f"now: {app.strategy} ({app.strategy_why})", markup=False)
     if adv.framework:
         console.print(f"framework: {adv.framework} ({adv.framework_why})", markup=False)
@@ -123,6 +103,31 @@ def print_advice(adv, console: Console) -> None:
         console.print(f"[yellow]note:[/] {escape(str(line))}")
     console.print()
 
+
+
+def _print_loop(loop, console: Console) -> None:
+    """The loop's lines: its iterations, a loop inside each, and a loop before it."""
+    p = loop.per_iteration
+    console.print(f"loop: {loop.iterations} iterations ({loop.period} CUDA calls each, cut at "
+                  f"{loop.anchor}); first {format_time(loop.first_s)}, then {format_time(loop.steady_s)} "
+                  f"each: {format_size(p['h2d_bytes'])} in, {format_size(p['d2h_bytes'])} out, kernels "
+                  f"{format_time(p['kernel_s'])}, GPU busy {format_time(p['busy_s'])}, the host alone "
+                  f"{format_time(max(p['wall_s'] - p['busy_s'], 0.0))}"
+                  + (f"; pages moved {format_size(p['um_h2d_bytes'])} to the GPU and {format_size(p['um_d2h_bytes'])} "
+                     "back" if p["um_h2d_bytes"] or p["um_d2h_bytes"] else ""))
+    inner = loop.inner
+    if inner is not None:
+        q = inner.per_iteration
+        console.print(f"inside each: a loop of {round(inner.iterations / loop.iterations)} iterations "
+                      f"({inner.period} CUDA calls each, cut at {inner.anchor}), {format_time(inner.steady_s)} "
+                      f"each: {format_size(q['h2d_bytes'])} in, {format_size(q['d2h_bytes'])} out, kernels "
+                      f"{format_time(q['kernel_s'])}")
+    lead = loop.lead
+    if lead is not None:
+        q = lead.per_iteration
+        console.print(f"before it: a loop of {lead.iterations} iterations ({lead.period} CUDA calls each), "
+                      f"{format_time(lead.steady_s)} each: {format_size(q['h2d_bytes'])} in, "
+                      f"{format_size(q['d2h_bytes'])} out, kernels {format_time(q['kernel_s'])}")
 
 
 def _pct(v) -> str:
