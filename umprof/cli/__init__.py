@@ -21,13 +21,20 @@ from umprof.core.version import __version__
 
 
 class _Group(click.Group):
-    """Turns umprof's own errors into one line and an exit code, never a traceback."""
+    """Turns umprof's own errors, and click's on a bad option or argument, into one line and an exit code, never a
+    traceback or a usage block."""
 
     def invoke(self, ctx):
         try:
             return super().invoke(ctx)
         except UmprofError as e:
             click.echo(f"umprof: error: {e}", err=True)
+            ctx.exit(e.exit_code)
+        except click.UsageError as e:  # a command's bad option or argument, or an unknown command
+            if type(e).__name__ == "NoArgsIsHelpError":  # a command with no arguments shows its help
+                raise
+            command = e.ctx.command_path if e.ctx is not None else ctx.command_path
+            click.echo(f"umprof: error: {e.format_message()} (see `{command} --help`)", err=True)
             ctx.exit(e.exit_code)
 
 

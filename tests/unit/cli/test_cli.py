@@ -79,6 +79,18 @@ def test_click_usage_errors_exit_2(runner):
     assert r.exit_code == 2 and "--min-samples" in r.output
 
 
+@pytest.mark.parametrize("args,match", [
+    (["run", "--min-samples", "0"], "'--min-samples'"),
+    (["advise", "--runs", "abc", "--", "true"], "'--runs': 'abc' is not a valid integer"),
+    (["run", "--no-such-option"], "No such option '--no-such-option'"),
+    (["no-such-command"], "No such command 'no-such-command'"),
+])
+def test_click_usage_errors_are_one_line(runner, args, match):
+    r = runner.invoke(cli, args)
+    assert r.exit_code == 2 and match in r.output
+    assert r.output.startswith("umprof: error: ") and r.output.count("\n") == 1 and "Usage:" not in r.output
+
+
 @pytest.mark.parametrize("args, match", [
     (["run", "--device", "0,x"], "expected a GPU index, 'all' or a list such as 0,1"),
     (["run", "--device", "1,1"], "GPU 1 is listed twice"),
