@@ -676,7 +676,8 @@ def advise(trace, calibration=None, *, gpu: str | None = None, nsys: str | None 
         if app.gpu not in cals:
             cals[app.gpu] = _calibration_for(app, trace, calibration, gpu)
         cal, source = cals[app.gpu]
-        adv = amod.advise(app, cal, source, wall_s=wall_s, framework=framework, ranges=t.ranges)
+        adv = amod.advise(app, cal, source, wall_s=wall_s, framework=framework, ranges=t.ranges,
+                          tracer=t.source)
         adv.limits += [Limit("trace-lacks", note) for note in _advice_notes(app, t.notes)]
         out.append(adv)
     return out

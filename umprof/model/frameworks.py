@@ -248,6 +248,11 @@ CUDA_CHANGES = {"resident": "keep the data on the GPU: cudaMalloc it and cudaMem
                           "cudaStreamSynchronize before the host reads)"}
 CHANGES = {"pytorch": PYTORCH_CHANGES, "cupy": CUPY_CHANGES, "pycuda": PYCUDA_CHANGES, "cuda": CUDA_CHANGES}
 D2H_SYNC = {"pytorch": TORCH_D2H_SYNC}
+# the calls that bracket a program's loop for `nsys profile --capture-range=cudaProfilerApi`, in each framework
+PROFILER_RANGE = {"pytorch": "`torch.cuda.profiler.start()` and `torch.cuda.profiler.stop()`",
+                  "cupy": "`cupy.cuda.profiler.start()` and `cupy.cuda.profiler.stop()`",
+                  "pycuda": "`pycuda.driver.start_profiler()` and `pycuda.driver.stop_profiler()`",
+                  "cuda": "`cudaProfilerStart()` and `cudaProfilerStop()`"}
 # the ways that make the host's copies back asynchronous, after which the host must wait before it reads
 ASYNC_BACK = ("pinned", "write-combined", "pageable-registered", "pageable-staged", "pinned-pipelined", "packed")
 

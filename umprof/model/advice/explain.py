@@ -4,14 +4,15 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from umprof.core.units import format_size, format_time
+from umprof.core.units import format_share, format_size, format_time
 from umprof.model import ties
 from umprof.model.advice import thresholds as th
 from umprof.model.advice.bounds import copies_s
 from umprof.model.advice.read import host_s, untouched
-from umprof.model.advice.result import Advice, AppAdvice, Limit
+from umprof.model.advice.result import Advice, AppAdvice, Limit, loop_s
 from umprof.model.advice.rules.carried import round_trips_s
 from umprof.model.application import GRAPH_NODES, Application
+from umprof.model.frameworks import PROFILER_RANGE
 from umprof.model.predict import Prediction
 from umprof.model.workload import Workload
 
@@ -82,6 +83,36 @@ def run_limits(app: Application, idle, one_pass: bool, carried: bool) -> list[Li
     if app.loop is None:
         out.append(Limit("no-loop", "no loop was found in its CUDA calls: the run is read as one iteration"))
     return out
+
+
+def setup_s(app: Application) -> float:
+    """The first iteration's time beyond a steady one during which the GPU was no busier: the process's setup that
+    ran before the loop's first iteration (CUDA's and its libraries' start, its data and model made), which no way
+    changes. Nothing without a loop."""
+    loop = app.loop
+    if loop is None:
+        return 0.0
+    extra_busy = max(0.0, loop.first.get("busy_s", 0.0) - loop.per_iteration.get("busy_s", 0.0))
+    return max(0.0, loop.first_s - loop.steady_s - extra_busy)
+
+
+def setup_limit(app: Application, framework: str, tracer: str) -> list[Limit]:
+    """Where the first iteration's setup (``setup_s``) is more than SETUP_SHARE of the loop's traced time: that every
+    saving is judged against it too, and how to trace the steady loop alone (``tracer``: "nsys" or "kineto")."""
+    setup, traced = setup_s(app), loop_s(app)
+    if not traced or setup <= th.SETUP_SHARE * traced:
+        return []
+    if tracer == "kineto":
+        how = ("profile the steps after the first ones: `torch.profiler.profile(..., schedule=torch.profiler."
+               "schedule(wait=1, warmup=1, active=5))`, with `prof.step()` at each step's end")
+    else:
+        how = (f"{PROFILER_RANGE.get(framework, PROFILER_RANGE['cuda'])} around it, and `nsys profile "
+               "--capture-range=cudaProfilerApi ...`")
+    return [Limit("setup-in-loop", f"its first iteration takes {format_time(setup)} more than a steady one with the "
+                                   f"GPU no busier ({format_share(setup / traced)} of the loop's {format_time(traced)} "
+                                   "traced): setup (CUDA's and its libraries' first use, its data made or loaded), "
+                                   "part of the time every saving is judged against; to judge the steady loop "
+                                   f"alone, trace it alone: {how}")]
 
 
 def host_untouched(app: Application, idle: tuple[float, float] | None, one_pass: bool,

@@ -63,17 +63,18 @@ class Choice(NamedTuple):
 
 
 def advise(app: Application, cal: Calibration, source: str = "", wall_s: float | None = None,
-           framework: Detected | None = None, ranges=None) -> AppAdvice:
+           framework: Detected | None = None, ranges=None, tracer: str = "nsys") -> AppAdvice:
     """What the application should use, and what that saves (see the module's docstring). ``wall_s``: the program's
     untraced wall time (measured by the user or a runner), from which the tracing's overhead is measured; without
     it, the overhead is estimated from what the trace recorded (``rules.tracing``). ``framework``: what the program
     allocates and copies with, told from its trace (:func:`umprof.model.frameworks.evidence`; else
     ``framework_of``), in whose calls every change is said; ``ranges``: the trace's ranges, from which a PyTorch
-    program's own choices are priced (``framework_choices``)."""
+    program's own choices are priced (``framework_choices``); ``tracer``: what recorded the trace ("nsys" or
+    "kineto"), in whose terms a limit says how to trace again."""
     fw = framework or Detected(framework_of(app), "a Python process" if is_python(app) else "a native process")
     out = AppAdvice(app=app, calibration=source or cal.source, workload=None, mapping="",
                     link_bytes_per_s=float(cal.device.get("pcie_bytes_per_s") or math.nan), wall_s=wall_s,
-                    framework=fw.framework, framework_why=fw.why)
+                    framework=fw.framework, framework_why=fw.why, tracer=tracer)
     n_threads = app.explicit_copies["tid"].nunique()
     traced_s = loop_s(app)
     r, idle = choose_reading(app, cal, traced_s, n_threads)
@@ -243,6 +244,7 @@ def _explain(app: Application, cal: Calibration, r: Reading, a: Adjusted, c: Cho
                    + explain.moving_limits(app, c.saving, r.host_now, c.pick, moving)
                    + bound_limit(c.pick.strategy, a.now - a.model_whole[c.pick.strategy], c.saving, a.bounds)
                    + explain.run_limits(app, idle, r.one_pass, a.carried)
+                   + explain.setup_limit(app, out.framework, out.tracer)
                    + explain.passes_limit(w)
                    + threads.threads_limit(app, base, n_threads, a.overlap, c.saving)
                    + rules["allocations_beyond"].limits)

@@ -89,6 +89,7 @@ class AppAdvice:
     overhead_from: str = ""  # "wall" (measured against wall_s) or "estimate" (from the trace's records)
     framework: str = ""  # what the program allocates and copies with: "pytorch", "cupy", "pycuda" or "cuda"
     framework_why: str = ""  # the trace's evidence for it, in words
+    tracer: str = "nsys"  # what recorded the trace: "nsys" (Nsight Systems) or "kineto" (torch.profiler)
     choices: list[dict] = field(default_factory=list)  # the framework's own choices priced (PyTorch's), best first
 
     @property
@@ -116,7 +117,7 @@ class AppAdvice:
             "limits": [coded(x).to_dict() for x in self.limits], "notes": [coded(x).to_dict() for x in a.notes],
             "schema": SCHEMA,
             "framework": {"name": self.framework or None, "evidence": self.framework_why or None},
-            "choices": self.choices,
+            "tracer": self.tracer, "choices": self.choices,
             "time_now": {"traced_s": plain(self.traced_s), "untraced_wall_s": self.wall_s,
                          "tracing_overhead_s": self.tracing_overhead_s, "overhead_from": self.overhead_from or None},
         }
