@@ -39,6 +39,7 @@ import numpy as np
 import pandas as pd
 
 from umprof.core.units import format_size
+from umprof.model.intervals import covered, union
 from umprof.nsight.nsys_import import unnumbered
 
 COPY_DIRECTIONS = ("h2d", "d2h")
@@ -196,8 +197,8 @@ class Application:
             sync = c["sync"].to_numpy(bool)
             start = np.where(sync, np.minimum(start, c["call_start"].to_numpy(np.int64)), start)
             end = np.where(sync, np.maximum(end, c["call_end"].to_numpy(np.int64)), end)
-        k = _union(self.kernels["start"].to_numpy(np.int64), self.kernels["end"].to_numpy(np.int64))
-        kernel_ns = _covered(k, end) - _covered(k, start)
+        k = union(self.kernels["start"].to_numpy(np.int64), self.kernels["end"].to_numpy(np.int64))
+        kernel_ns = covered(k, end) - covered(k, start)
         return np.clip(end - start - kernel_ns, 0, None) / 1e9
 
     @property
@@ -350,40 +351,14 @@ def _enclosing_ranges(copies: pd.DataFrame, ranges: pd.DataFrame) -> list[str]:
     return out
 
 
-def _union(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Disjoint intervals covering the given ones, and the covered length before each."""
-    if len(starts) == 0:
-        return np.array([], np.int64), np.array([], np.int64), np.array([0], np.int64)
-    order = np.argsort(starts, kind="stable")
-    s, e = starts[order], ends[order]
-    run_end = np.maximum.accumulate(e)
-    new = np.ones(len(s), bool)
-    new[1:] = s[1:] > run_end[:-1]
-    group = np.cumsum(new) - 1
-    us = s[new]
-    ue = np.zeros(len(us), np.int64)
-    np.maximum.at(ue, group, e)
-    return us, ue, np.concatenate([[0], np.cumsum(ue - us)])
-
-
-def _covered(union, t: np.ndarray) -> np.ndarray:
-    """How much of the union lies before each time in ``t``."""
-    us, ue, cum = union
-    if len(us) == 0:
-        return np.zeros(len(t))
-    i = np.searchsorted(us, t, side="right") - 1
-    inside = np.where(i >= 0, np.minimum(t, ue[np.maximum(i, 0)]) - us[np.maximum(i, 0)], 0)
-    return np.where(i >= 0, cum[np.maximum(i, 0)] + inside, 0)
-
-
 def overlap_share(ops: pd.DataFrame, others: pd.DataFrame) -> np.ndarray:
     """For each op, the share of its time during which one of ``others`` ran."""
     if ops.empty:
         return np.array([])
-    u = _union(others["start"].to_numpy(np.int64), others["end"].to_numpy(np.int64))
+    u = union(others["start"].to_numpy(np.int64), others["end"].to_numpy(np.int64))
     s, e = ops["start"].to_numpy(np.int64), ops["end"].to_numpy(np.int64)
     dur = np.maximum(e - s, 1)
-    return (_covered(u, e) - _covered(u, s)) / dur
+    return (covered(u, e) - covered(u, s)) / dur
 
 
 # what makes copies one flow: the same direction, host memory, size class (``size_classes``), stream, call
@@ -591,7 +566,7 @@ def host_fault_stalls(copies: pd.DataFrame, kernels: pd.DataFrame, cpu_faults: p
         return NO_HOST_FAULTS
     work = pd.concat([copies.loc[copies["direction"].isin(COPY_DIRECTIONS), ["start", "end"]],
                       kernels[["start", "end"]]])
-    us, ue, _ = _union(work["start"].to_numpy(np.int64), work["end"].to_numpy(np.int64))
+    us, ue, _ = union(work["start"].to_numpy(np.int64), work["end"].to_numpy(np.int64))
     if not len(us):
         return NO_HOST_FAULTS
     # the stretch an event falls in: after the i-th piece of GPU work. Events during GPU work are its own (a kernel's
@@ -625,7 +600,7 @@ def managed_footprint(addresses: np.ndarray, sizes: np.ndarray, faults: np.ndarr
     taken as used whole."""
     if len(addresses) == 0 and len(faults) == 0:
         return 0
-    us, ue, _ = _union(addresses, addresses + sizes)
+    us, ue, _ = union(addresses, addresses + sizes)
     touched = np.unique(np.concatenate([addresses // MANAGED_BLOCK, (addresses + np.maximum(sizes, 1) - 1)
                                         // MANAGED_BLOCK, faults // MANAGED_BLOCK]))
     inner = np.zeros(len(touched), bool)
@@ -992,8 +967,8 @@ def _per_iteration(edges: np.ndarray, calls: pd.DataFrame, copies: pd.DataFrame,
 
 def _covered_s(intervals: pd.DataFrame, edges: np.ndarray) -> np.ndarray:
     """Seconds between consecutive ``edges`` (ns) that the intervals (``start``, ``end``) cover, overlaps once."""
-    union = _union(intervals["start"].to_numpy(np.int64), intervals["end"].to_numpy(np.int64))
-    return np.diff(_covered(union, edges.astype(np.int64))) / 1e9
+    u = union(intervals["start"].to_numpy(np.int64), intervals["end"].to_numpy(np.int64))
+    return np.diff(covered(u, edges.astype(np.int64))) / 1e9
 
 
 # -- the strategy it uses now ---------------------------------------------------------------
