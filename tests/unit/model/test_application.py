@@ -4,7 +4,8 @@ them, loops in loops, a first iteration that carries the program's start."""
 import pytest
 
 from tests.unit.nsight.synthetic_trace import App, Op, write_trace
-from umprof.model.application import NO_STAGING, QUERY_CALL, WORK_CALL, applications
+from umprof.model.application import NO_STAGING, applications
+from umprof.model.loops import QUERY_CALL, WORK_CALL
 from umprof.nsight.trace_db import open_trace
 
 MiB = 2**20
