@@ -75,6 +75,22 @@ ANCHOR_SHORT = 0.01
 OUTER_SLOW = 3.0
 
 
+class Activity(NamedTuple):
+    """What a loop is read from: the process's CUDA calls, and its copies and kernels, each with when the host issued
+    it (``call_start``)."""
+
+    calls: pd.DataFrame
+    copies: pd.DataFrame
+    kernels: pd.DataFrame
+
+
+class _Iterations(NamedTuple):
+    """A loop's iterations: their edges (ns, one more than them) and what each does (``_per_iteration``'s rows)."""
+
+    edges: np.ndarray
+    per: pd.DataFrame
+
+
 class _Tokens(NamedTuple):
     """The calls of the thread that makes most of them (``calls``), each as a code (``codes``) of what it is
     (``labels``: its name, and for a copy its direction and bytes)."""
@@ -218,8 +234,9 @@ def find_loop(calls: pd.DataFrame, copies: pd.DataFrame, kernels: pd.DataFrame, 
     if len(cut_at) < 2:
         return None
     starts = t.calls["start"].to_numpy()
-    edges = _edges(starts[where[cut_at]], calls, copies, kernels)
-    per = _per_iteration(edges, calls, copies, kernels)
+    activity = Activity(calls, copies, kernels)
+    edges = _edges(starts[where[cut_at]], activity)
+    per = _per_iteration(edges, activity)
     steady = per.iloc[1:] if len(per) > 2 else per
     if (steady[GPU_WORK].sum(axis=1) > 0).mean() < 0.5:
         # calls repeated in its setup (streams, events created one by one), the GPU's work after the last
@@ -230,38 +247,39 @@ def find_loop(calls: pd.DataFrame, copies: pd.DataFrame, kernels: pd.DataFrame, 
                        / (len(cut_at) - 1)))
     # a loop before it ends a period before the first cut: the first iteration's calls ahead of its cut are its own
     ahead = int(starts[where[max(0, cut_at[0] - p + 1)]])
-    lead = _lead_loop(ahead, calls, copies, kernels) if with_lead else None
+    lead = _lead_loop(ahead, activity) if with_lead else None
     ahead = ahead if lead is not None else None
-    loop = _loop_of(per, edges, period, t.labels[anchor], ahead, calls, copies, kernels)
+    iterations = _Iterations(edges, per)
+    loop = _loop_of(iterations, period, t.labels[anchor], ahead, activity)
     # where its iterations come in regular groups, the loop is the groups' (a pass over one dataset, an epoch, a
     # request), the shorter one inside it
-    outer = _outer_loop(seq, np.concatenate([cut_at, [last]]), per, edges, loop, ahead, calls, copies, kernels)
+    outer = _outer_loop(seq, np.concatenate([cut_at, [last]]), iterations, loop, ahead, activity)
     if outer is not None:
         outer.inner, loop = loop, outer
     loop.lead = lead
     return loop
 
 
-def _edges(cuts: np.ndarray, calls: pd.DataFrame, copies: pd.DataFrame, kernels: pd.DataFrame) -> np.ndarray:
+def _edges(cuts: np.ndarray, activity: Activity) -> np.ndarray:
     """The iterations' edges (ns) from the times the loop is cut at: the first iteration keeps what came before it
     (from the first call on), the last runs to the end of the last call or GPU work."""
+    calls, copies, kernels = activity
     begin = int(calls["start"].min())
     end = int(max(calls["end"].max(), copies["end"].max() if len(copies) else 0,
                   kernels["end"].max() if len(kernels) else 0))
     return np.concatenate([[begin], cuts[1:], [end]])
 
 
-def _loop_of(per: pd.DataFrame, edges: np.ndarray, period: int, anchor: str, ahead: int | None,
-             calls: pd.DataFrame, copies: pd.DataFrame, kernels: pd.DataFrame) -> Loop:
-    """The Loop of the iterations between ``edges`` (``per``: ``_per_iteration``'s rows), its steady iteration their
-    typical one; ``ahead``: where a loop before it ended (its first iteration is then what follows that)."""
+def _loop_of(iterations: _Iterations, period: int, anchor: str, ahead: int | None, activity: Activity) -> Loop:
+    """The Loop of the ``iterations``, its steady iteration their typical one; ``ahead``: where a loop before it ended
+    (its first iteration is then what follows that)."""
+    edges, per = iterations
     steady = per.iloc[1:] if len(per) > 2 else per
     med = _typical_iteration(steady)
     first = per.iloc[0]
     if ahead is not None:
         # the first iteration less the loop before it, whose buffers its own reading prices
-        first = _per_iteration(np.concatenate([[ahead], edges[1:]]),
-                               *_issued_from(ahead, calls, copies, kernels)).iloc[0]
+        first = _per_iteration(np.concatenate([[ahead], edges[1:]]), _issued_from(ahead, activity)).iloc[0]
     largest = pd.concat([per.iloc[1:], pd.DataFrame([first.to_dict()])]).max(numeric_only=True).to_dict()
     return Loop(iterations=len(per), period=period, anchor=anchor, first_s=float(per["wall_s"].iloc[0]),
                 steady_s=float(med["wall_s"]), per_iteration=med, first=first.to_dict(), largest=largest,
@@ -297,11 +315,13 @@ def _group_starts(odd: np.ndarray, n: int) -> np.ndarray | None:
     return odd + 1 if (odd[0] + 1) % k == 0 else odd
 
 
-def _outer_loop(seq: np.ndarray, bounds: np.ndarray, per: pd.DataFrame, edges: np.ndarray, inner: Loop,
-                ahead: int | None, calls: pd.DataFrame, copies: pd.DataFrame, kernels: pd.DataFrame) -> Loop | None:
-    """The loop around the loop: where the loop's iterations whose calls differ from the others (else those that
-    take OUTER_SLOW times the others' time) come at a regular interval (``_group_starts``), each group of iterations
-    between them is an outer iteration (batches in epochs, layers in requests). None where there is none."""
+def _outer_loop(seq: np.ndarray, bounds: np.ndarray, iterations: _Iterations, inner: Loop, ahead: int | None,
+                activity: Activity) -> Loop | None:
+    """The loop around the loop ``inner`` (its ``iterations``, between ``bounds``: positions in ``seq``, its calls):
+    where its iterations whose calls differ from the others (else those that take OUTER_SLOW times the others' time)
+    come at a regular interval (``_group_starts``), each group of iterations between them is an outer iteration
+    (batches in epochs, layers in requests). None where there is none."""
+    edges, per = iterations
     n = len(per)
     differ, slow = _odd_iterations(seq, bounds, per["wall_s"].to_numpy())
     starts = _group_starts(differ, n)
@@ -310,8 +330,8 @@ def _outer_loop(seq: np.ndarray, bounds: np.ndarray, per: pd.DataFrame, edges: n
         return None
     outer_edges = np.concatenate([[edges[0]], edges[starts], [edges[-1]]])
     k = int(starts[1] - starts[0]) if len(starts) > 1 else int(starts[0])
-    outer = _per_iteration(outer_edges, calls, copies, kernels)
-    return _loop_of(outer, outer_edges, inner.period * k, inner.anchor, ahead, calls, copies, kernels)
+    outer = _Iterations(outer_edges, _per_iteration(outer_edges, activity))
+    return _loop_of(outer, inner.period * k, inner.anchor, ahead, activity)
 
 
 # the spread (standard deviation over mean) of the bytes the steady iterations move beyond which they are read by
@@ -332,29 +352,31 @@ def _typical_iteration(steady: pd.DataFrame) -> dict:
     return (steady.mean(numeric_only=True) if varied else steady.median(numeric_only=True)).to_dict()
 
 
-def _issued_from(t0: int, calls, copies, kernels, before: bool = False) -> tuple:
+def _issued_from(t0: int, activity: Activity, before: bool = False) -> Activity:
     """The calls, copies and kernels issued from ``t0`` on (or, ``before``, ahead of it)."""
     side = np.less if before else np.greater_equal
 
     def keep(df, col):
         return df[side(df[col].to_numpy(np.int64), t0)]
-    return keep(calls, "start"), keep(copies, "call_start"), keep(kernels, "call_start")
+    return Activity(keep(activity.calls, "start"), keep(activity.copies, "call_start"),
+                    keep(activity.kernels, "call_start"))
 
 
-def _lead_loop(t0: int, calls: pd.DataFrame, copies: pd.DataFrame, kernels: pd.DataFrame) -> Loop | None:
+def _lead_loop(t0: int, activity: Activity) -> Loop | None:
     """The loop of copies the host ran before ``t0`` (the main loop's first iteration), where one moved data in three
     iterations or more (a dataset loaded chunk by chunk before the loop over it: its copies are the run's largest
     part, and no iteration of the main loop holds them)."""
-    lead = find_loop(*_issued_from(t0, calls, copies, kernels, before=True), with_lead=False)
+    lead = find_loop(*_issued_from(t0, activity, before=True), with_lead=False)
     if lead is None or lead.iterations < 3 or lead.per_iteration["h2d_bytes"] + lead.per_iteration["d2h_bytes"] <= 0:
         return None
     return lead
 
 
-def _per_iteration(edges: np.ndarray, calls: pd.DataFrame, copies: pd.DataFrame, kernels: pd.DataFrame) -> pd.DataFrame:
+def _per_iteration(edges: np.ndarray, activity: Activity) -> pd.DataFrame:
     """Per iteration (between consecutive edges, by when the host called): bytes each way, copy
     and kernel time, unified-memory migrations, GPU busy time, the time inside CUDA calls (calls_s: the
     rest of the iteration is the host's own) and wall time."""
+    calls, copies, kernels = activity
     n = len(edges) - 1
 
     def bin_of(df):  # by when the host issued it (``call_start``)
