@@ -27,7 +27,7 @@ import pandas as pd
 
 from umprof.core.units import format_size
 from umprof.model.directions import COPY_DIRECTIONS, HOST_ARRAY, UM_DIRECTIONS
-from umprof.model.intervals import covered, union
+from umprof.model.intervals import covered, latest_open, union
 from umprof.model.loops import QUERY_CALL, Loop, find_loop
 from umprof.nsight.nsys_import import unnumbered
 
@@ -288,23 +288,19 @@ def _call_starts(ops: pd.DataFrame, calls: pd.DataFrame) -> pd.Series:
 
 
 def _enclosing_ranges(copies: pd.DataFrame, ranges: pd.DataFrame) -> list[str]:
-    """The innermost NVTX range around each copy's call on its thread ('' where none is)."""
+    """The innermost NVTX range around each copy's call on its thread ('' where none is): of the ranges open at the
+    call, the latest to start (``intervals.latest_open``)."""
+    out = np.full(len(copies), "", dtype=object)
     if ranges.empty or copies.empty:
-        return [""] * len(copies)
-    out = [""] * len(copies)
+        return out.tolist()
+    call_starts = copies["call_start"].to_numpy()
     for tid, rs in ranges.groupby("tid"):
         rs = rs.sort_values("start")
-        starts, ends, names = rs["start"].to_numpy(), rs["end"].to_numpy(), rs["name"].to_numpy()
         mine = np.flatnonzero((copies["tid"] == tid).to_numpy())
-        times = copies["call_start"].to_numpy()[mine]
-        last = np.searchsorted(starts, times, side="right") - 1
-        for i, t, j in zip(mine, times, last):
-            while j >= 0:  # the latest range that started before the call and had not ended: the innermost
-                if ends[j] >= t:
-                    out[i] = names[j]
-                    break
-                j -= 1
-    return out
+        at = latest_open(rs["start"].to_numpy(), rs["end"].to_numpy(), call_starts[mine])
+        inside = at >= 0
+        out[mine[inside]] = rs["name"].to_numpy()[at[inside]]
+    return out.tolist()
 
 
 def overlap_share(ops: pd.DataFrame, others: pd.DataFrame) -> np.ndarray:
