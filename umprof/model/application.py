@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import NamedTuple
 
 import numpy as np
@@ -157,14 +158,25 @@ class Application:
         kernel_ns = covered(k, end) - covered(k, start)
         return np.clip(end - start - kernel_ns, 0, None) / 1e9
 
-    @property
+    @cached_property
     def totals(self) -> dict:
+        """Over the whole run: its copies' bytes each way, time and count, its kernels' time and count, its wall time
+        and unified memory's migrations each way. Worked out once: the copies, kernels and unified memory it is read
+        from are the trace's, never changed."""
         explicit, k = self.explicit_copies, self.kernels
         return {"h2d_bytes": int(explicit.loc[explicit["direction"] == "h2d", "bytes"].sum()),
                 "d2h_bytes": int(explicit.loc[explicit["direction"] == "d2h", "bytes"].sum()),
                 "copy_s": float(explicit["dur_s"].sum()), "copies": int(len(explicit)),
                 "kernel_s": float(k["dur_s"].sum()), "kernels": int(len(k)), "wall_s": self.wall_s,
                 "um_h2d_bytes": int(self.um["h2d_bytes"]), "um_d2h_bytes": int(self.um["d2h_bytes"])}
+
+    @cached_property
+    def waited_on_copies_s(self) -> float:
+        """Its copies' time as it waits on them (``copies_waits_s`` of all its copies each way: a synchronous copy its
+        call's, whose staging and latency lie outside the transfer, an asynchronous one its transfer), or their
+        transfers' where that is more. Worked out once, as ``totals``."""
+        c = self.explicit_copies
+        return max(self.totals["copy_s"], float(self.copies_waits_s(c).sum()) if len(c) else 0.0)
 
 
 def applications(t) -> list[Application]:

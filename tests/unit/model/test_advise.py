@@ -21,7 +21,6 @@ from umprof.core.units import format_time
 from umprof.model import advise, application, loops, ties
 from umprof.model.advice import changes, thresholds
 from umprof.model.advice import thresholds as th
-from umprof.model.advice.bounds import copies_s
 from umprof.model.advice.rules import allocation, allocations_beyond, carried
 from umprof.model.advice.rules import threads as threads_rule
 from umprof.model.application import NO_PINNING, NO_STAGING
@@ -146,7 +145,7 @@ def test_a_saving_beyond_the_copies_says_where_the_rest_comes_from(tmp_path):
     them); where the advice saves more than they take, the limit says the rest is the host's accesses to its pageable
     buffers; where they take a small share, that nothing can save much more; else nothing is said."""
     (adv,) = traced.advice("pycuda_loop")
-    moving = copies_s(adv.app) + adv.app.um["migration_s"]
+    moving = adv.app.waited_on_copies_s + adv.app.um["migration_s"]
     said = [x for x in adv.limits if x.startswith("copies and migrations take")]
     if adv.loop_advice.saving_s > th.BEYOND_MOVING * moving:
         assert "the rest of the predicted saving" in said[0] and "pageable memory" in said[0]
@@ -377,13 +376,13 @@ def test_the_rest_of_a_saving_beyond_the_copies_is_said_where_it_comes_from(tmp_
     import re
 
     (adv,) = traced.advice("managed_loop", as_gpu="H100")
-    moving = copies_s(adv.app) + adv.app.um["migration_s"]
+    moving = adv.app.waited_on_copies_s + adv.app.um["migration_s"]
     (limit,) = [x for x in adv.limits if x.startswith("copies and migrations take")]
     assert "in the host's own writes and reads of its buffers" in limit
     rest = float(re.search(r"the rest of the predicted saving \(([\d.]+) ms\)", limit).group(1)) / 1e3
     assert rest == pytest.approx(adv.loop_advice.saving_s - moving, rel=0.01, abs=1e-3), limit
     (adv,) = traced.advice("small_copies", as_gpu="H100")
-    assert adv.loop_advice.saving_s <= th.BEYOND_MOVING * (copies_s(adv.app) + adv.app.um["migration_s"])
+    assert adv.loop_advice.saving_s <= th.BEYOND_MOVING * (adv.app.waited_on_copies_s + adv.app.um["migration_s"])
     assert "saving-beyond-moving" not in [x.code for x in adv.limits]
 
 
