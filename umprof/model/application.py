@@ -7,20 +7,8 @@ From :class:`~umprof.nsight.trace_db.TraceTables`, per process and GPU:
   the others of its power-of-two range), stream, synchronous or not,
   and the enclosing NVTX range where there is one: count, bytes, time, achieved GB/s, and how
   much of their time overlapped kernels or copies the other way;
-* **the loop**: the repeating pattern of the CUDA calls its host thread makes (each call named by
-  what it is and, for a copy, its direction and bytes; calls made once or twice left out): the
-  shortest period that repeats over the run (else over its later half, then its earlier one: a run
-  of two phases) and holds every call that recurs; its iterations are cut at one call of each
-  period, and
-  each gets its copies, kernels, unified-memory migrations and wall time; the steady iteration is
-  their median (their mean where they move very different amounts), the first kept apart; a loop of
-  copies before it (a dataset loaded chunk by chunk, then iterated over) is found among the calls
-  ahead of its first iteration and kept as its ``lead``. Calls that only ask the driver something
-  (cudaGetDevice, cuKernelGetName, cudaStreamIsCapturing: a framework makes a varying number of them)
-  are left out of the period's search, and an iteration is cut at a call that moves data or launches
-  work; where the iterations come in regular groups (their calls differ every k-th: an epoch's last,
-  smaller batch, a request's input and output around its layers), the loop is the groups', the
-  shorter one its ``inner``;
+* **the loop**: the repeating pattern of the CUDA calls its host thread makes, and what each iteration
+  does (:mod:`umprof.model.loops`);
 * **unified memory**: migrations each way, GPU fault groups and faults, CPU faults, and whether
   prefetch or advice calls were made;
 * **the strategy**: the one of umprof's that the application's data movement matches (pageable
@@ -31,21 +19,19 @@ From :class:`~umprof.nsight.trace_db.TraceTables`, per process and GPU:
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
 
 from umprof.core.units import format_size
+from umprof.model.directions import COPY_DIRECTIONS, HOST_ARRAY, UM_DIRECTIONS
+from umprof.model.intervals import covered, latest_open, union
+from umprof.model.loops import QUERY_CALL, Loop, find_loop
 from umprof.nsight.nsys_import import unnumbered
 
-COPY_DIRECTIONS = ("h2d", "d2h")
-# a copy between the host and a CUDA array (cudaMemcpy2DToArray, cudaMemcpy3D: a texture's data) crosses the link
-# from the same host memory as a copy to device memory does, and is read as one
-HOST_ARRAY = {"h2a": "h2d", "a2h": "d2h"}
-UM_DIRECTIONS = ("um_h2d", "um_d2h")
 # what a trace of CUDA graphs traced whole needs for their copies and kernels to be in it
 GRAPH_NODES = "trace it again with `nsys profile --cuda-graph-trace=node -t cuda,nvtx ...`"
 ZERO_COPY_CALLS = ("cudaHostGetDevicePointer", "cuMemHostGetDevicePointer", "cudaHostAlloc", "cuMemHostAlloc")
@@ -57,37 +43,9 @@ PINNED_ALLOC_CALLS = ("cudaMallocHost", "cudaHostAlloc", "cuMemAllocHost", "cuMe
 # the calls that page-lock host memory or release what they locked
 PIN_CALLS = PINNED_ALLOC_CALLS + REGISTER_CALLS + ("cudaFreeHost", "cuMemFreeHost", "cudaHostUnregister",
                                                    "cuMemHostUnregister")
-PERIOD_MATCH = 0.9  # the share of a loop's calls that must repeat one period later
-# what makes an iteration a loop's: GPU work in it (copies, kernels, migrations)
-GPU_WORK = ["h2d_copies", "d2h_copies", "kernels", "um_h2d_bytes", "um_d2h_bytes"]
+SYNC_CALL = r"Synchronize"  # cudaStreamSynchronize, cudaDeviceSynchronize, cudaEventSynchronize, cuCtxSynchronize
 # the driver's unit of managed memory (a VA block): its allocations are aligned to it
 MANAGED_BLOCK = 2 << 20
-MAX_PERIOD_MULTIPLE = 64  # periods tried: the run's length over a call's count, times 1..this
-# where a candidate period's windows are looked at, as shares of the loop: no round fractions, which a
-# loop of a round number of iterations would meet at its iterations' edges (where every call is near)
-WINDOWS = (0.113, 0.287, 0.431, 0.509, 0.673, 0.811, 0.947)
-
-
-@dataclass
-class Loop:
-    """An application's loop: how many iterations, and what each does (steady: the median)."""
-
-    iterations: int
-    period: int  # CUDA calls per iteration
-    anchor: str  # the call each iteration is cut at
-    first_s: float  # the first iteration's wall time, with what came before it
-    steady_s: float  # the median iteration's wall time
-    # h2d_bytes, d2h_bytes, um_h2d_bytes, um_d2h_bytes, kernel_s, h2d_s, d2h_s, copies, busy_s, calls_s
-    per_iteration: dict
-    first: dict  # the same, for the first iteration
-    largest: dict  # the largest of each over the iterations (a first iteration that copies everything)
-    span: tuple[int, int]  # ns: the loop's start and end on the trace's clock
-    # a loop of copies run before it (a load phase: a dataset copied in chunk by chunk, then iterated over), read on
-    # its own; ``first`` and ``largest`` are then of what follows it. None where there is none
-    lead: "Loop | None" = None
-    # the loop inside it, where its iterations are regular groups of a shorter loop's (batches in epochs, layers in
-    # a model's forward pass, blocks in passes over an image): that loop over the whole run. None where there is none
-    inner: "Loop | None" = None
 
 
 class LoopPinning(NamedTuple):
@@ -196,18 +154,29 @@ class Application:
             sync = c["sync"].to_numpy(bool)
             start = np.where(sync, np.minimum(start, c["call_start"].to_numpy(np.int64)), start)
             end = np.where(sync, np.maximum(end, c["call_end"].to_numpy(np.int64)), end)
-        k = _union(self.kernels["start"].to_numpy(np.int64), self.kernels["end"].to_numpy(np.int64))
-        kernel_ns = _covered(k, end) - _covered(k, start)
+        k = union(self.kernels["start"].to_numpy(np.int64), self.kernels["end"].to_numpy(np.int64))
+        kernel_ns = covered(k, end) - covered(k, start)
         return np.clip(end - start - kernel_ns, 0, None) / 1e9
 
-    @property
+    @cached_property
     def totals(self) -> dict:
+        """Over the whole run: its copies' bytes each way, time and count, its kernels' time and count, its wall time
+        and unified memory's migrations each way. Worked out once: the copies, kernels and unified memory it is read
+        from are the trace's, never changed."""
         explicit, k = self.explicit_copies, self.kernels
         return {"h2d_bytes": int(explicit.loc[explicit["direction"] == "h2d", "bytes"].sum()),
                 "d2h_bytes": int(explicit.loc[explicit["direction"] == "d2h", "bytes"].sum()),
                 "copy_s": float(explicit["dur_s"].sum()), "copies": int(len(explicit)),
                 "kernel_s": float(k["dur_s"].sum()), "kernels": int(len(k)), "wall_s": self.wall_s,
                 "um_h2d_bytes": int(self.um["h2d_bytes"]), "um_d2h_bytes": int(self.um["d2h_bytes"])}
+
+    @cached_property
+    def waited_on_copies_s(self) -> float:
+        """Its copies' time as it waits on them (``copies_waits_s`` of all its copies each way: a synchronous copy its
+        call's, whose staging and latency lie outside the transfer, an asynchronous one its transfer), or their
+        transfers' where that is more. Worked out once, as ``totals``."""
+        c = self.explicit_copies
+        return max(self.totals["copy_s"], float(self.copies_waits_s(c).sum()) if len(c) else 0.0)
 
 
 def applications(t) -> list[Application]:
@@ -331,59 +300,29 @@ def _call_starts(ops: pd.DataFrame, calls: pd.DataFrame) -> pd.Series:
 
 
 def _enclosing_ranges(copies: pd.DataFrame, ranges: pd.DataFrame) -> list[str]:
-    """The innermost NVTX range around each copy's call on its thread ('' where none is)."""
+    """The innermost NVTX range around each copy's call on its thread ('' where none is): of the ranges open at the
+    call, the latest to start (``intervals.latest_open``)."""
+    out = np.full(len(copies), "", dtype=object)
     if ranges.empty or copies.empty:
-        return [""] * len(copies)
-    out = [""] * len(copies)
+        return out.tolist()
+    call_starts = copies["call_start"].to_numpy()
     for tid, rs in ranges.groupby("tid"):
         rs = rs.sort_values("start")
-        starts, ends, names = rs["start"].to_numpy(), rs["end"].to_numpy(), rs["name"].to_numpy()
         mine = np.flatnonzero((copies["tid"] == tid).to_numpy())
-        times = copies["call_start"].to_numpy()[mine]
-        last = np.searchsorted(starts, times, side="right") - 1
-        for i, t, j in zip(mine, times, last):
-            while j >= 0:  # the latest range that started before the call and had not ended: the innermost
-                if ends[j] >= t:
-                    out[i] = names[j]
-                    break
-                j -= 1
-    return out
-
-
-def _union(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Disjoint intervals covering the given ones, and the covered length before each."""
-    if len(starts) == 0:
-        return np.array([], np.int64), np.array([], np.int64), np.array([0], np.int64)
-    order = np.argsort(starts, kind="stable")
-    s, e = starts[order], ends[order]
-    run_end = np.maximum.accumulate(e)
-    new = np.ones(len(s), bool)
-    new[1:] = s[1:] > run_end[:-1]
-    group = np.cumsum(new) - 1
-    us = s[new]
-    ue = np.zeros(len(us), np.int64)
-    np.maximum.at(ue, group, e)
-    return us, ue, np.concatenate([[0], np.cumsum(ue - us)])
-
-
-def _covered(union, t: np.ndarray) -> np.ndarray:
-    """How much of the union lies before each time in ``t``."""
-    us, ue, cum = union
-    if len(us) == 0:
-        return np.zeros(len(t))
-    i = np.searchsorted(us, t, side="right") - 1
-    inside = np.where(i >= 0, np.minimum(t, ue[np.maximum(i, 0)]) - us[np.maximum(i, 0)], 0)
-    return np.where(i >= 0, cum[np.maximum(i, 0)] + inside, 0)
+        at = latest_open(rs["start"].to_numpy(), rs["end"].to_numpy(), call_starts[mine])
+        inside = at >= 0
+        out[mine[inside]] = rs["name"].to_numpy()[at[inside]]
+    return out.tolist()
 
 
 def overlap_share(ops: pd.DataFrame, others: pd.DataFrame) -> np.ndarray:
     """For each op, the share of its time during which one of ``others`` ran."""
     if ops.empty:
         return np.array([])
-    u = _union(others["start"].to_numpy(np.int64), others["end"].to_numpy(np.int64))
+    u = union(others["start"].to_numpy(np.int64), others["end"].to_numpy(np.int64))
     s, e = ops["start"].to_numpy(np.int64), ops["end"].to_numpy(np.int64)
     dur = np.maximum(e - s, 1)
-    return (_covered(u, e) - _covered(u, s)) / dur
+    return (covered(u, e) - covered(u, s)) / dur
 
 
 # what makes copies one flow: the same direction, host memory, size class (``size_classes``), stream, call
@@ -591,7 +530,7 @@ def host_fault_stalls(copies: pd.DataFrame, kernels: pd.DataFrame, cpu_faults: p
         return NO_HOST_FAULTS
     work = pd.concat([copies.loc[copies["direction"].isin(COPY_DIRECTIONS), ["start", "end"]],
                       kernels[["start", "end"]]])
-    us, ue, _ = _union(work["start"].to_numpy(np.int64), work["end"].to_numpy(np.int64))
+    us, ue, _ = union(work["start"].to_numpy(np.int64), work["end"].to_numpy(np.int64))
     if not len(us):
         return NO_HOST_FAULTS
     # the stretch an event falls in: after the i-th piece of GPU work. Events during GPU work are its own (a kernel's
@@ -625,7 +564,7 @@ def managed_footprint(addresses: np.ndarray, sizes: np.ndarray, faults: np.ndarr
     taken as used whole."""
     if len(addresses) == 0 and len(faults) == 0:
         return 0
-    us, ue, _ = _union(addresses, addresses + sizes)
+    us, ue, _ = union(addresses, addresses + sizes)
     touched = np.unique(np.concatenate([addresses // MANAGED_BLOCK, (addresses + np.maximum(sizes, 1) - 1)
                                         // MANAGED_BLOCK, faults // MANAGED_BLOCK]))
     inner = np.zeros(len(touched), bool)
@@ -658,342 +597,6 @@ def _unified_memory(t, pid: int, device: int, copies: pd.DataFrame, calls: pd.Da
             "cpu_faults": int(len(cpu_faults)),
             "managed": bool(names & set(MANAGED_CALLS)) or bool(len(um)),
             "prefetch": bool(names & set(PREFETCH_CALLS)), "advice": bool(names & set(ADVICE_CALLS))}
-
-
-# -- the loop -------------------------------------------------------------------------------
-
-# A call that asks the driver something and does no work (cudaGetDevice, cudaGetLastError, cuKernelGetName,
-# cuGetProcAddress, cuCtxGetCurrent, cudaStreamIsCapturing, cudaEventQuery): a framework makes a varying number of
-# them an iteration (PyTorch's device guards, its caching allocator's capture checks), so the period is searched
-# without them, and none cuts a loop.
-QUERY_CALL = re.compile(r"^cu(?:da)?\w*?(?:Get|Peek|Query|IsCapturing)")
-# A call that moves data or launches work on the GPU: what a loop's iterations are cut at, where its window has one.
-WORK_CALL = re.compile(r"Memcpy|Memset|Launch|Prefetch")
-SYNC_CALL = r"Synchronize"  # cudaStreamSynchronize, cudaDeviceSynchronize, cudaEventSynchronize, cuCtxSynchronize
-SETUP_COUNT = 3  # calls made fewer times than this are setup, not a loop's
-# A call that the loop's iterations make this share fewer times than its other calls is made by some iterations
-# only (a copy of 16 MiB where each epoch's last batch is smaller), and cut at it, those iterations would join the
-# next: it cuts no loop.
-ANCHOR_SHORT = 0.01
-# An iteration this many times the median's wall time, at a regular interval, ends an outer loop's iteration (an
-# epoch's first batch waits for its data loader's workers to start) as a different set of calls does.
-OUTER_SLOW = 3.0
-
-
-class _Tokens(NamedTuple):
-    """The calls of the thread that makes most of them (``calls``), each as a code (``codes``) of what it is
-    (``labels``: its name, and for a copy its direction and bytes)."""
-
-    calls: pd.DataFrame
-    codes: np.ndarray
-    labels: list
-
-
-def _tokens(calls: pd.DataFrame, copies: pd.DataFrame) -> _Tokens:
-    """The calls of the thread that makes most of them as ``_Tokens``."""
-    tid = calls["tid"].value_counts().index[0]
-    mine = calls[calls["tid"] == tid]
-    what = copies.dropna(subset=["correlation"]).drop_duplicates("correlation").set_index("correlation")
-    corr = mine["correlation"]
-    direction = corr.map(what["direction"]).astype(object).fillna("") if len(what) else pd.Series("", index=mine.index)
-    nbytes = corr.map(what["bytes"]).fillna(-1).astype(np.int64) if len(what) else pd.Series(-1, index=mine.index)
-    # one label a distinct call, direction and size, not one a call: each part numbered, the numbers combined
-    parts = [pd.factorize(col) for col in (mine["name"], direction, nbytes)]
-    combined = np.zeros(len(mine), np.int64)
-    for codes, uniques in parts:
-        combined = combined * len(uniques) + codes
-    codes, distinct = pd.factorize(combined)
-    labels = []
-    for key in distinct:
-        d, b = divmod(int(key), len(parts[2][1]))
-        n, d = divmod(d, len(parts[1][1]))
-        name, way = str(parts[0][1][n]), str(parts[1][1][d])
-        labels.append(name + (f":{way}:{int(parts[2][1][b])}" if way else ""))
-    return _Tokens(mine, codes.astype(np.int64), labels)
-
-
-def find_period(codes: np.ndarray) -> tuple[int, int, int] | None:
-    """The loop in a sequence of call codes: ``(period, first, last)``, the shortest period that
-    PERIOD_MATCH of the calls between ``first`` and ``last`` (the span of the calls that recur about
-    once an iteration or more) equal one period later, and whose windows each hold every such call;
-    None if there is none. Calls made once or twice (setup) are the caller's to leave out."""
-    n = len(codes)
-    if n < 4:
-        return None
-    counts = np.bincount(codes)
-    recurring = np.flatnonzero(counts >= 2)
-    if not len(recurring):
-        return None
-    candidates = set()
-    for c in np.unique(counts[recurring]):
-        base = n / c
-        for k in range(1, MAX_PERIOD_MULTIPLE + 1):
-            p = int(round(base * k))
-            if 1 <= p <= n // 2:
-                candidates.add(p)
-    for p in sorted(candidates):
-        wanted = recurring[counts[recurring] >= n / p / 2]
-        is_wanted = np.zeros(len(counts), bool)
-        is_wanted[wanted] = True
-        where = np.flatnonzero(is_wanted[codes])
-        first, last = int(where[0]), int(where[-1]) + 1
-        span = codes[first:last]
-        if len(span) < 2 * p or np.mean(span[:-p] == span[p:]) < PERIOD_MATCH:
-            continue
-        starts = [int(f * (len(span) - p)) for f in WINDOWS]
-        if all(len(np.intersect1d(wanted, span[i:i + p])) == len(wanted) for i in starts):
-            return p, first, last
-    return None
-
-
-def _recurring(codes: np.ndarray) -> np.ndarray:
-    """Which calls may be a loop's: those made SETUP_COUNT times or more, less those made only in one burst, one
-    after another (streams or events created before a loop, destroyed after it), where calls that recur apart remain:
-    a burst is setup, and counted among a loop's calls it passes for one (six streams created before a loop of eight
-    iterations of four calls had made its period look twice as long). A run made of one call alone keeps it."""
-    counts = np.bincount(codes)
-    keep = counts[codes] >= SETUP_COUNT
-    pos = np.flatnonzero(keep)
-    kept = codes[pos]
-    order = np.arange(len(kept))
-    first = np.full(len(counts), len(kept))
-    np.minimum.at(first, kept, order)
-    last = np.full(len(counts), -1)
-    np.maximum.at(last, kept, order)
-    spread = last - first + 1 > counts  # between its first and last, other calls: it recurs apart
-    if spread[kept].any():
-        keep[pos] = spread[kept]
-    return keep
-
-
-def _cut_offsets(span: np.ndarray, p: int, labels: list) -> tuple[int, np.ndarray]:
-    """The call a loop's iterations are cut at (``_anchor``, read in a window of one period in the loop's middle) and
-    where in ``span`` they are cut: a call made k times an iteration cuts at every k-th."""
-    middle = (len(span) - p) // 2
-    window = span[middle:middle + p]
-    anchor = _anchor(span, window, labels)
-    return anchor, np.flatnonzero(span == anchor)[::int((window == anchor).sum())]
-
-
-def _anchor(span: np.ndarray, window: np.ndarray, labels: list) -> int:
-    """The call a loop's iterations are cut at: of the calls in ``window`` (one period of ``span``), one that moves
-    data or launches work (WORK_CALL) where there is one, and of those one that every iteration makes
-    (``ANCHOR_SHORT``), the least made over the loop, the earliest in the window of those."""
-    counts = np.bincount(span, minlength=len(labels))
-    present = list(dict.fromkeys(window.tolist()))  # in the order of their first position in the window
-    pool = [c for c in present if WORK_CALL.search(labels[c].split(":", 1)[0])] or present
-    made = {c: counts[c] / int((window == c).sum()) for c in pool}  # the iterations that make each
-    typical = float(np.median(list(made.values())))
-    pool = [c for c in pool if made[c] >= (1 - ANCHOR_SHORT) * typical]
-    return min(pool, key=lambda c: counts[c])  # min keeps the earliest of equals
-
-
-def _loop_period(codes: np.ndarray) -> tuple[int, int, int] | None:
-    """``find_period`` over the run, else over its later half, then its earlier one: a run of two phases (a warm-up
-    loop, then the loop it times) repeats in each half, the later one's the loop an application usually times."""
-    found = find_period(codes)
-    halves = ((len(codes) // 2, len(codes)), (0, len(codes) // 2))
-    for lo, hi in halves if found is None else ():
-        part = find_period(codes[lo:hi])
-        if part is not None:
-            return part[0], part[1] + lo, part[2] + lo
-    return found
-
-
-def find_loop(calls: pd.DataFrame, copies: pd.DataFrame, kernels: pd.DataFrame, with_lead: bool = True) -> Loop | None:
-    """The application's loop (see the module's docstring), or None where its calls do not repeat; ``with_lead``:
-    with the loop of copies run before it, where there is one (``Loop.lead``). Where the shortest loop's iterations
-    come in regular groups (batches in epochs, layers in requests), the loop is the groups', the shortest one its
-    ``inner``."""
-    if calls.empty:
-        return None
-    t = _tokens(calls, copies)
-    keep = _recurring(t.codes)
-    query = np.array([bool(QUERY_CALL.match(label)) for label in t.labels], dtype=bool)
-    where = np.flatnonzero(keep & ~query[t.codes])  # the calls the period is searched on, as positions of t.calls
-    seq = t.codes[where]
-    if len(seq) < 4:
-        return None
-    found = _loop_period(seq)
-    if found is None:
-        return None
-    p, first, last = found
-    anchor, offsets = _cut_offsets(seq[first:last], p, t.labels)
-    cut_at = first + offsets
-    if len(cut_at) < 2:
-        return None
-    starts = t.calls["start"].to_numpy()
-    edges = _edges(starts[where[cut_at]], calls, copies, kernels)
-    per = _per_iteration(edges, calls, copies, kernels)
-    steady = per.iloc[1:] if len(per) > 2 else per
-    if (steady[GPU_WORK].sum(axis=1) > 0).mean() < 0.5:
-        # calls repeated in its setup (streams, events created one by one), the GPU's work after the last
-        return None
-    # calls an iteration, the queries among them: what the loop's kept calls between its first and last cut make
-    kept = np.flatnonzero(keep)
-    period = int(round((np.searchsorted(kept, where[cut_at[-1]]) - np.searchsorted(kept, where[cut_at[0]]))
-                       / (len(cut_at) - 1)))
-    # a loop before it ends a period before the first cut: the first iteration's calls ahead of its cut are its own
-    ahead = int(starts[where[max(0, cut_at[0] - p + 1)]])
-    lead = _lead_loop(ahead, calls, copies, kernels) if with_lead else None
-    ahead = ahead if lead is not None else None
-    loop = _loop_of(per, edges, period, t.labels[anchor], ahead, calls, copies, kernels)
-    # where its iterations come in regular groups, the loop is the groups' (a pass over one dataset, an epoch, a
-    # request), the shorter one inside it
-    outer = _outer_loop(seq, np.concatenate([cut_at, [last]]), per, edges, loop, ahead, calls, copies, kernels)
-    if outer is not None:
-        outer.inner, loop = loop, outer
-    loop.lead = lead
-    return loop
-
-
-def _edges(cuts: np.ndarray, calls: pd.DataFrame, copies: pd.DataFrame, kernels: pd.DataFrame) -> np.ndarray:
-    """The iterations' edges (ns) from the times the loop is cut at: the first iteration keeps what came before it
-    (from the first call on), the last runs to the end of the last call or GPU work."""
-    begin = int(calls["start"].min())
-    end = int(max(calls["end"].max(), copies["end"].max() if len(copies) else 0,
-                  kernels["end"].max() if len(kernels) else 0))
-    return np.concatenate([[begin], cuts[1:], [end]])
-
-
-def _loop_of(per: pd.DataFrame, edges: np.ndarray, period: int, anchor: str, ahead: int | None,
-             calls: pd.DataFrame, copies: pd.DataFrame, kernels: pd.DataFrame) -> Loop:
-    """The Loop of the iterations between ``edges`` (``per``: ``_per_iteration``'s rows), its steady iteration their
-    typical one; ``ahead``: where a loop before it ended (its first iteration is then what follows that)."""
-    steady = per.iloc[1:] if len(per) > 2 else per
-    med = _typical_iteration(steady)
-    first = per.iloc[0]
-    if ahead is not None:
-        # the first iteration less the loop before it, whose buffers its own reading prices
-        first = _per_iteration(np.concatenate([[ahead], edges[1:]]),
-                               *_issued_from(ahead, calls, copies, kernels)).iloc[0]
-    largest = pd.concat([per.iloc[1:], pd.DataFrame([first.to_dict()])]).max(numeric_only=True).to_dict()
-    return Loop(iterations=len(per), period=period, anchor=anchor, first_s=float(per["wall_s"].iloc[0]),
-                steady_s=float(med["wall_s"]), per_iteration=med, first=first.to_dict(), largest=largest,
-                span=(int(edges[0]), int(edges[-1])))
-
-
-def _odd_iterations(seq: np.ndarray, bounds: np.ndarray, wall_s: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The iterations (between consecutive ``bounds``, positions in ``seq``) whose calls differ from the most common
-    iteration's; and those whose wall time is OUTER_SLOW times the median's or more."""
-    rng = np.random.default_rng(0)  # a random 64-bit value a call: a set of calls sums to one value
-    value = rng.integers(1, 2**62, size=int(seq.max()) + 1, dtype=np.int64).astype(np.uint64)
-    sums = np.add.reduceat(value[seq], bounds[:-1])
-    key = sums * np.uint64(1_000_003) + np.diff(bounds).astype(np.uint64)
-    _, of, counts = np.unique(key, return_inverse=True, return_counts=True)
-    steady = float(np.median(wall_s[1:])) if len(wall_s) > 1 else 0.0
-    slow = np.flatnonzero(wall_s >= OUTER_SLOW * steady) if steady > 0 else np.array([], np.int64)
-    return np.flatnonzero(of != np.argmax(counts)), slow
-
-
-def _group_starts(odd: np.ndarray, n: int) -> np.ndarray | None:
-    """Where the groups of a loop of ``n`` iterations start, where its odd iterations (its first and last aside) come
-    every k >= 2 iterations: every k iterations where k divides n, else after each odd one (an epoch's last batch)
-    or at each (an epoch's first); None where they do not come regularly."""
-    odd = odd[(odd > 0) & (odd < n - 1)]
-    if not len(odd):
-        return None
-    gaps = np.diff(odd)
-    k = int(gaps[0]) if len(gaps) else next((int(g) for g in (odd[0] + 1, odd[0]) if 2 * g == n), 0)
-    if k < 2 or (gaps != k).any():
-        return None
-    if n % k == 0:  # groups of k: an odd iteration is cut mid-group where the loop's cut falls inside an epoch's end
-        return np.arange(k, n, k)
-    return odd + 1 if (odd[0] + 1) % k == 0 else odd
-
-
-def _outer_loop(seq: np.ndarray, bounds: np.ndarray, per: pd.DataFrame, edges: np.ndarray, inner: Loop,
-                ahead: int | None, calls: pd.DataFrame, copies: pd.DataFrame, kernels: pd.DataFrame) -> Loop | None:
-    """The loop around the loop: where the loop's iterations whose calls differ from the others (else those that
-    take OUTER_SLOW times the others' time) come at a regular interval (``_group_starts``), each group of iterations
-    between them is an outer iteration (batches in epochs, layers in requests). None where there is none."""
-    n = len(per)
-    differ, slow = _odd_iterations(seq, bounds, per["wall_s"].to_numpy())
-    starts = _group_starts(differ, n)
-    starts = _group_starts(slow, n) if starts is None else starts
-    if starts is None:
-        return None
-    outer_edges = np.concatenate([[edges[0]], edges[starts], [edges[-1]]])
-    k = int(starts[1] - starts[0]) if len(starts) > 1 else int(starts[0])
-    outer = _per_iteration(outer_edges, calls, copies, kernels)
-    return _loop_of(outer, outer_edges, inner.period * k, inner.anchor, ahead, calls, copies, kernels)
-
-
-# the spread (standard deviation over mean) of the bytes the steady iterations move beyond which they are read by
-# their mean, not their median
-VARIED_BYTES = 0.5
-
-
-def _typical_iteration(steady: pd.DataFrame) -> dict:
-    """The steady iteration: the median of each column, which no odd iteration moves; where the iterations move very
-    different amounts (their bytes' spread over VARIED_BYTES), their mean, so that the iterations times it make the
-    loop's bytes and time. A loop whose iterations repeat a pattern is cut at its period and moves the same each
-    iteration (a copy back every 8th step is in every iteration of 8 steps); a loop whose copies change size every
-    iteration is cut at a call that recurs (a launch a request), where its median iteration can move far less than
-    its mean (2.7 MiB in against 6.2 MiB for requests of 284 KiB to 30 MiB)."""
-    moved = steady[["h2d_bytes", "d2h_bytes", "um_h2d_bytes", "um_d2h_bytes"]].sum(axis=1)
-    mean = float(moved.mean())
-    varied = len(steady) > 1 and mean > 0 and float(moved.std(ddof=0)) > VARIED_BYTES * mean
-    return (steady.mean(numeric_only=True) if varied else steady.median(numeric_only=True)).to_dict()
-
-
-def _issued_from(t0: int, calls, copies, kernels, before: bool = False) -> tuple:
-    """The calls, copies and kernels issued from ``t0`` on (or, ``before``, ahead of it)."""
-    side = np.less if before else np.greater_equal
-
-    def keep(df, col):
-        return df[side(df[col].to_numpy(np.int64), t0)]
-    return keep(calls, "start"), keep(copies, "call_start"), keep(kernels, "call_start")
-
-
-def _lead_loop(t0: int, calls: pd.DataFrame, copies: pd.DataFrame, kernels: pd.DataFrame) -> Loop | None:
-    """The loop of copies the host ran before ``t0`` (the main loop's first iteration), where one moved data in three
-    iterations or more (a dataset loaded chunk by chunk before the loop over it: its copies are the run's largest
-    part, and no iteration of the main loop holds them)."""
-    lead = find_loop(*_issued_from(t0, calls, copies, kernels, before=True), with_lead=False)
-    if lead is None or lead.iterations < 3 or lead.per_iteration["h2d_bytes"] + lead.per_iteration["d2h_bytes"] <= 0:
-        return None
-    return lead
-
-
-def _per_iteration(edges: np.ndarray, calls: pd.DataFrame, copies: pd.DataFrame, kernels: pd.DataFrame) -> pd.DataFrame:
-    """Per iteration (between consecutive edges, by when the host called): bytes each way, copy
-    and kernel time, unified-memory migrations, GPU busy time, the time inside CUDA calls (calls_s: the
-    rest of the iteration is the host's own) and wall time."""
-    n = len(edges) - 1
-
-    def bin_of(df):  # by when the host issued it (``call_start``)
-        return np.clip(np.searchsorted(edges, df["call_start"].to_numpy(np.int64), side="right") - 1, 0, n - 1)
-
-    rows = pd.DataFrame({"wall_s": np.diff(edges) / 1e9})
-    # every column, in the order `advise --json` shows them
-    for name in ("h2d_bytes", "d2h_bytes", "um_h2d_bytes", "um_d2h_bytes", "h2d_s", "d2h_s", "kernel_s", "busy_s",
-                 "calls_s", "h2d_copies", "d2h_copies", "h2d_largest", "d2h_largest", "kernels"):
-        rows[name] = 0.0
-    if len(copies):
-        b = bin_of(copies)
-        for d in COPY_DIRECTIONS + UM_DIRECTIONS:
-            m = (copies["direction"] == d).to_numpy()
-            rows[f"{d}_bytes"] += np.bincount(b[m], weights=copies["bytes"].to_numpy(float)[m], minlength=n)
-            if d in COPY_DIRECTIONS:
-                rows[f"{d}_s"] += np.bincount(b[m], weights=copies["dur_s"].to_numpy(float)[m], minlength=n)
-                rows[f"{d}_copies"] += np.bincount(b[m], minlength=n)
-                largest = np.zeros(n)
-                np.maximum.at(largest, b[m], copies["bytes"].to_numpy(float)[m])
-                rows[f"{d}_largest"] = largest
-    if len(kernels):
-        b = bin_of(kernels)
-        rows["kernel_s"] += np.bincount(b, weights=kernels["dur_s"].to_numpy(float), minlength=n)
-        rows["kernels"] += np.bincount(b, minlength=n)
-    rows["busy_s"] = _covered_s(pd.concat([copies[["start", "end"]], kernels[["start", "end"]]]), edges)
-    rows["calls_s"] = _covered_s(calls, edges)
-    return rows
-
-
-def _covered_s(intervals: pd.DataFrame, edges: np.ndarray) -> np.ndarray:
-    """Seconds between consecutive ``edges`` (ns) that the intervals (``start``, ``end``) cover, overlaps once."""
-    union = _union(intervals["start"].to_numpy(np.int64), intervals["end"].to_numpy(np.int64))
-    return np.diff(_covered(union, edges.astype(np.int64))) / 1e9
 
 
 # -- the strategy it uses now ---------------------------------------------------------------

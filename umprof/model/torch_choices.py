@@ -39,7 +39,8 @@ import pandas as pd
 
 from umprof.core.units import format_size, format_time
 from umprof.model.advice.thresholds import PREDICTION_ERROR  # the band of a saving priced by the curves alone
-from umprof.model.application import Application, _covered, _union
+from umprof.model.application import Application
+from umprof.model.intervals import covered, union
 from umprof.model.frameworks import TORCH_D2H_SYNC, TORCH_SIDE_STREAM
 
 PIN_OPS = ("aten::pin_memory", "aten::_pin_memory")  # pin_memory() as torch.profiler and emit_nvtx name it
@@ -187,8 +188,8 @@ def _within(a: pd.DataFrame, b: pd.DataFrame) -> np.ndarray:
 
 def _covered_ns(a: pd.DataFrame, b: pd.DataFrame) -> np.ndarray:
     """Nanoseconds of each of ranges ``a`` that fall within ranges ``b`` (on any thread)."""
-    u = _union(b["start"].to_numpy(np.int64), b["end"].to_numpy(np.int64))
-    return _covered(u, a["end"].to_numpy(np.int64)) - _covered(u, a["start"].to_numpy(np.int64))
+    u = union(b["start"].to_numpy(np.int64), b["end"].to_numpy(np.int64))
+    return covered(u, a["end"].to_numpy(np.int64)) - covered(u, a["start"].to_numpy(np.int64))
 
 
 def _pin_once_s(cal, sizes) -> float:
@@ -349,11 +350,11 @@ def _repaid(once: float, per_run: float) -> str:
 
 def _kernel_s_between(kernels: pd.DataFrame, copies: pd.DataFrame) -> np.ndarray:
     """Kernel seconds from each copy's end to the next copy's start (after the last: to the last kernel's end)."""
-    k = _union(kernels["start"].to_numpy(np.int64), kernels["end"].to_numpy(np.int64))
+    k = union(kernels["start"].to_numpy(np.int64), kernels["end"].to_numpy(np.int64))
     ends = copies["end"].to_numpy(np.int64)
     nexts = np.append(copies["start"].to_numpy(np.int64)[1:], max(int(kernels["end"].max()) if len(kernels) else 0,
                                                                   int(ends[-1])))
-    return (_covered(k, np.maximum(nexts, ends)) - _covered(k, ends)) / 1e9
+    return (covered(k, np.maximum(nexts, ends)) - covered(k, ends)) / 1e9
 
 
 PINNED_OUT = ("copy results back into a preallocated pinned tensor, not `.cpu()` into a fresh pageable one each "

@@ -18,10 +18,9 @@ from umprof import api
 from umprof.cli import cli
 from umprof.core.errors import UsageError
 from umprof.core.units import format_time
-from umprof.model import advise, application, ties
+from umprof.model import advise, application, loops, ties
 from umprof.model.advice import changes, thresholds
 from umprof.model.advice import thresholds as th
-from umprof.model.advice.bounds import copies_s
 from umprof.model.advice.rules import allocation, allocations_beyond, carried
 from umprof.model.advice.rules import threads as threads_rule
 from umprof.model.application import NO_PINNING, NO_STAGING
@@ -146,7 +145,7 @@ def test_a_saving_beyond_the_copies_says_where_the_rest_comes_from(tmp_path):
     them); where the advice saves more than they take, the limit says the rest is the host's accesses to its pageable
     buffers; where they take a small share, that nothing can save much more; else nothing is said."""
     (adv,) = traced.advice("pycuda_loop")
-    moving = copies_s(adv.app) + adv.app.um["migration_s"]
+    moving = adv.app.waited_on_copies_s + adv.app.um["migration_s"]
     said = [x for x in adv.limits if x.startswith("copies and migrations take")]
     if adv.loop_advice.saving_s > th.BEYOND_MOVING * moving:
         assert "the rest of the predicted saving" in said[0] and "pageable memory" in said[0]
@@ -377,13 +376,13 @@ def test_the_rest_of_a_saving_beyond_the_copies_is_said_where_it_comes_from(tmp_
     import re
 
     (adv,) = traced.advice("managed_loop", as_gpu="H100")
-    moving = copies_s(adv.app) + adv.app.um["migration_s"]
+    moving = adv.app.waited_on_copies_s + adv.app.um["migration_s"]
     (limit,) = [x for x in adv.limits if x.startswith("copies and migrations take")]
     assert "in the host's own writes and reads of its buffers" in limit
     rest = float(re.search(r"the rest of the predicted saving \(([\d.]+) ms\)", limit).group(1)) / 1e3
     assert rest == pytest.approx(adv.loop_advice.saving_s - moving, rel=0.01, abs=1e-3), limit
     (adv,) = traced.advice("small_copies", as_gpu="H100")
-    assert adv.loop_advice.saving_s <= th.BEYOND_MOVING * (copies_s(adv.app) + adv.app.um["migration_s"])
+    assert adv.loop_advice.saving_s <= th.BEYOND_MOVING * (adv.app.waited_on_copies_s + adv.app.um["migration_s"])
     assert "saving-beyond-moving" not in [x.code for x in adv.limits]
 
 
@@ -707,8 +706,8 @@ def test_host_fault_stalls_are_the_host_s_stretches_without_gpu_work_from_first_
                            "start": [300, 1200, 150, 1500, 1950], "end": [350, 1250, 160, 1600, 2050]})
     kernels = pd.DataFrame({"start": [100, 1000, 2000], "end": [200, 1100, 2100]})
     faults = pd.DataFrame({"start": [50, 1300, 1700, 2500]})
-    loop = application.Loop(iterations=3, period=1, anchor="cudaLaunchKernel", first_s=0.0, steady_s=0.0,
-                            per_iteration={}, first={}, largest={}, span=(0, 2600))
+    loop = loops.Loop(iterations=3, period=1, anchor="cudaLaunchKernel", first_s=0.0, steady_s=0.0,
+                      per_iteration={}, first={}, largest={}, span=(0, 2600))
     h = application.host_fault_stalls(copies, kernels, faults, loop)
     # [300, 350]; [1200, 1300]; [1700, 2000] (the migration ends at the kernel's start); the fault at 2500 alone
     assert h == application.HostFaults((50 + 100 + 300) / 1e9, 4)
@@ -969,7 +968,8 @@ def test_memory_page_locked_every_iteration_is_advised_pinned_once(tmp_path):
 def test_memory_pinned_once_before_the_loop_is_no_pinning_in_it():
     import pandas as pd
 
-    from umprof.model.application import Loop, pinning_in_loop
+    from umprof.model.application import pinning_in_loop
+    from umprof.model.loops import Loop
 
     loop = Loop(iterations=10, period=3, anchor="cudaLaunchKernel", first_s=0.1, steady_s=0.01, per_iteration={},
                 first={}, largest={}, span=(1000, 2000))
@@ -1017,7 +1017,8 @@ def test_copies_through_a_bounce_buffer_are_priced_with_the_hosts_copies(tmp_pat
 def test_host_staging_is_a_run_of_chunks_at_a_host_copys_rate():
     import pandas as pd
 
-    from umprof.model.application import NO_STAGING, Loop, host_staging_in_loop
+    from umprof.model.application import NO_STAGING, host_staging_in_loop
+    from umprof.model.loops import Loop
 
     loop = Loop(iterations=4, period=3, anchor="cudaLaunchKernel", first_s=0.1, steady_s=0.01, per_iteration={},
                 first={}, largest={}, span=(0, 10**9))
@@ -1279,9 +1280,9 @@ def test_iterations_that_move_very_different_amounts_are_read_by_their_mean():
     the loop's bytes. A loop that moves the same every iteration keeps its median."""
     cols = ["wall_s", "h2d_bytes", "d2h_bytes", "um_h2d_bytes", "um_d2h_bytes"]
     varied = pd.DataFrame([[0.001 * k, 1e6 * k, 0, 0, 0] for k in (1, 1, 2, 3, 30)], columns=cols)
-    assert application._typical_iteration(varied)["h2d_bytes"] == pytest.approx(varied["h2d_bytes"].mean())
+    assert loops._typical_iteration(varied)["h2d_bytes"] == pytest.approx(varied["h2d_bytes"].mean())
     steady = pd.DataFrame([[0.001 * k, 1e6, 0, 0, 0] for k in (1, 1, 1, 1, 9)], columns=cols)
-    assert application._typical_iteration(steady)["wall_s"] == pytest.approx(0.001)  # an odd iteration's time aside
+    assert loops._typical_iteration(steady)["wall_s"] == pytest.approx(0.001)  # an odd iteration's time aside
 
 
 def test_a_loop_whose_copies_change_size_every_iteration_unseen(tmp_path):

@@ -4,7 +4,8 @@ them, loops in loops, a first iteration that carries the program's start."""
 import pytest
 
 from tests.unit.nsight.synthetic_trace import App, Op, write_trace
-from umprof.model.application import NO_STAGING, QUERY_CALL, WORK_CALL, applications
+from umprof.model.application import NO_STAGING, applications
+from umprof.model.loops import QUERY_CALL, WORK_CALL
 from umprof.nsight.trace_db import open_trace
 
 MiB = 2**20
@@ -151,3 +152,17 @@ def test_a_few_chunks_beside_large_pinned_copies_are_no_bounce_buffer():
 
     (adv,) = traced.torch_advice(traced.KINETO / "a100-trainer-rank0.json.gz")
     assert adv.app.host_staging == NO_STAGING and "bounce buffer" not in adv.app.strategy_why
+
+
+def test_a_copy_s_range_is_the_innermost_open_on_its_thread_at_its_call():
+    """Of the ranges open on the copy's thread when its call started, the one that started last; '' where none is
+    (between ranges, on a thread without ranges)."""
+    import pandas as pd
+
+    from umprof.model.application import _enclosing_ranges
+
+    ranges = pd.DataFrame({"start": [0, 10, 12, 40, 0], "end": [100, 30, 20, 50, 100], "tid": [1, 1, 1, 1, 2],
+                           "name": ["epoch", "step", "copy_in", "eval", "other"]})
+    copies = pd.DataFrame({"call_start": [15, 25, 35, 45, 5, 150, 5], "tid": [1, 1, 1, 1, 1, 1, 3]})
+    assert _enclosing_ranges(copies, ranges) == ["copy_in", "step", "epoch", "eval", "epoch", "", ""]
+    assert _enclosing_ranges(copies, ranges.iloc[:0]) == [""] * 7

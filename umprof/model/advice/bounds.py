@@ -38,11 +38,12 @@ def _outside_calls_s(app: Application, r: Reading) -> float:
     return max(0.0, (loop.per_iteration["wall_s"] - loop.per_iteration["calls_s"]) * loop.iterations)
 
 
-def host_floor_s(app: Application, r: Reading, stall_s: float) -> float:
+def host_floor_s(r: Reading, outside_calls_s: float, stall_s: float) -> float:
     """The host's own accesses to its data that every way makes: the cheapest any way prices them, and no more than
-    the loop's host thread spent outside its CUDA calls as traced (less its fault stalls), where the trace says."""
+    the loop's host thread spent outside its CUDA calls as traced (``outside_calls_s``, inf where the trace does not
+    say) less its fault stalls."""
     host = min((host_s(p) for p in r.ranked), default=0.0)
-    return min(host, max(0.0, _outside_calls_s(app, r) - stall_s))
+    return min(host, max(0.0, outside_calls_s - stall_s))
 
 
 def floor_s(r: Reading, link_bytes_per_s: float, now_s: float, host: float, carried: bool = False) -> float:
@@ -58,31 +59,24 @@ def floor_s(r: Reading, link_bytes_per_s: float, now_s: float, host: float, carr
     return min(max(0.0, link + kernels + host), now_s)
 
 
-def removable_s(app: Application, r: Reading, rules: dict, strategies: list[str], now_s: float) -> dict:
+def removable_s(app: Application, host: float, rules: dict, strategies: list[str], now_s: float) -> dict:
     """What a change to each of ``strategies`` can remove from the program's time (see the module's docstring): what
-    every way drops (its copies, migrations, allocation, page-locking and staging calls, host accesses), and the
-    fault stalls of the ways that do not keep them."""
-    moved = (copies_s(app) + app.um["migration_s"] + app.allocation_s + rules["pinning"].seconds
+    every way drops (its copies, migrations, allocation, page-locking and staging calls, its host accesses:
+    ``host``), and the fault stalls of the ways that do not keep them."""
+    moved = (app.waited_on_copies_s + app.um["migration_s"] + app.allocation_s + rules["pinning"].seconds
              + rules["staging"].seconds)
-    host = min(r.host_now, _outside_calls_s(app, r))
     stalls = untraced_stalls_s(app) + rules["gpu_faults"].seconds
     return {s: max(0.0, min(moved + (0.0 if keeps_stalls(s) else stalls) + host, now_s)) for s in strategies}
-
-
-def copies_s(app: Application) -> float:
-    """The copies' time as the program waits on them: a synchronous copy its call's (its staging and latency lie
-    outside the transfer), an asynchronous one its transfer, or their transfers' where that is more."""
-    c = app.explicit_copies
-    return max(app.totals["copy_s"], float(app.copies_waits_s(c).sum()) if len(c) else 0.0)
 
 
 def bounds(app: Application, r: Reading, rules: dict, strategies: list[str], link_bytes_per_s: float,
            now_s: float, tracer_s: float) -> Bounds:
     """Each way's floor and removable time; the tracing's own time (``tracer_s``, ``rules.tracing``), which lies
     somewhere in what the trace measured, is never removable."""
-    host = host_floor_s(app, r, rules["host_faults"].seconds)
+    outside = _outside_calls_s(app, r)
+    host = host_floor_s(r, outside, rules["host_faults"].seconds)
     floor = {s: floor_s(r, link_bytes_per_s, now_s, host, s in rules["carried"].ways) for s in strategies}
-    removable = removable_s(app, r, rules, strategies, now_s)
+    removable = removable_s(app, min(r.host_now, outside), rules, strategies, now_s)
     return Bounds(floor, {s: max(0.0, removable[s] - tracer_s) for s in strategies})
 
 

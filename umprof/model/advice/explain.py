@@ -7,7 +7,6 @@ from typing import NamedTuple
 from umprof.core.units import format_share, format_size, format_time
 from umprof.model import ties
 from umprof.model.advice import thresholds as th
-from umprof.model.advice.bounds import copies_s
 from umprof.model.advice.read import host_s, untouched
 from umprof.model.advice.result import Advice, AppAdvice, Limit, loop_s
 from umprof.model.advice.rules.carried import round_trips_s
@@ -27,10 +26,10 @@ class Moving(NamedTuple):
 
 
 def moving_s(app: Application, m: Moving) -> float:
-    """Copies (as the program waits on them, as the bounds count them: ``bounds.copies_s``), migrations and the rest
-    of what moving data takes (``m``): the kernels' faults beyond their priced time hold the migrations to the GPU
-    that they wait for, so the more of the two counts, not both."""
-    return (copies_s(app) + max(app.um["migration_s"], m.gpu_stall_s) + m.pinning_s + m.staging_s
+    """Copies (as the program waits on them, as the bounds count them: ``Application.waited_on_copies_s``),
+    migrations and the rest of what moving data takes (``m``): the kernels' faults beyond their priced time hold the
+    migrations to the GPU that they wait for, so the more of the two counts, not both."""
+    return (app.waited_on_copies_s + max(app.um["migration_s"], m.gpu_stall_s) + m.pinning_s + m.staging_s
             + m.stall_s)
 
 
