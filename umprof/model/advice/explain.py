@@ -85,9 +85,8 @@ def run_limits(app: Application, idle, one_pass: bool, carried: bool) -> list[Li
 
 
 def setup_s(app: Application) -> float:
-    """The first iteration's time beyond a steady one during which the GPU was no busier: the process's setup that
-    ran before the loop's first iteration (CUDA's and its libraries' start, its data and model made), which no way
-    changes. Nothing without a loop."""
+    """The first iteration's time beyond a steady one during which the GPU was no busier: the setup it carries
+    (CUDA's and its libraries' first use, its data made or loaded). Nothing without a loop."""
     loop = app.loop
     if loop is None:
         return 0.0

@@ -54,8 +54,8 @@ FLOWS_ADVISED = 8  # the flows (largest first) that get a line of their own: mor
 BEYOND_MOVING = 1.1
 # the share of the saving beyond the moving time under which its part outside the host's accesses goes unsaid
 OTHER_SHARE = 0.1
-# past this share of the loop's traced time, the first iteration's setup (beyond a steady iteration, the GPU idle: the
-# process's start, its libraries' and its data's) outweighs the iterations every saving is made in, and is said
+# past this share of the loop's traced time, the first iteration's setup (its time beyond a steady iteration's with the
+# GPU no busier) outweighs the iterations every saving is made in, and is said
 SETUP_SHARE = 0.5
 # below this share of the run, copies and migrations are said to bound what any strategy could save
 SMALL_MOVING_SHARE = 0.25
