@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 
+from umprof.model.advice import thresholds as th
 from umprof import api
 from umprof.model import advise
 from umprof.nsight import nsys as nsysmod
@@ -89,7 +90,7 @@ def test_a_managed_program_whose_host_samples_its_pages_is_priced_its_stalls(nsy
     assert any("faulting back from the GPU" in x for x in adv.limits), adv.limits
     by = {r["strategy"]: r["saving_s"] for r in adv.ranking}
     assert not adv.loop_advice.strategy.startswith("managed-advise-prefer-gpu")
-    assert by["pinned"] > by["managed-advise-prefer-gpu"] + 0.5 * h.seconds * advise.TRACED_FAULT_SHARE
+    assert by["pinned"] > by["managed-advise-prefer-gpu"] + 0.5 * h.seconds * th.TRACED_FAULT_SHARE
 
 
 def test_a_program_run_by_advise_is_traced_once_and_timed_untraced(nsys, tmp_path):

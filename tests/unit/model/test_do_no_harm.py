@@ -1,5 +1,6 @@
 """Do no harm: a change is advised only where its predicted saving exceeds the prediction's own error on a saving, the
-figure measured on the judged programs (benchmarks/apps/prediction_error.py), and every saving carries its band."""
+figure measured on the judged programs (benchmarks/apps/prediction_error.py) as a share of the time the ways price,
+and every saving carries its band."""
 
 import contextlib
 import io
@@ -30,7 +31,7 @@ def test_a_change_is_advised_only_beyond_the_error_and_with_its_band(stem):
         loop = adv.loop_advice
         if loop is None or not adv.ranking:
             continue
-        err = thresholds.SAVING_ERROR * loop.now_s
+        err = thresholds.SAVING_ERROR * adv.priced_s  # a share of the time the ways price (result.priced_s)
         if loop.strategy != adv.app.strategy and not loop.idiom:  # an idiom's band is its own (test_packing)
             assert loop.saving_s > err and loop.saving_low_s == pytest.approx(loop.saving_s - err), (stem, loop)
             assert loop.saving_s <= loop.saving_high_s <= loop.saving_s + err + 1e-12, (stem, loop)

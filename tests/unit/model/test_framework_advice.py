@@ -48,7 +48,7 @@ def test_a_choice_is_advised_only_where_its_band_clears_the_error(trace):
         loop = adv.loop_advice
         for c in adv.choices:
             if c["advised"]:
-                assert c["low_s"] > th.SAVING_ERROR * loop.now_s and c["low_s"] > 0
+                assert c["low_s"] > th.SAVING_ERROR * adv.priced_s and c["low_s"] > 0
         if loop is not None and loop.idiom and loop.idiom != packing.IDIOM:
             chosen = next(c for c in adv.choices if c.get("chosen"))
             assert chosen["advised"] and chosen["code"] == loop.idiom and loop.change == chosen["idiom"]

@@ -8,7 +8,7 @@ from umprof.core.units import format_share, format_size, format_time
 from umprof.model import ties
 from umprof.model.advice import thresholds as th
 from umprof.model.advice.read import host_s, untouched
-from umprof.model.advice.result import Advice, AppAdvice, Limit, loop_s
+from umprof.model.advice.result import Advice, AppAdvice, Limit, first_setup_s, loop_s
 from umprof.model.advice.rules.carried import round_trips_s
 from umprof.model.application import GRAPH_NODES, Application
 from umprof.model.frameworks import PROFILER_RANGE
@@ -84,20 +84,10 @@ def run_limits(app: Application, idle, one_pass: bool, carried: bool) -> list[Li
     return out
 
 
-def setup_s(app: Application) -> float:
-    """The first iteration's time beyond a steady one during which the GPU was no busier: the setup it carries
-    (CUDA's and its libraries' first use, its data made or loaded). Nothing without a loop."""
-    loop = app.loop
-    if loop is None:
-        return 0.0
-    extra_busy = max(0.0, loop.first.get("busy_s", 0.0) - loop.per_iteration.get("busy_s", 0.0))
-    return max(0.0, loop.first_s - loop.steady_s - extra_busy)
-
-
 def setup_limit(app: Application, framework: str, tracer: str) -> list[Limit]:
-    """Where the first iteration's setup (``setup_s``) is more than SETUP_SHARE of the loop's traced time: that every
-    saving is judged against it too, and how to trace the steady loop alone (``tracer``: "nsys" or "kineto")."""
-    setup, traced = setup_s(app), loop_s(app)
+    """Where the first iteration's setup (``result.first_setup_s``) is more than SETUP_SHARE of the loop's traced
+    time: that it is, and how to trace the steady loop alone (``tracer``: "nsys" or "kineto")."""
+    setup, traced = first_setup_s(app.loop), loop_s(app)
     if not traced or setup <= th.SETUP_SHARE * traced:
         return []
     if tracer == "kineto":
@@ -109,8 +99,8 @@ def setup_limit(app: Application, framework: str, tracer: str) -> list[Limit]:
     return [Limit("setup-in-loop", f"its first iteration takes {format_time(setup)} more than a steady one with the "
                                    f"GPU no busier ({format_share(setup / traced)} of the loop's {format_time(traced)} "
                                    "traced): setup (CUDA's and its libraries' first use, its data made or loaded), "
-                                   "part of the time every saving is judged against; to judge the steady loop "
-                                   f"alone, trace it alone: {how}")]
+                                   "set aside where a saving is weighed against the prediction's error, but a trace "
+                                   f"of the steady loop alone prices it better: {how}")]
 
 
 def host_untouched(app: Application, idle: tuple[float, float] | None, one_pass: bool,
@@ -228,6 +218,19 @@ def verdict(app: Application, out: AppAdvice, tied: list[Prediction], now_s: flo
         lines.append(f"(The calibration predicts its loop as it runs now at {format_time(model_now)} against "
                      f"{format_time(now_s)} measured: savings are its differences, the rest of the run is its own.)")
     return " ".join(lines)
+
+
+def priced_words(priced: float, now_s: float) -> str:
+    """What a saving is a share of, in words: the loop, or the part of it the ways price where its first iteration
+    held setup of the program's own (``result.priced_s``)."""
+    return "the loop" if priced >= now_s else f"the {format_time(priced)} of the loop the ways price"
+
+
+def priced_sentence(priced: float, now_s: float) -> str:
+    """The verdict's sentence where the program's own setup, left out of what the prediction's error is a share of,
+    is what lets a change be advised."""
+    return (f"Its first iteration's {format_time(now_s - priced)} of setup is the program's own, which no way "
+            f"changes: the prediction's own error is a share of the {format_time(priced)} the ways price.")
 
 
 def unseen_note(model_now: float, now_s: float) -> str:

@@ -13,14 +13,15 @@ from umprof.model.application import Application, flow_size
 from umprof.model.predict import Calibration
 
 
-def flow_advice(app: Application, cal: Calibration, framework: str, now_s: float) -> list[Advice]:
+def flow_advice(app: Application, cal: Calibration, framework: str, priced: float) -> list[Advice]:
     """Per flow (the FLOWS_ADVISED largest): pageable copies made from pinned memory, where that saves at least NOISE
-    of the loop's time now (``now_s``): a flow that saves less is not worth a change of its own."""
+    of the time the ways price (``priced``, ``result.priced_s``): a flow that saves less is not worth a change of its
+    own."""
     out = []
     for _, f in app.flows.head(th.FLOWS_ADVISED).iterrows():
         label = f"{f['direction']} {f['host_kind']} {flow_size(f)} stream {f['stream']}" \
             + (f" in '{f['range']}'" if f["range"] else "")
-        out += [a for a in _pinned(f, label, cal, framework) if a.saving_s >= th.NOISE * now_s]
+        out += [a for a in _pinned(f, label, cal, framework) if a.saving_s >= th.NOISE * priced]
     return out
 
 

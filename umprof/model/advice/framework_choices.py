@@ -2,8 +2,8 @@
 umprof's ways. The loop's advice becomes the best of them, in PyTorch's idiom, where the low end of its saving's band
 beats the way's; every one is listed with its band (``AppAdvice.choices``). The do-no-harm rule holds for them as
 for the ways: a choice is advised only where the low end of its band is above the prediction's own error on a
-saving (thresholds.SAVING_ERROR of the time now); one whose saving rests on what the trace cannot show is said as
-conditional, with the condition."""
+saving (thresholds.SAVING_ERROR of the time the ways price, ``result.priced_s``); one whose saving rests on what
+the trace cannot show is said as conditional, with the condition."""
 
 from __future__ import annotations
 
@@ -27,10 +27,10 @@ def epochs_of(app: Application) -> int | None:
     return loop.iterations if loop is not None and loop.inner is not None else None
 
 
-def advisable(c: torch_choices.TorchChoice, now_s: float) -> bool:
+def advisable(c: torch_choices.TorchChoice, priced: float) -> bool:
     """Whether a choice may be advised: it saves time, and the low end of its band exceeds the prediction's own error
-    on a saving."""
-    return not c.host_bytes and c.low_s > 0 and c.low_s > th.SAVING_ERROR * now_s
+    on a saving (a share of the time the ways price, ``priced``)."""
+    return not c.host_bytes and c.low_s > 0 and c.low_s > th.SAVING_ERROR * priced
 
 
 def add_pytorch_choices(app: Application, cal, ranges, out: AppAdvice) -> None:
@@ -41,11 +41,11 @@ def add_pytorch_choices(app: Application, cal, ranges, out: AppAdvice) -> None:
         return
     # the trace does not say how much GPU memory is free: choices keeps data there only within its share of it
     found = torch_choices.choices(app, ranges, cal, epochs=epochs_of(app))
-    now_s = loop.now_s
-    out.choices = [dict(c.to_dict(), strategy=STRATEGY_OF.get(c.code), advised=advisable(c, now_s),
+    now_s, priced = loop.now_s, out.priced_s
+    out.choices = [dict(c.to_dict(), strategy=STRATEGY_OF.get(c.code), advised=advisable(c, priced),
                         text=torch_choices.describe(c)) for c in found]
     # the best is the one whose saving is surest: the highest low end of its band
-    best = max((c for c in found if advisable(c, now_s)), key=lambda c: c.low_s, default=None)
+    best = max((c for c in found if advisable(c, priced)), key=lambda c: c.low_s, default=None)
     if best is None or not explain.beats_way(loop, best.low_s):
         return
     chosen = _as_advice(best, now_s)

@@ -8,7 +8,8 @@ synchronised on next). The time it removes is the host's, as traced: each copy's
 on it. What it costs instead: one copy of the run's bytes from pinned memory, as the calibration prices it. The
 band: its high end the traced time, its low end that less what the tracer added to each call (TRACED_CALL_S); the
 saving said is their middle (the framework's own work for each copy, outside its CUDA calls, which packing removes
-too, is not in the trace). It is advised only where the band's low end is above NOISE of the time now."""
+too, is not in the trace). It is advised only where the band's low end is above NOISE of the time the ways price
+(``result.priced_s``)."""
 
 from __future__ import annotations
 
@@ -95,21 +96,22 @@ def packing(app: Application, cal: Calibration) -> list[Packing]:
     return sorted(out, key=lambda p: -p.saving_s)
 
 
-def advisable(p: Packing, now_s: float) -> bool:
-    """Whether packing may be advised: the low end of its band above NOISE of the time now."""
-    return p.low_s > th.NOISE * now_s
+def advisable(p: Packing, priced: float) -> bool:
+    """Whether packing may be advised: the low end of its band above NOISE of the time the ways price."""
+    return p.low_s > th.NOISE * priced
 
 
 def add_packing(app: Application, cal: Calibration, out: AppAdvice) -> None:
-    """A line for each direction's runs of small copies that save at least NOISE of the loop's time now; the loop's
-    advice becomes packing where its band's low end beats the loop's advice's (and is advisable)."""
+    """A line for each direction's runs of small copies that save at least NOISE of the time the ways price
+    (``out.priced_s``); the loop's advice becomes packing where its band's low end beats the loop's advice's (and is
+    advisable)."""
     loop = out.loop_advice
     if loop is None:
         return
-    found = [p for p in packing(app, cal) if p.saving_s >= th.NOISE * loop.now_s]  # less is not worth a change
+    found = [p for p in packing(app, cal) if p.saving_s >= th.NOISE * out.priced_s]  # less is not worth a change
     lines = [_advice(p, loop.now_s, out.framework) for p in found]
     out.advice += lines
-    best = max((p for p in found if advisable(p, loop.now_s)), key=lambda p: p.low_s, default=None)
+    best = max((p for p in found if advisable(p, out.priced_s)), key=lambda p: p.low_s, default=None)
     if best is None or not explain.beats_way(loop, best.low_s):
         return
     line = lines[found.index(best)]

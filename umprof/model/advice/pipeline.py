@@ -4,8 +4,10 @@ read (``read``, ``workload``): the application's loop as umprof's workload, rank
 adjust (``rules``): what the trace measured corrects the calibration's prices, rule by rule, each in seconds for the
 program as it runs now and for the ways it applies to. rank: every way's predicted time, fastest first; its saving is
 the time now less it. choose: the fastest way, or among those within the prediction's error of it (a tie) the one
-that changes least code; a saving within the loop's noise keeps what it has. explain (``explain``, ``changes``,
-``flows``): the change in the program's own calls, each flow's line, what bounds the saving, and the verdict."""
+that changes least code; a saving within the prediction's own error on a saving keeps what it has. That error, and
+the noise a saving must clear, are shares of the time the ways price (``result.priced_s``: the time now less its
+first iteration's one-off setup), not of the whole loop. explain (``explain``, ``changes``, ``flows``): the change in
+the program's own calls, each flow's line, what bounds the saving, and the verdict."""
 
 from __future__ import annotations
 
@@ -20,10 +22,10 @@ from umprof.model.advice.bounds import Bounds, bound_limit, bounded_saving, boun
 from umprof.model.advice.changes import change_text, framework_of, is_python
 from umprof.model.advice.flows import flow_advice
 from umprof.model.advice.framework_choices import add_pytorch_choices
-from umprof.model.advice.packing import add_packing
+from umprof.model.advice.packing import IDIOM, add_packing
 from umprof.model.advice.read import Reading, choose_reading
 from umprof.model.advice.workload import IN_PLACE
-from umprof.model.advice.result import Advice, AppAdvice, Limit, band, loop_s
+from umprof.model.advice.result import Advice, AppAdvice, Limit, band, loop_s, priced_s
 from umprof.model.advice.rules import (Adjustment, allocation, allocations_beyond, carried, gpu_faults, host_faults,
                                        in_place, lead, pageable_copies, pinning, staging, threads, tracing)
 from umprof.model.application import Application
@@ -86,18 +88,39 @@ def advise(app: Application, cal: Calibration, source: str = "", wall_s: float |
     out.limits += tracer.limits
     now_s = traced_s - tracer.seconds  # the time now, untraced: every saving is priced against it
     a = adjust(app, cal, r, idle, n_threads, now_s, out.link_bytes_per_s, tracer.in_removable)
+    out.priced_s = priced_s(app.loop, now_s, setup_priced_s(app, r.base))
     out.mapping += a.lead_words
     if r.current is None:
         out.limits.append(Limit("current-way-unpriced", f"its current way ({app.strategy}) is not one umprof predicts "
                                                         "here: savings are against the slowest strategy that applies, "
                                                         "not against it"))
-    out.ranking = rank(a, now_s)
-    c = choose(app, r, a, now_s)
+    out.ranking = rank(a, now_s, out.priced_s)
+    c = choose(app, r, a, now_s, out.priced_s)
     _explain(app, cal, r, a, c, out, idle, n_threads, now_s)
     if out.framework == "pytorch":
         add_pytorch_choices(app, cal, ranges, out)
     add_packing(app, cal, out)
+    if _advised_for_setup(out, now_s):
+        out.verdict += " " + explain.priced_sentence(out.priced_s, now_s)
     return out
+
+
+def _advised_for_setup(out: AppAdvice, now_s: float) -> bool:
+    """Whether the loop's change is advised only because its error is a share of the time the ways price: on the
+    whole loop's time now, its saving (or, for packing and a framework's choice, its band's low end) would not clear
+    the threshold it cleared."""
+    loop = out.loop_advice
+    if loop is None or loop.saving_s <= 0 or out.priced_s >= now_s:
+        return False
+    if loop.idiom == IDIOM:
+        return loop.saving_low_s <= th.NOISE * now_s
+    return (loop.saving_low_s if loop.idiom else loop.saving_s) <= th.SAVING_ERROR * now_s
+
+
+def setup_priced_s(app: Application, base: Prediction) -> float:
+    """The setup the ways price that a loop's first iteration may hold (``result.priced_s``): the program's
+    allocation calls as traced, and its current way's first write and first-iteration extra as predicted."""
+    return app.allocation_s + base.setup.get("host_init", 0.0) + max(0.0, base.setup.get("first_extra", 0.0))
 
 
 def _nothing_to_price(app: Application, r: Reading, out: AppAdvice) -> AppAdvice:
@@ -144,12 +167,13 @@ def _summed(start: float, strategy: str, rules: dict[str, Adjustment], names: tu
     return start
 
 
-def rank(a: Adjusted, now_s: float) -> list[dict]:
-    """Every way's predicted time and saving, fastest first: the saving is the time now less its predicted time."""
+def rank(a: Adjusted, now_s: float, priced: float) -> list[dict]:
+    """Every way's predicted time and saving, fastest first: the saving is the time now less its predicted time, its
+    band the prediction's own error on a saving (a share of the time the ways price, ``priced``) either side."""
     out = []
     for p in a.ranked:
         saving = a.now - a.whole[p.strategy]
-        low, high = band(saving, now_s, a.bounds.removable[p.strategy])
+        low, high = band(saving, priced, a.bounds.removable[p.strategy])
         out.append({"strategy": p.strategy, "predicted_s": now_s - saving, "saving_s": saving,
                     "saving_low_s": low, "saving_high_s": high,
                     "model_saving_s": a.now - a.model_whole[p.strategy], "floor_s": a.bounds.floor[p.strategy],
@@ -158,11 +182,11 @@ def rank(a: Adjusted, now_s: float) -> list[dict]:
     return out
 
 
-def choose(app: Application, r: Reading, a: Adjusted, now_s: float) -> Choice:
+def choose(app: Application, r: Reading, a: Adjusted, now_s: float, priced: float) -> Choice:
     """The fastest way, or among those within the prediction's error of it the current way or the one that changes
-    least code; a saving within the prediction's own error on a saving (SAVING_ERROR), or any saving where the
-    calibration prices the program as it runs above its measured time by more than that (``cannot_see``), keeps the
-    way it has.
+    least code; a saving within the prediction's own error on a saving (SAVING_ERROR of the time the ways price,
+    ``priced``), or any saving where the calibration prices the program as it runs above its measured time by more
+    than that (``cannot_see``), keeps the way it has.
 
     The tie is taken on the model's figures of the loop as it runs: several threads' iterations overlapped as the
     loop measured, not one after another (four host threads copying: priced at 1.36 s one after another, its loop
@@ -182,9 +206,10 @@ def choose(app: Application, r: Reading, a: Adjusted, now_s: float) -> Choice:
     model_now = a.now - overlapped
     unseen = cannot_see(model_now, now_s)
     kept = current is not None and (pick.strategy != current or pinned_once) \
-        and (saving <= th.SAVING_ERROR * now_s or unseen)
+        and (saving <= th.SAVING_ERROR * priced or unseen)
     if kept:  # do no harm: a change whose saving the prediction's own error (or its miss of the run) can explain
-        note = explain.unseen_note(model_now, now_s) if unseen else _within_error_note(a, r, now_s, pinned_once)
+        note = explain.unseen_note(model_now, now_s) if unseen else _within_error_note(a, r, now_s, priced,
+                                                                                        pinned_once)
         pick, saving = base, 0.0
     return Choice(pick, saving, tied, note, kept, pinned_once, unseen, model_now)
 
@@ -203,7 +228,7 @@ def cannot_see(model_now: float, now_s: float) -> bool:
     return model_now > (1 + th.SAVING_ERROR) * now_s
 
 
-def _within_error_note(a: Adjusted, r: Reading, now_s: float, pinned_once: bool) -> str:
+def _within_error_note(a: Adjusted, r: Reading, now_s: float, priced: float, pinned_once: bool) -> str:
     """The ways predicted to save something, all within the prediction's own error: named, with the most they save."""
     saving = {p.strategy: a.now - a.whole[p.strategy] for p in a.ranked}
     names = [s for s, x in saving.items() if x > 0 and s != r.base.strategy]
@@ -212,8 +237,9 @@ def _within_error_note(a: Adjusted, r: Reading, now_s: float, pinned_once: bool)
     if not names:
         return f"no way is predicted faster than {r.base.strategy} as it runs"
     most = max(saving.values())
-    return (f"{', '.join(names)}: predicted to save at most {format_time(most)} ({most / now_s:.1%} of the loop), "
-            f"within the prediction's own error on a saving ({th.SAVING_ERROR:.1%} of it)")
+    return (f"{', '.join(names)}: predicted to save at most {format_time(most)} ({most / priced:.1%} of "
+            f"{explain.priced_words(priced, now_s)}), within the prediction's own error on a saving "
+            f"({th.SAVING_ERROR:.1%} of it)")
 
 
 def _change(app: Application, r: Reading, a: Adjusted, c: Choice, framework: str) -> str:
@@ -230,10 +256,10 @@ def _explain(app: Application, cal: Calibration, r: Reading, a: Adjusted, c: Cho
              n_threads: int, now_s: float) -> None:
     """The advice's lines, limits and verdict."""
     rules, w, base = a.rules, r.workload, r.base
-    low, high = band(c.saving, now_s, a.bounds.removable[c.pick.strategy])
+    low, high = band(c.saving, out.priced_s, a.bounds.removable[c.pick.strategy])
     out.advice.append(Advice("loop", c.pick.strategy, _change(app, r, a, c, out.framework), now_s, now_s - c.saving,
                              c.saving, tie=len(c.tied) > 1, note=c.note, saving_low_s=low, saving_high_s=high))
-    out.advice += flow_advice(app, cal, out.framework, now_s)
+    out.advice += flow_advice(app, cal, out.framework, out.priced_s)
     keeping = [p.strategy for p in a.ranked if host_faults.keeps_stalls(p.strategy)]
     stall_s, gpu_s = rules["host_faults"].seconds, rules["gpu_faults"].seconds
     moving = explain.Moving(rules["pinning"].seconds, rules["staging"].seconds, stall_s, gpu_s)

@@ -7,7 +7,7 @@ import math
 from dataclasses import dataclass, field
 
 from umprof.model.advice import thresholds as th
-from umprof.model.application import Application
+from umprof.model.application import Application, Loop
 from umprof.model.workload import Workload
 
 
@@ -60,12 +60,12 @@ class Advice:
                 "idiom": self.idiom or None, "conditional": self.conditional}
 
 
-def band(saving: float, now_s: float, most: float = float("inf")) -> tuple[float, float]:
-    """A saving's band: the prediction's own error on a saving (a share of the time now) either side, the high end no
-    more than ``most`` (what the change removes); none for no saving."""
+def band(saving: float, priced: float, most: float = float("inf")) -> tuple[float, float]:
+    """A saving's band: the prediction's own error on a saving (a share of the time the ways price, ``priced_s``)
+    either side, the high end no more than ``most`` (what the change removes); none for no saving."""
     if saving == 0:
         return 0.0, 0.0
-    err = th.SAVING_ERROR * now_s
+    err = th.SAVING_ERROR * priced
     return saving - err, min(saving + err, max(saving, most))
 
 
@@ -86,6 +86,9 @@ class AppAdvice:
     wall_s: float | None = None  # the program's untraced wall time, where given
     traced_s: float = math.nan  # the loop's time as traced
     tracing_overhead_s: float = 0.0  # the tracing's own time in it, taken out of the time now (rules.tracing)
+    # the part of the time now that the ways price (``priced_s``): the prediction's own error, and the noise a saving
+    # must clear, are shares of it
+    priced_s: float = math.nan
     overhead_from: str = ""  # "wall" (measured against wall_s) or "estimate" (from the trace's records)
     framework: str = ""  # what the program allocates and copies with: "pytorch", "cupy", "pycuda" or "cuda"
     framework_why: str = ""  # the trace's evidence for it, in words
@@ -119,7 +122,8 @@ class AppAdvice:
             "framework": {"name": self.framework or None, "evidence": self.framework_why or None},
             "tracer": self.tracer, "choices": self.choices,
             "time_now": {"traced_s": plain(self.traced_s), "untraced_wall_s": self.wall_s,
-                         "tracing_overhead_s": self.tracing_overhead_s, "overhead_from": self.overhead_from or None},
+                         "tracing_overhead_s": self.tracing_overhead_s, "overhead_from": self.overhead_from or None,
+                         "priced_s": plain(self.priced_s)},
         }
 
 
@@ -160,3 +164,27 @@ def loop_s(app: Application) -> float:
     if app.loop is None:
         return app.wall_s
     return (app.loop.span[1] - app.loop.span[0]) / 1e9
+
+
+def first_setup_s(loop: Loop | None) -> float:
+    """The first iteration's time beyond a steady one's, less what the GPU did beyond a steady iteration's work: the
+    setup it carries (CUDA's and its libraries' first use, its data made or loaded). Nothing without a loop."""
+    if loop is None:
+        return 0.0
+    gpu_more = max(0.0, loop.first.get("busy_s", 0.0) - loop.per_iteration.get("busy_s", 0.0))
+    return max(0.0, loop.first["wall_s"] - loop.steady_s - gpu_more)
+
+
+def priced_s(loop: Loop | None, now_s: float, setup_s: float = 0.0) -> float:
+    """The part of the loop's time now (``now_s``) that the ways price, of which the prediction's own error on a
+    saving (SAVING_ERROR) and the noise a saving must clear (NOISE) are shares: the time now less its first
+    iteration's one-off setup, which no way of moving memory changes (the CUDA context, libraries and kernels loaded,
+    a framework's own start: 4.1 s of a PyTorch DataLoader loop's 5.5 s on an H100, whose 191 steady iterations took
+    1.2 s). That setup is ``first_setup_s`` less the setup the ways do price (``setup_s``: the program's allocation
+    calls, wherever they fall, and the current way's predicted first write and first-iteration extra, which differ
+    from way to way). Never below the steady iterations' total, nor above the time now; the time now itself without a
+    loop."""
+    if loop is None:
+        return now_s
+    one_off = max(0.0, first_setup_s(loop) - setup_s)
+    return min(now_s, max(now_s - one_off, (loop.iterations - 1) * loop.steady_s))
