@@ -24,7 +24,6 @@ from collections import defaultdict
 from pathlib import Path
 
 import numpy as np
-import orjson
 import pandas as pd
 
 from umprof.core.errors import UsageError
@@ -104,6 +103,8 @@ def _load(path: Path):
         raise UsageError(f"{path}: a gzip file that could not be read ({e}): truncated?") from None
     if raw[:len(SQLITE_MAGIC)] == SQLITE_MAGIC:
         raise UsageError(f"{path}: a gzipped SQLite file: decompress it (gunzip) and pass the .sqlite")
+    import orjson  # here: reading an Nsight Systems trace, which imports this module, needs no JSON reader
+
     try:
         return orjson.loads(raw)
     except orjson.JSONDecodeError as e:
