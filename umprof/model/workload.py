@@ -48,6 +48,10 @@ from umprof.measure.ops.lifecycle import PAGE_BYTES, PAGE_WORDS, PATTERNS  # noq
 from umprof.measure.ops.loop import FIRST_WRITES, HOST_READERS
 from umprof.measure.strategies import HOST_PAGES
 
+# the most kernel passes an iteration a workload takes: past it, a way that reads host memory in place is priced
+# crossing the link more often than any copy way's whole loop takes, so more passes change no ranking
+MAX_REUSE = 1024
+
 
 @dataclass(frozen=True)
 class Workload:
@@ -211,8 +215,8 @@ def _check(w: Workload) -> None:
         bad("bytes", "a size of at least 64KiB ('256MiB', 1073741824)")
     if w.bytes % PAGE_BYTES:
         bad("bytes", lambda n: f"a multiple of 64 KiB (the granule of '{n['touched']}')")
-    if not isinstance(w.reuse, int) or isinstance(w.reuse, bool) or not 1 <= w.reuse <= 1024:
-        bad("reuse", "an integer from 1 to 1024 (kernel passes per transfer)")
+    if not isinstance(w.reuse, int) or isinstance(w.reuse, bool) or not 1 <= w.reuse <= MAX_REUSE:
+        bad("reuse", f"an integer from 1 to {MAX_REUSE} (kernel passes per transfer)")
     if isinstance(w.touched, bool) or not isinstance(w.touched, (int, float)) or not 0 < w.touched <= 1:
         bad("touched", "a fraction in (0, 1] of the buffer each pass touches")
     if w.pattern not in PATTERNS:

@@ -1346,3 +1346,15 @@ def test_a_round_trip_is_a_loop_whose_host_does_not_touch_what_it_copies_out_and
     assert not carried.round_trip(app(back=0.0), (0.01, 0.2))
     assert not carried.round_trip(app(iterations=1), (0.01, 0.2))
     assert not carried.round_trip(app(), None)  # several threads, or nothing priced
+
+
+def test_kernel_passes_past_what_a_workload_takes_are_priced_at_its_most_not_refused(monkeypatch):
+    # a decoder's 5,121 launches an iteration over a small buffer read as 5,121 passes: a key the user never gave
+    # ('reuse') must not refuse the trace; it is priced at the most a workload takes, and said
+    from umprof.model.advice import read
+    from umprof.model.workload import MAX_REUSE
+
+    monkeypatch.setattr(read, "kernel_passes", lambda *a, **k: (5121, 5121.0))
+    (adv,) = api.advise(traced.path("stream_loop"))
+    assert adv.workload.reuse == MAX_REUSE
+    assert f"priced as {MAX_REUSE}" in adv.mapping

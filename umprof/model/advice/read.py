@@ -18,7 +18,7 @@ from umprof.model.advice.workload import workload_of
 from umprof.model.application import Application
 from umprof.model.calibration import HOST_STEPS
 from umprof.model.predict import Calibration, Prediction
-from umprof.model.workload import Workload
+from umprof.model.workload import MAX_REUSE, Workload
 
 
 class Reading(NamedTuple):
@@ -53,10 +53,11 @@ def reading(app: Application, cal: Calibration, one_pass: bool, one_dataset: boo
                 f"memory ({basis}), all that a kernel reading the data in host memory would move")
     passes, launches = kernel_passes(app, w, cal, one_pass, one_dataset)
     if passes > 1:
-        w = replace(w, reuse=passes)
+        w = replace(w, reuse=min(passes, MAX_REUSE))
         how += (f"; its {launches:.0f} kernel launches an iteration make {passes} passes over the buffer (each "
                 "launch's time at the DRAM's theoretical rate, at most one pass a launch): as many as the ways that "
-                "read it in host memory would make across the link")
+                "read it in host memory would make across the link"
+                + (f" (priced as {MAX_REUSE}, the most a workload takes)" if passes > MAX_REUSE else ""))
     ranked, excluded = cal.rank(w)
     current = app.strategy if app.strategy in {p.strategy for p in ranked} else None
     base = next((p for p in ranked if p.strategy == current), None) or ranked[-1]
