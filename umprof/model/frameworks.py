@@ -180,6 +180,12 @@ PYTORCH_CHANGES = {
               "`t` then a `flat[i:j].view(shape)`) and their GPU tensors as views of one flat GPU tensor, and copy "
               "once where it copied each (`gpu_flat.copy_(flat, non_blocking=True)`; back: `flat.copy_(gpu_flat, "
               "non_blocking=True)`)",
+    "async-readback": "stop waiting on each small read-back ({count} of them: `.item()`, `.cpu()` or `.tolist()` of a "
+                      "tensor the GPU is still computing): keep the values on the GPU (`vals[i] = v` in a "
+                      "preallocated GPU tensor) and read them once after the loop (`vals.tolist()`), or copy each "
+                      "`non_blocking=True` into a preallocated pinned tensor and read it some steps later, after "
+                      "an event recorded with the copy (`ev.record()`; `ev.synchronize()` before the host reads): the "
+                      "host then issues the next steps' work while the GPU runs",
 }
 CUPY_PINNED_POOL = "cupy.cuda.set_pinned_memory_allocator(cupy.cuda.PinnedMemoryPool().malloc)"
 CUPY_DEVICE_POINTER = "`cupy.cuda.runtime.pointerGetAttributes(a.ctypes.data).devicePointer`"
@@ -229,6 +235,11 @@ CUPY_CHANGES = {
               "their GPU arrays views of one flat cupy array, and copy once where it copied each "
               "(`d_flat.set(flat, stream=s)`; back: `d_flat.get(stream=s, out=flat)`, `s.synchronize()` before the "
               "host reads)",
+    "async-readback": "stop waiting on each small read-back ({count} of them: `cupy.asnumpy`, `.get()` or `.item()` of "
+                      "an array the GPU is still computing): keep the values on the GPU (`vals[i] = v`) and read them "
+                      "once after the loop (`cupy.asnumpy(vals)`), or copy each into a pinned array "
+                      "(`v.get(stream=s, out=pinned[i])`) and read it some steps later, after `s.synchronize()` or an "
+                      "event: the host then issues the next steps' work while the GPU runs",
 }
 # the entries pycuda's and CUDA C's change texts (umprof's advice) lack
 PYCUDA_CHANGES = {"resident": "keep the data on the GPU: `d = pycuda.gpuarray.to_gpu(data)` once, before the "
@@ -238,14 +249,23 @@ PYCUDA_CHANGES = {"resident": "keep the data on the GPU: `d = pycuda.gpuarray.to
                             "dtype)`, each a `flat[i:j].reshape(shape)`) and their device buffers offsets into one "
                             "allocation, and copy once where it copied each (`pycuda.driver.memcpy_htod_async(d_flat, "
                             "flat, stream)`; back: `memcpy_dtoh_async(flat, d_flat, stream)`, `stream.synchronize()` "
-                            "before the host reads)"}
+                            "before the host reads)",
+                  "async-readback": "stop waiting on each small read-back ({count} of them): copy each with "
+                                    "`pycuda.driver.memcpy_dtoh_async` into a page-locked array "
+                                    "(`pycuda.driver.pagelocked_empty`) and read it some steps later, after an "
+                                    "event recorded with the copy (`ev.record(stream)`; `ev.synchronize()` before the "
+                                    "host reads): the host then issues the next steps' work while the GPU runs"}
 CUDA_CHANGES = {"resident": "keep the data on the GPU: cudaMalloc it and cudaMemcpy it in once, before the loop{fits}, "
                             "and let the kernels index it there instead of copying each part every pass",
                 "packed": "pack the small buffers it copies one by one ({count} in a row) into one: place them "
                           "at offsets of one cudaMallocHost'd buffer and their device copies at the same offsets of "
                           "one cudaMalloc'd buffer, and make one cudaMemcpyAsync of the whole where it made one a "
                           "buffer (back: "
-                          "cudaStreamSynchronize before the host reads)"}
+                          "cudaStreamSynchronize before the host reads)",
+                "async-readback": "stop waiting on each small read-back ({count} of them): cudaMemcpyAsync each into "
+                                  "cudaMallocHost'd memory and read it some steps later, after a cudaEventRecord with "
+                                  "the copy and a cudaEventSynchronize before the host reads: the host then issues "
+                                  "the next steps' work while the GPU runs"}
 CHANGES = {"pytorch": PYTORCH_CHANGES, "cupy": CUPY_CHANGES, "pycuda": PYCUDA_CHANGES, "cuda": CUDA_CHANGES}
 D2H_SYNC = {"pytorch": TORCH_D2H_SYNC}
 # the calls that bracket a program's loop for `nsys profile --capture-range=cudaProfilerApi`, in each framework

@@ -24,6 +24,7 @@ from umprof.model.advice.flows import flow_advice
 from umprof.model.advice.framework_choices import add_pytorch_choices
 from umprof.model.advice.packing import IDIOM, add_packing
 from umprof.model.advice.read import Reading, choose_reading
+from umprof.model.advice.readback_waits import add_readback_waits
 from umprof.model.advice.workload import IN_PLACE
 from umprof.model.advice.result import Advice, AppAdvice, Limit, band, loop_s, priced_s
 from umprof.model.advice.rules import (Adjustment, allocation, allocations_beyond, carried, gpu_faults, host_faults,
@@ -100,6 +101,7 @@ def advise(app: Application, cal: Calibration, source: str = "", wall_s: float |
     if out.framework == "pytorch":
         add_pytorch_choices(app, cal, ranges, out)
     add_packing(app, cal, out)
+    add_readback_waits(app, out)
     if _advised_for_setup(out, now_s):
         out.verdict += " " + explain.priced_sentence(out.priced_s, now_s)
     return out

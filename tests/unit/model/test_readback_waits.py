@@ -1,0 +1,79 @@
+"""Small read-backs the host waits on (umprof.model.advice.readback_waits): which copies they are, what not waiting
+on them saves (the GPU's idle time after each, no more than its work until the next), and for which programs."""
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from umprof.model.advice import readback_waits as rw
+from umprof.model.advice import thresholds as th
+from umprof.model.advice.result import Advice, AppAdvice
+from umprof.model.application import applications
+from umprof.nsight.tables import TraceTables
+
+US = 1_000
+
+
+def _tables(steps: int, kernel_us: int, host_us: int, waited: bool = True, nbytes: int = 8) -> TraceTables:
+    """One thread's loop of ``steps`` steps: a kernel of ``kernel_us``, then a copy of ``nbytes`` back (1 µs) that
+    the host synchronises on where ``waited``, then ``host_us`` of the host's own work before the next step."""
+    calls, copies, kernels, t = [], [], [], 0
+    for i in range(steps):
+        corr = 2 * i + 1
+        calls.append((t, t + 3 * US, corr, "cudaLaunchKernel"))
+        k_end = t + 4 * US + kernel_us * US
+        kernels.append((t + 4 * US, k_end, corr))
+        calls.append((t + 5 * US, t + 8 * US, corr + 1, "cudaMemcpyAsync"))
+        copies.append((k_end, k_end + US, corr + 1))
+        if waited:
+            calls.append((t + 9 * US, k_end + 2 * US, None, "cudaStreamSynchronize"))
+        t = max(t + 10 * US, k_end + 2 * US) + host_us * US
+    call = pd.DataFrame(calls, columns=["start", "end", "correlation", "name"]).assign(pid=1, tid=1)
+    cp = pd.DataFrame(copies, columns=["start", "end", "correlation"]).assign(
+        pid=1, device=0, stream=7, bytes=nbytes, kind="d2h", src="device", dst="pageable", cause=0, address=0)
+    k = pd.DataFrame(kernels, columns=["start", "end", "correlation"]).assign(pid=1, device=0, stream=7, name="k")
+    empty = lambda cols: pd.DataFrame({c: pd.Series(dtype="int64") for c in cols})  # noqa: E731
+    return TraceTables(path=Path("synthetic"), gpus=pd.DataFrame([{"device": 0, "name": "GPU", "memory_bytes": 0}]),
+                       processes=pd.DataFrame([{"pid": 1, "name": "app", "program": "app"}]), copies=cp, kernels=k,
+                       memsets=empty(["start", "end", "pid", "device", "stream", "correlation", "bytes"]),
+                       calls=call, gpu_faults=empty(["start", "end", "pid", "device", "faults", "address"]),
+                       cpu_faults=empty(["start", "pid", "address"]), ranges=empty(["start", "end", "pid", "tid"]))
+
+
+def _waits(*args, **kwargs):
+    (app,) = applications(_tables(*args, **kwargs))
+    return app, rw.readback_waits(app)
+
+
+def test_the_saving_is_the_gpus_work_where_the_host_takes_longer_between_steps():
+    # 100 µs of the host's own work a step against 20 µs of kernel: running ahead, the host hides the GPU's 21 µs
+    app, w = _waits(40, kernel_us=20, host_us=100)
+    assert w.count == 40
+    assert w.high_s == pytest.approx(39 * 21e-6, rel=0.05)  # the last read-back has no step after it
+
+
+def test_the_saving_is_the_hosts_gap_where_the_gpu_takes_longer():
+    app, w = _waits(40, kernel_us=500, host_us=30)
+    gap = 30 + 4  # the host's work, then the launch's 4 µs to the kernel's start
+    assert w.high_s == pytest.approx(39 * gap * 1e-6, rel=0.1)
+    assert w.low_s < w.high_s  # the tracer's own time in the launch taken off
+
+
+def test_few_unwaited_or_large_read_backs_are_not_priced():
+    assert _waits(th.MANY_COPIES - 1, kernel_us=20, host_us=100)[1] is None
+    assert _waits(40, kernel_us=20, host_us=100, waited=False)[1] is None
+    assert _waits(40, kernel_us=20, host_us=100, nbytes=th.SMALL_COPY + 1)[1] is None
+
+
+@pytest.mark.parametrize("framework,advised", [("pytorch", True), ("cupy", True), ("cuda", False), ("pycuda", False)])
+def test_only_a_python_frameworks_loop_is_told_to_stop_waiting_and_conditionally(framework, advised):
+    app, w = _waits(200, kernel_us=200, host_us=300)
+    now = 0.2
+    out = AppAdvice(app=app, calibration="", workload=None, mapping="", framework=framework, priced_s=now)
+    out.advice.append(Advice("loop", "pageable", "keep it", now, now, 0.0))
+    rw.add_readback_waits(app, out)
+    loop = out.loop_advice
+    assert (loop.idiom == rw.IDIOM) is advised
+    if advised:
+        assert loop.conditional and "next step's work" in out.verdict and 0 < loop.saving_s < now

@@ -1,0 +1,132 @@
+"""Small read-backs the host waits on, step after step: a loop that reads a value back each step (a loss's
+`.item()`, a decoded token) and waits for it leaves the GPU idle while the host, released, issues the next step's
+work; read back without waiting (kept on the GPU and read once, or copied asynchronously into pinned memory and read
+some steps later), the host issues that work while the GPU still runs.
+
+Priced for the Python frameworks' programs only (``FRAMEWORKS``). The read-backs: at least MANY_COPIES copies to the host of SMALL_COPY bytes or less in the loop, each one the host
+waited on (a synchronous copy, or one its thread synchronised on next). What not waiting saves, for each: the GPU's
+idle time from the copy's end to its next work (the host issuing it), but no more than the GPU's work until the next
+such read-back, which is all a host running ahead can hide it behind. The band: its high end that sum as traced, its
+low end each gap less what the tracer added to the calls issued in it (TRACED_CALL_S). It is conditional: the trace
+cannot show whether the host needs each value before it issues the next step's work (a stopping test, a branch on
+it), where the wait is the program's own. It is advised only where the band's low end is above NOISE of the time
+the ways price (``result.priced_s``)."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import NamedTuple
+
+import numpy as np
+
+from umprof.core.units import format_size, format_time
+from umprof.model import frameworks
+from umprof.model.advice import explain
+from umprof.model.advice import thresholds as th
+from umprof.model.advice.result import Advice, AppAdvice
+from umprof.model.application import Application
+
+IDIOM = "async-readback"  # the change's code in the advice (``Advice.idiom``)
+# the frameworks whose small read-backs are priced: a Python framework's is most often a value logged or collected
+# (a loss's `.item()`, a decoded token appended to a list), which need not be waited on; a compiled or pycuda
+# program's is as often one its next step depends on (a count, a header, a flag), whose wait is its own, and none of
+# the compiled programs judged here was timed with its read-backs made asynchronous
+FRAMEWORKS = ("pytorch", "cupy")
+CONDITION = ("the host does not need each value before it issues the next step's work (a stopping test or a branch "
+             "on it keeps the wait)")
+
+
+class ReadbackWaits(NamedTuple):
+    """The small read-backs the host waits on, and what not waiting on them saves (seconds over the loop)."""
+    count: int
+    largest_bytes: int
+    idle_s: float  # the GPU's idle time after them, as traced
+    low_s: float
+    high_s: float
+
+    @property
+    def saving_s(self) -> float:
+        """The saving said: the band's middle."""
+        return (self.low_s + self.high_s) / 2
+
+
+def waited_readbacks(app: Application):
+    """The loop's copies to the host of SMALL_COPY bytes or less that the host waited on, by when they ended."""
+    c = app.explicit_copies
+    if app.loop is not None:
+        c = c[(c["call_start"] >= app.loop.span[0]) & (c["call_start"] <= app.loop.span[1])]
+    if c.empty or "waited_end" not in c:
+        return c
+    waited = c["sync"].to_numpy(bool) | (c["waited_end"].to_numpy(np.int64) > c["call_end"].to_numpy(np.int64))
+    small = (c["bytes"].to_numpy(np.int64) <= th.SMALL_COPY) & (c["direction"] == "d2h").to_numpy()
+    return c[waited & small].sort_values("end")
+
+
+def readback_waits(app: Application) -> ReadbackWaits | None:
+    """What not waiting on the loop's small read-backs saves (see the module's docstring); None where it makes fewer
+    than MANY_COPIES of them."""
+    r = waited_readbacks(app)
+    if len(r) < th.MANY_COPIES:
+        return None
+    work = _gpu_work(app)
+    starts, ends = work[:, 0], work[:, 1]
+    issued = np.sort(work[:, 2])
+    back = r["end"].to_numpy(np.int64)
+    nxt = np.searchsorted(starts, back, side="right")  # the GPU's next work after each read-back
+    has_next = nxt < len(starts)
+    back, nxt = back[has_next], nxt[has_next]
+    gap = (starts[nxt] - back) / 1e9
+    following = np.append(back[1:], app.loop.span[1] if app.loop is not None else ends.max())
+    busy = np.array([_busy_s(starts, ends, a, b) for a, b in zip(back, following)])
+    calls = np.searchsorted(issued, starts[nxt], side="right") - np.searchsorted(issued, back, side="right")
+    high = float(np.minimum(gap, busy).sum())
+    low = float(np.minimum(np.maximum(gap - np.maximum(calls, 1) * th.TRACED_CALL_S, 0.0), busy).sum())
+    if high <= 0:
+        return None
+    return ReadbackWaits(len(r), int(r["bytes"].max()), float(gap.sum()), low, high)
+
+
+def _gpu_work(app: Application) -> np.ndarray:
+    """The app's kernels and copies as rows of (start, end, call_start) in ns, by start."""
+    parts = [df[["start", "end", "call_start"]].to_numpy(np.int64) for df in (app.kernels, app.explicit_copies)
+             if len(df) and "call_start" in df]
+    work = np.concatenate(parts) if parts else np.zeros((0, 3), np.int64)
+    return work[np.argsort(work[:, 0], kind="stable")]
+
+
+def _busy_s(starts: np.ndarray, ends: np.ndarray, a: int, b: int) -> float:
+    """Seconds of GPU work that starts between ``a`` and ``b``, clipped to ``b`` (overlaps counted once each)."""
+    i, j = np.searchsorted(starts, a, side="right"), np.searchsorted(starts, b, side="left")
+    if j <= i:
+        return 0.0
+    s, e = starts[i:j], np.minimum(ends[i:j], b)
+    run_end = np.maximum.accumulate(e)
+    fresh = np.concatenate([[s[0]], np.maximum(s[1:], run_end[:-1])])
+    return float(np.maximum(e - fresh, 0).sum() / 1e9)
+
+
+def add_readback_waits(app: Application, out: AppAdvice) -> None:
+    """A line for the loop's small read-backs where not waiting on them saves at least NOISE of the time the ways
+    price; the loop's advice becomes it, conditional (``CONDITION``), where its band's low end beats the loop's
+    advice's and clears NOISE too."""
+    loop = out.loop_advice
+    w = readback_waits(app) if loop is not None and out.framework in FRAMEWORKS else None
+    if w is None or w.saving_s < th.NOISE * out.priced_s:  # less is not worth a change
+        return
+    line = _advice(w, loop.now_s, out.framework)
+    out.advice.append(line)
+    if w.low_s <= th.NOISE * out.priced_s or not explain.beats_way(loop, w.low_s):
+        return
+    chosen = dataclasses.replace(line, flow="loop", now_s=loop.now_s, predicted_s=loop.now_s - line.saving_s)
+    explain.advise_instead(app, out, chosen, condition=CONDITION)
+
+
+def _advice(w: ReadbackWaits, now_s: float, framework: str) -> Advice:
+    """The read-backs' line: the change in the framework's idiom and what it saves (held within the time now)."""
+    change = frameworks.change_for(framework, IDIOM, {"count": w.count})
+    saving = min(w.saving_s, now_s)
+    note = (f"where {CONDITION}; after each read-back the GPU waits {format_time(w.idle_s / w.count)} on average "
+            f"for the host's next work, as traced")
+    return Advice(f"d2h {w.count} waited read-backs of {format_size(w.largest_bytes)} or less", "pinned", change,
+                  now_s, now_s - saving, saving, note=note, saving_low_s=max(0.0, min(w.low_s, saving)),
+                  saving_high_s=min(w.high_s, now_s), idiom=IDIOM, conditional=True)
