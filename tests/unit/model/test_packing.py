@@ -2,13 +2,11 @@
 that the advice says it in the program's own idiom."""
 
 import io
-from pathlib import Path
 
-import pandas as pd
 import pytest
 from rich.console import Console
 
-from tests.unit.model import traced
+from tests.unit.model import synthetic_tables, traced
 from umprof import api
 from umprof.model.advice import packing
 from umprof.model.advice import thresholds as th
@@ -33,17 +31,7 @@ def _tables(steps: list[str], nbytes: int = 4096) -> TraceTables:
         copies.append((t + 2 * US, t + 4 * US, corr))
         if step == "copy":
             calls.append((t + 6 * US, t + 12 * US, None, "cudaStreamSynchronize"))
-    call = pd.DataFrame(calls, columns=["start", "end", "correlation", "name"]).assign(pid=1, tid=1)
-    cp = pd.DataFrame(copies, columns=["start", "end", "correlation"]).assign(
-        pid=1, device=0, stream=7, bytes=nbytes, kind="h2d", src="pageable", dst="device", cause=0, address=0)
-    k = pd.DataFrame(kernels, columns=["start", "end", "correlation"]).assign(pid=1, device=0, stream=7, name="k")
-    empty = lambda cols: pd.DataFrame({c: pd.Series(dtype="int64") for c in cols})  # noqa: E731
-    return TraceTables(path=Path("synthetic"), gpus=pd.DataFrame([{"device": 0, "name": "GPU", "memory_bytes": 0}]),
-                       processes=pd.DataFrame([{"pid": 1, "name": "app", "program": "app"}]), copies=cp,
-                       kernels=k if kernels else empty(["start", "end", "pid", "device", "stream", "correlation"]),
-                       memsets=empty(["start", "end", "pid", "device", "stream", "correlation", "bytes"]),
-                       calls=call, gpu_faults=empty(["start", "end", "pid", "device", "faults", "address"]),
-                       cpu_faults=empty(["start", "pid", "address"]), ranges=empty(["start", "end", "pid", "tid"]))
+    return synthetic_tables.tables(calls, copies, kernels, nbytes, "h2d")
 
 
 def _runs(steps: list[str], nbytes: int = 4096) -> list[int]:

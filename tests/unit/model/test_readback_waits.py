@@ -1,11 +1,10 @@
 """Small read-backs the host waits on (umprof.model.advice.readback_waits): which copies they are, what not waiting
 on them saves (the GPU's idle time after each, no more than its work until the next), and for which programs."""
 
-from pathlib import Path
 
-import pandas as pd
 import pytest
 
+from tests.unit.model import synthetic_tables
 from umprof.model.advice import readback_waits as rw
 from umprof.model.advice import thresholds as th
 from umprof.model.advice.result import Advice, AppAdvice
@@ -29,16 +28,7 @@ def _tables(steps: int, kernel_us: int, host_us: int, waited: bool = True, nbyte
         if waited:
             calls.append((t + 9 * US, k_end + 2 * US, None, "cudaStreamSynchronize"))
         t = max(t + 10 * US, k_end + 2 * US) + host_us * US
-    call = pd.DataFrame(calls, columns=["start", "end", "correlation", "name"]).assign(pid=1, tid=1)
-    cp = pd.DataFrame(copies, columns=["start", "end", "correlation"]).assign(
-        pid=1, device=0, stream=7, bytes=nbytes, kind="d2h", src="device", dst="pageable", cause=0, address=0)
-    k = pd.DataFrame(kernels, columns=["start", "end", "correlation"]).assign(pid=1, device=0, stream=7, name="k")
-    empty = lambda cols: pd.DataFrame({c: pd.Series(dtype="int64") for c in cols})  # noqa: E731
-    return TraceTables(path=Path("synthetic"), gpus=pd.DataFrame([{"device": 0, "name": "GPU", "memory_bytes": 0}]),
-                       processes=pd.DataFrame([{"pid": 1, "name": "app", "program": "app"}]), copies=cp, kernels=k,
-                       memsets=empty(["start", "end", "pid", "device", "stream", "correlation", "bytes"]),
-                       calls=call, gpu_faults=empty(["start", "end", "pid", "device", "faults", "address"]),
-                       cpu_faults=empty(["start", "pid", "address"]), ranges=empty(["start", "end", "pid", "tid"]))
+    return synthetic_tables.tables(calls, copies, kernels, nbytes, "d2h")
 
 
 def _waits(*args, **kwargs):
