@@ -24,7 +24,7 @@ from umprof.model.advice.flows import flow_advice
 from umprof.model.advice.framework_choices import add_pytorch_choices
 from umprof.model.advice.packing import IDIOM, add_packing
 from umprof.model.advice.read import Reading, choose_reading
-from umprof.model.advice.readback_waits import add_readback_waits
+from umprof.model.advice.readback_waits import IDIOM as READBACK_IDIOM, add_readback_waits
 from umprof.model.advice.workload import IN_PLACE
 from umprof.model.advice.result import Advice, AppAdvice, Limit, band, loop_s, priced_s
 from umprof.model.advice.rules import (Adjustment, allocation, allocations_beyond, carried, gpu_faults, host_faults,
@@ -109,12 +109,12 @@ def advise(app: Application, cal: Calibration, source: str = "", wall_s: float |
 
 def _advised_for_setup(out: AppAdvice, now_s: float) -> bool:
     """Whether the loop's change is advised only because its error is a share of the time the ways price: on the
-    whole loop's time now, its saving (or, for packing and a framework's choice, its band's low end) would not clear
-    the threshold it cleared."""
+    whole loop's time now, its saving (or, for packing, read-backs not waited on and a framework's choice, its band's
+    low end) would not clear the threshold it cleared (NOISE for the two priced from traced time)."""
     loop = out.loop_advice
     if loop is None or loop.saving_s <= 0 or out.priced_s >= now_s:
         return False
-    if loop.idiom == IDIOM:
+    if loop.idiom in (IDIOM, READBACK_IDIOM):
         return loop.saving_low_s <= th.NOISE * now_s
     return (loop.saving_low_s if loop.idiom else loop.saving_s) <= th.SAVING_ERROR * now_s
 
