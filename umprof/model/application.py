@@ -141,6 +141,13 @@ class Application:
             c = c[(c["start"] < without[0]) | (c["start"] > without[1])]
         return c
 
+    def copies_issued_in_loop(self) -> pd.DataFrame:
+        """Its copies each way whose call the host issued within its loop (all of them without a loop)."""
+        c = self.explicit_copies
+        if self.loop is None:
+            return c
+        return c[(c["call_start"] >= self.loop.span[0]) & (c["call_start"] <= self.loop.span[1])]
+
     def copies_waits_s(self, copies: pd.DataFrame) -> np.ndarray:
         """Seconds each of the given copies of its (``explicit_copies_within``) took, in their order: a synchronous
         copy from its call's start to the later of its call's end and its transfer's (the host waits that long: a
@@ -297,6 +304,13 @@ def _call_starts(ops: pd.DataFrame, calls: pd.DataFrame) -> pd.Series:
     ``_with_calls`` gives each copy (``call_start``)."""
     issued = calls.dropna(subset=["correlation"]).drop_duplicates("correlation").set_index("correlation")["start"]
     return ops["correlation"].map(issued).fillna(ops["start"])
+
+
+def waited_on(copies: pd.DataFrame) -> np.ndarray:
+    """Whether the host waited on each copy: a synchronous one, or one its thread synchronised on next (its
+    ``waited_end`` past its call's end)."""
+    return copies["sync"].to_numpy(bool) | (copies["waited_end"].to_numpy(np.int64)
+                                             > copies["call_end"].to_numpy(np.int64))
 
 
 def _enclosing_ranges(copies: pd.DataFrame, ranges: pd.DataFrame) -> list[str]:

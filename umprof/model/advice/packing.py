@@ -24,7 +24,7 @@ from umprof.model import frameworks
 from umprof.model.advice import explain
 from umprof.model.advice import thresholds as th
 from umprof.model.advice.result import Advice, AppAdvice, Limit
-from umprof.model.application import Application
+from umprof.model.application import Application, waited_on
 from umprof.model.predict import Calibration
 
 IDIOM = "packed-copy"  # the change's code in the advice (``Advice.idiom``), as the framework choices' are
@@ -52,13 +52,11 @@ class Packing(NamedTuple):
 def runs_of_small_copies(app: Application) -> pd.DataFrame:
     """The app's waited-on small copies (within its loop, where it has one) with a ``run`` number each: the runs
     this module packs (see the module's docstring), MANY_COPIES copies or more each."""
-    c = app.explicit_copies
-    if app.loop is not None:
-        c = c[(c["call_start"] >= app.loop.span[0]) & (c["call_start"] <= app.loop.span[1])]
+    c = app.copies_issued_in_loop()
     if c.empty or "waited_end" not in c:
         return c.assign(run=pd.Series(dtype=np.int64))
     c = c.sort_values(["tid", "call_start"], kind="stable")
-    waited = c["sync"].to_numpy(bool) | (c["waited_end"].to_numpy(np.int64) > c["call_end"].to_numpy(np.int64))
+    waited = waited_on(c)
     small = c["bytes"].to_numpy(np.int64) <= th.SMALL_COPY
     issued = np.sort(app.kernels["call_start"].to_numpy(np.int64)) if len(app.kernels) else np.zeros(0, np.int64)
     kernels_before = np.searchsorted(issued, c["call_start"].to_numpy(np.int64))

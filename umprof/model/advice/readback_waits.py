@@ -5,8 +5,8 @@ some steps later), the host issues that work while the GPU still runs.
 
 Priced for the Python frameworks' programs only (``FRAMEWORKS``). The read-backs: at least MANY_COPIES copies to the host of SMALL_COPY bytes or less in the loop, each one the host
 waited on (a synchronous copy, or one its thread synchronised on next). What not waiting saves, for each: the GPU's
-idle time from the copy's end to its next work (the host issuing it), but no more than the GPU's work until the next
-such read-back, which is all a host running ahead can hide it behind. The band: its high end that sum as traced, its
+idle time from the copy's end to its next work (the host issuing it), but no more than the GPU's busy time until the
+next such read-back, which is all a host running ahead can hide it behind. The band: its high end that sum as traced, its
 low end each gap less what the tracer added to the calls issued in it (TRACED_CALL_S). It is conditional: the trace
 cannot show whether the host needs each value before it issues the next step's work (a stopping test, a branch on
 it), where the wait is the program's own. It is advised only where the band's low end is above NOISE of the time
@@ -24,7 +24,8 @@ from umprof.model import frameworks
 from umprof.model.advice import explain
 from umprof.model.advice import thresholds as th
 from umprof.model.advice.result import Advice, AppAdvice
-from umprof.model.application import Application
+from umprof.model.application import Application, waited_on
+from umprof.model.intervals import covered, union
 
 IDIOM = "async-readback"  # the change's code in the advice (``Advice.idiom``)
 # the frameworks whose small read-backs are priced: a Python framework's is most often a value logged or collected
@@ -52,12 +53,10 @@ class ReadbackWaits(NamedTuple):
 
 def waited_readbacks(app: Application):
     """The loop's copies to the host of SMALL_COPY bytes or less that the host waited on, by when they ended."""
-    c = app.explicit_copies
-    if app.loop is not None:
-        c = c[(c["call_start"] >= app.loop.span[0]) & (c["call_start"] <= app.loop.span[1])]
+    c = app.copies_issued_in_loop()
     if c.empty or "waited_end" not in c:
         return c
-    waited = c["sync"].to_numpy(bool) | (c["waited_end"].to_numpy(np.int64) > c["call_end"].to_numpy(np.int64))
+    waited = waited_on(c)
     small = (c["bytes"].to_numpy(np.int64) <= th.SMALL_COPY) & (c["direction"] == "d2h").to_numpy()
     return c[waited & small].sort_values("end")
 
@@ -77,7 +76,8 @@ def readback_waits(app: Application) -> ReadbackWaits | None:
     back, nxt = back[has_next], nxt[has_next]
     gap = (starts[nxt] - back) / 1e9
     following = np.append(back[1:], app.loop.span[1] if app.loop is not None else ends.max())
-    busy = np.array([_busy_s(starts, ends, a, b) for a, b in zip(back, following)])
+    u = union(starts, ends)
+    busy = (covered(u, following) - covered(u, back)) / 1e9  # the GPU's work between one read-back and the next
     calls = np.searchsorted(issued, starts[nxt], side="right") - np.searchsorted(issued, back, side="right")
     high = float(np.minimum(gap, busy).sum())
     low = float(np.minimum(np.maximum(gap - np.maximum(calls, 1) * th.TRACED_CALL_S, 0.0), busy).sum())
@@ -92,17 +92,6 @@ def _gpu_work(app: Application) -> np.ndarray:
              if len(df) and "call_start" in df]
     work = np.concatenate(parts) if parts else np.zeros((0, 3), np.int64)
     return work[np.argsort(work[:, 0], kind="stable")]
-
-
-def _busy_s(starts: np.ndarray, ends: np.ndarray, a: int, b: int) -> float:
-    """Seconds of GPU work that starts between ``a`` and ``b``, clipped to ``b`` (overlaps counted once each)."""
-    i, j = np.searchsorted(starts, a, side="right"), np.searchsorted(starts, b, side="left")
-    if j <= i:
-        return 0.0
-    s, e = starts[i:j], np.minimum(ends[i:j], b)
-    run_end = np.maximum.accumulate(e)
-    fresh = np.concatenate([[s[0]], np.maximum(s[1:], run_end[:-1])])
-    return float(np.maximum(e - fresh, 0).sum() / 1e9)
 
 
 def add_readback_waits(app: Application, out: AppAdvice) -> None:
