@@ -307,9 +307,8 @@ def _resident(ctx: _Context, cal, epochs: int | None, free_bytes: int | None) ->
 OFFLOAD_PINNED = ("keep what is uploaded step by step (offloaded weights, a layer at a time, or batches) in pinned "
                   "memory, pinned once (`w_cpu = w_cpu.pin_memory()` when it is offloaded or loaded), and upload it "
                   "with `w_cpu.to(device, non_blocking=True)`")
-OFFLOAD_SIDE_STREAM = "upload the next layer or batch while this one computes: " + TORCH_SIDE_STREAM
-OFFLOAD_PREFETCHED = ("what is uploaded step by step pinned once (`w_cpu = w_cpu.pin_memory()`), and the next layer "
-                      "or batch uploaded while this one computes: " + TORCH_SIDE_STREAM)
+OFFLOAD_PREFETCHED = ("pin what is uploaded step by step once (`w_cpu = w_cpu.pin_memory()`), and "
+                      + TORCH_SIDE_STREAM)
 
 
 def _offload(ctx: _Context, cal, epochs: int | None) -> list[TorchChoice]:
@@ -329,7 +328,7 @@ def _offload(ctx: _Context, cal, epochs: int | None) -> list[TorchChoice]:
     pageable = layers[layers["host_kind"] != "pinned"]
     once = _pin_once_s(cal, pageable["bytes"].iloc[:max(1, len(pageable) // (epochs or 1))]) if len(pageable) else 0.0
     why = _repaid(once, now - float(pinned.sum()))
-    idiom = OFFLOAD_PREFETCHED if len(pageable) else OFFLOAD_SIDE_STREAM  # already pinned: only the stream to add
+    idiom = OFFLOAD_PREFETCHED if len(pageable) else TORCH_SIDE_STREAM  # already pinned: only the stream to add
     out = [_choice("offload-prefetched", idiom, now, exposed, now - pinned.sum(),
                    now - exposed * (1 - PREDICTION_ERROR), conditional=bool(why), why=why)]
     if len(pageable):
