@@ -20,6 +20,10 @@ from umprof.core.errors import UmprofError
 from umprof.core.version import __version__
 
 
+# click 8.2's error for a command given no arguments that shows its help instead (none before 8.2)
+NO_ARGS_IS_HELP = getattr(click.exceptions, "NoArgsIsHelpError", ())
+
+
 class _Group(click.Group):
     """Turns umprof's own errors, and click's on a bad option or argument, into one line and an exit code, never a
     traceback or a usage block."""
@@ -31,7 +35,7 @@ class _Group(click.Group):
             click.echo(f"umprof: error: {e}", err=True)
             ctx.exit(e.exit_code)
         except click.UsageError as e:  # a command's bad option or argument, or an unknown command
-            if type(e).__name__ == "NoArgsIsHelpError":  # a command with no arguments shows its help
+            if isinstance(e, NO_ARGS_IS_HELP):  # a command with no arguments shows its help
                 raise
             command = e.ctx.command_path if e.ctx is not None else ctx.command_path
             click.echo(f"umprof: error: {e.format_message()} (see `{command} --help`)", err=True)
