@@ -2,6 +2,7 @@
 # The verification programs on a GPU machine: built, traced (nsys and torch.profiler) and timed (every mode, in
 # rounds). From the checkout's root, after `source .device/bootstrap.sh` (nsys on PATH, python3 with torch, CuPy and pycuda):
 #   OUT=DIR bash benchmarks/verification/run_gpu.sh     [ROUNDS=3] [BUDGET_S=430] [ONLY=name,name] [SKIP_TRACES=1]
+#                                                       [LIMIT=SECONDS: run_gpu.py stopped then, what it wrote packed]
 # Leaves in $OUT at most 8 files: log.txt, timings.tar.gz (timings/NAME.json) and traces.tar.gz (traces/: the
 # as_written mode's nsys SQLite export trimmed to the tables umprof reads (*.trim.sqlite) and with the OS runtime
 # calls too (*.osrt.sqlite), its torch.profiler trace (*.json.gz), nsys's log), split in 15 MiB parts if larger.
@@ -16,7 +17,7 @@ export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVL
   python3 -c "import torch, cupy; print('torch', torch.__version__, 'cuda', torch.version.cuda, torch.cuda.get_device_name(0), '| cupy', cupy.__version__)"
   python3 -c "import pycuda; print('pycuda', pycuda.VERSION_TEXT)"
   echo "nsys: $(command -v nsys) $(nsys --version 2>/dev/null)"; nproc; free -g | head -2
-  python3 "$HERE/run_gpu.py" --out "$W" --rounds "${ROUNDS:-3}" --budget-s "${BUDGET_S:-430}" ${ONLY:+--only "$ONLY"} ${SKIP_TRACES:+--skip-traces}
+  ${LIMIT:+timeout --signal=INT --kill-after=15 "$LIMIT"} python3 "$HERE/run_gpu.py" --out "$W" --rounds "${ROUNDS:-3}" --budget-s "${BUDGET_S:-430}" ${ONLY:+--only "$ONLY"} ${SKIP_TRACES:+--skip-traces}
 } 2>&1 | tee "$OUT/log.txt"
 tar czf "$OUT/timings.tar.gz" -C "$W" timings
 tar cf - -C "$W" traces | gzip -6 > "$OUT/traces.tar.gz"
