@@ -25,6 +25,7 @@ PAGE = ROOT / "docs" / "verification-programs.md"
 TIMINGS = ROOT / "results" / "verification-programs"
 GOLDEN = ROOT / "tests" / "fixtures" / "golden" / "torch"
 PREFIX = {"NVIDIA H100 80GB HBM3": "h100", "NVIDIA H200": "h200"}  # a GPU's fixture traces' file prefix
+SHORTENED = ROOT / "tests" / "fixtures" / "traces" / "torch" / "shortened.json"  # the fixtures that hold part of a loop
 
 
 def _judge():
@@ -51,14 +52,17 @@ def _advice(prefix: str, program: str) -> dict[str, dict]:
 def _judged(judge, folder: Path) -> tuple[list[dict], list[dict], list[dict]]:
     """The folder's programs' timings, and every advice judged on the loop's time and on the wall time."""
     programs, loop, wall = [], [], []
+    shortened = json.loads(SHORTENED.read_text())
     for tf in sorted(folder.glob("*.json")):
         t = json.loads(tf.read_text())
         if not isinstance(t, dict) or "modes" not in t:
             continue
         programs.append(t)
-        for tracer, adv in _advice(PREFIX.get(t["gpu"], "?"), t["program"]).items():
-            loop.append(judge.judge_one(t["program"], tracer, t, adv, "loop_s"))
-            wall.append(judge.judge_one(t["program"], tracer, t, adv, "wall_s"))
+        prefix = PREFIX.get(t["gpu"], "?")
+        for tracer, adv in _advice(prefix, t["program"]).items():
+            whole = f"{t['program']}.{tracer}" not in shortened.get(prefix, {})
+            loop.append(judge.judge_one(t["program"], tracer, t, adv, "loop_s", whole))
+            wall.append(judge.judge_one(t["program"], tracer, t, adv, "wall_s", whole))
     return programs, loop, wall
 
 
@@ -79,14 +83,33 @@ def _modes_table(programs: list[dict]) -> list[str]:
 
 def _judge_table(loop: list[dict], wall: list[dict]) -> list[str]:
     out = ["| program | trace | advised | applied as mode | loop: as written s | mode s | best mode (s) | verdict | "
-           "captured | wall: verdict | captured | idiom |", "| --- | --- | --- | --- | ---: | ---: | --- | --- | ---: | "
-                                                            "--- | ---: | --- |"]
+           "captured | saving s: predicted / measured | wall: verdict | captured | idiom |",
+           "| --- | --- | --- | --- | ---: | ---: | --- | --- | ---: | ---: | --- | ---: | --- |"]
     for r, w in zip(loop, wall):
         cap = lambda x: "-" if x["captured"] is None else f"{x['captured']:.0%}"  # noqa: E731
         out.append(f"| {r['program']} | {r['tracer']} | {r['advised']} | {r['mode']} | {_s(r['as_written_s'])} | "
                    f"{_s(r['mode_s'])} | {r['best_mode']} ({_s(r['best_s'])}) | {r['verdict']} | {cap(r)} | "
-                   f"{w['verdict']} | {cap(w)} | {r['idiom']} |")
+                   f"{_saving(r)} | {w['verdict']} | {cap(w)} | {r['idiom']} |")
     return out
+
+
+def _saving(r: dict) -> str:
+    """The advised change's saving, predicted / measured (s), and the prediction's error where it is judged."""
+    if r.get("predicted_saving_s") is None:
+        return "-"
+    error = f" ({r['saving_error']:+.0%})" if r.get("saving_error") is not None else ""
+    return f"{r['predicted_saving_s']:.3f} / {r['measured_saving_s']:.3f}{error}"
+
+
+def _savings_summary(rows: list[dict], judge) -> str:
+    """How often the predicted saving came within judge.SAVING_WITHIN of the measured one."""
+    judged = [r for r in rows if r.get("saving_error") is not None]
+    held = sum(abs(r["saving_error"]) <= judge.SAVING_WITHIN for r in judged)
+    under = sum(r["saving_error"] < -judge.SAVING_WITHIN for r in judged)
+    return (f"Where an advised change measured a saving, on traces of the whole loop ({len(judged)}), the predicted "
+            f"saving came within {judge.SAVING_WITHIN:.0%} of the measured one in {held}; {under} predicted less than "
+            f"that, {len(judged) - held - under} more. The shortened fixtures' predictions are of their part of the "
+            "loop and are not compared.")
 
 
 def _summary(rows: list[dict], judge, what: str) -> str:
@@ -113,7 +136,8 @@ def page() -> str:
              "advice umprof gives now on each trace is mapped to the mode that applies it and judged against the "
              "program as written. This page is written by `scripts/programs_page.py` from the committed timings "
              "and the test suite's golden advice; `captured` is the share of the best mode's saving that the "
-             "advised mode measured, where the best saves more than 5%.", ""]
+             "advised mode measured, where the best saves more than 5%; `saving s` compares the saving umprof "
+             "predicted on the trace with the one the advised mode measured on the loop.", ""]
     for folder in sorted(p for p in TIMINGS.iterdir() if p.is_dir()):
         programs, loop, wall = _judged(judge, folder)
         if not programs:
@@ -124,7 +148,8 @@ def page() -> str:
                   f"Driver {t0.get('driver', '?')}, {t0.get('cpu_count', '?')} CPU cores; timings in "
                   f"`results/verification-programs/{folder.name}/` (its README says how they were taken).", "",
                   *_modes_table(programs), "", *_judge_table(loop, wall), "",
-                  _summary(loop, judge, "the loop's own time"), "", _summary(wall, judge, "the process's wall time"), ""]
+                  _summary(loop, judge, "the loop's own time"), "",
+                  _summary(wall, judge, "the process's wall time"), "", _savings_summary(loop, judge), ""]
     return "\n".join(lines)
 
 

@@ -21,6 +21,7 @@ from pathlib import Path
 
 WITHIN = 0.05  # a mode within 5% of as_written measured the same (rounds on one machine differ by about that)
 KEEP = "keep"  # the advice changes nothing: as_written is the mode that applies it
+SAVING_WITHIN = 0.25  # a predicted saving within this share of the measured one is right (issue 88's bound)
 
 # program -> advised strategy (umprof's names) or idiom code (the advice's "idiom": umprof.model.torch_choices' codes,
 # and packing's "packed-copy") -> the mode that applies it, or the measured mode nearest it (a side stream where only
@@ -131,13 +132,14 @@ def idiom_of(program: str, change: str) -> str:
     return f"foreign: {hit[0]}" if hit else "own"
 
 
-def judge_one(program: str, tracer: str, timings: dict, advice: dict | None, key: str) -> dict:
+def judge_one(program: str, tracer: str, timings: dict, advice: dict | None, key: str, whole: bool = True) -> dict:
+    """One advice judged on ``key`` (loop_s or wall_s); ``whole``: its trace holds the whole loop (not shortened)."""
     t = medians(timings, key)
     base = t.get("as_written")
     best_mode = min(t, key=t.get) if t else None
     row = {"program": program, "tracer": tracer, "as_written_s": base, "best_mode": best_mode,
            "best_s": t.get(best_mode), "advised": None, "mode": None, "mode_s": None, "verdict": "no advice",
-           "captured": None, "idiom": "-"}
+           "captured": None, "idiom": "-", "predicted_saving_s": None, "measured_saving_s": None, "saving_error": None}
     if advice is None:
         return row
     k, change = advised_key(advice)
@@ -149,12 +151,26 @@ def judge_one(program: str, tracer: str, timings: dict, advice: dict | None, key
         row["verdict"] = "unmeasured"
         return row
     row["mode_s"] = t[mode]
+    row.update(_savings(advice, base, t[mode], whole))
     ratio = t[mode] / base
     row["verdict"] = "faster" if ratio < 1 - WITHIN else "slower" if ratio > 1 + WITHIN else "within 5%"
     available = base - t[best_mode]
     if available > WITHIN * base:
         row["captured"] = round((base - t[mode]) / available, 3)
     return row
+
+
+def _savings(advice: dict, base: float, mode_s: float, whole: bool) -> dict:
+    """The advised change's saving in seconds as umprof predicted it and as measured, and the prediction's error
+    where a saving was measured (more than WITHIN of as_written) on a trace of the whole loop (``whole``: a shortened
+    trace's prediction is of its part)."""
+    a = loop_advice(advice) or {}
+    if not a.get("saving_s") or advised_key(advice)[0] == KEEP:
+        return {}
+    predicted, measured = a["saving_s"], base - mode_s
+    error = predicted / measured - 1 if whole and measured > WITHIN * base else None
+    return {"predicted_saving_s": round(predicted, 4), "measured_saving_s": round(measured, 4),
+            "saving_error": None if error is None else round(error, 3)}
 
 
 def read_advice(path: Path) -> dict | None:
@@ -165,7 +181,8 @@ def read_advice(path: Path) -> dict | None:
     return doc if isinstance(doc, dict) and "advice" in doc else None
 
 
-def judge(timings_dir: Path, advice_dir: Path, key: str = "loop_s") -> list[dict]:
+def judge(timings_dir: Path, advice_dir: Path, key: str = "loop_s", shortened=()) -> list[dict]:
+    """Every program's advice judged; ``shortened``: the NAME.TRACER of the traces that hold part of the loop."""
     rows = []
     for tf in sorted(Path(timings_dir).glob("*.json")):
         timings = json.loads(tf.read_text())
@@ -176,7 +193,8 @@ def judge(timings_dir: Path, advice_dir: Path, key: str = "loop_s") -> list[dict
         advices = sorted([*Path(advice_dir).glob(f"{program}.*.json"), *Path(advice_dir).glob(f"{program}-rank*.json")])
         for af in advices or [None]:
             tracer = af.name[len(program) + 1:-len(".json")] if af else "-"
-            rows.append(judge_one(program, tracer, timings, read_advice(af) if af else None, key))
+            rows.append(judge_one(program, tracer, timings, read_advice(af) if af else None, key,
+                                  f"{program}.{tracer}" not in shortened))
     return rows
 
 
@@ -186,13 +204,21 @@ def fmt(v, spec=".3f") -> str:
 
 def table(rows: list[dict]) -> str:
     out = [f"{'program':17s} {'tracer':11s} {'advised':20s} {'-> mode':20s} {'as_written':>10s} {'mode s':>7s} "
-           f"{'best (mode)':>28s} {'verdict':11s} {'captured':>8s}  idiom"]
+           f"{'best (mode)':>28s} {'verdict':11s} {'captured':>8s} {'saving s: predicted/measured':>28s}  idiom"]
     for r in rows:
         best = f"{fmt(r['best_s'])} ({r['best_mode']})"
         out.append(f"{r['program']:17s} {r['tracer']:11s} {str(r['advised']):20s} {str(r['mode']):20s} "
                    f"{fmt(r['as_written_s']):>10s} {fmt(r['mode_s']):>7s} {best:>28s} {r['verdict']:11s} "
-                   f"{fmt(r['captured'], '.0%') if r['captured'] is not None else '-':>8s}  {r['idiom']}")
+                   f"{fmt(r['captured'], '.0%') if r['captured'] is not None else '-':>8s} {_saving_words(r):>28s}  "
+                   f"{r['idiom']}")
     return "\n".join(out)
+
+
+def _saving_words(r: dict) -> str:
+    if r.get("predicted_saving_s") is None:
+        return "-"
+    return f"{r['predicted_saving_s']:.3f}/{r['measured_saving_s']:.3f}" + (
+        f" ({r['saving_error']:+.0%})" if r.get("saving_error") is not None else "")
 
 
 def main() -> int:
@@ -200,6 +226,8 @@ def main() -> int:
     p.add_argument("timings", type=Path)
     p.add_argument("advice", type=Path)
     p.add_argument("--json", type=Path)
+    p.add_argument("--shortened", type=Path, help="tests/fixtures/traces/torch/shortened.json: the shortened traces")
+    p.add_argument("--gpu", default="h100", help="the GPU prefix of the fixtures judged (h100, h200)")
     p.add_argument("--time", choices=("loop", "wall"), default="loop",
                    help="the loop's own time (default) or the process's wall time")
     a = p.parse_args()
@@ -207,7 +235,8 @@ def main() -> int:
         if not d.is_dir():
             print(f"judge.py: {d}: expected a folder, got {'a file' if d.exists() else 'nothing'}", file=sys.stderr)
             return 2
-    rows = judge(a.timings, a.advice, f"{a.time}_s")
+    shortened = json.loads(a.shortened.read_text()).get(a.gpu, {}) if a.shortened else {}
+    rows = judge(a.timings, a.advice, f"{a.time}_s", shortened)
     print(table(rows))
     if a.json:
         a.json.write_text(json.dumps(rows, indent=1) + "\n")

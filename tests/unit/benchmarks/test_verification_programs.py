@@ -50,6 +50,18 @@ def test_an_idiom_code_wins_over_the_strategy_and_keep_maps_to_as_written():
                                                                                   "within 5%", 0.0)
 
 
+def test_a_predicted_saving_is_compared_with_the_measured_one_on_a_whole_trace_only():
+    judge = load_script("benchmarks/verification/judge.py")
+    t = _timings({"as_written": 1.3, "pinned_prealloc": 0.43, "two_streams": 0.40})
+    row = judge.judge_one("infer_service", "nsys", t, _advice("pinned", "pin it", saving=0.75), "loop_s")
+    assert (row["predicted_saving_s"], row["measured_saving_s"]) == (0.75, pytest.approx(0.87))
+    assert row["saving_error"] == pytest.approx(0.75 / 0.87 - 1, abs=1e-3)
+    part = judge.judge_one("infer_service", "nsys", t, _advice("pinned", "pin it", saving=0.1), "loop_s", whole=False)
+    assert part["predicted_saving_s"] == 0.1 and part["saving_error"] is None  # a shortened trace: its part's saving
+    kept = judge.judge_one("infer_service", "nsys", t, _advice("pageable", "", saving=0.0), "loop_s")
+    assert kept["predicted_saving_s"] is None and kept["saving_error"] is None
+
+
 def test_a_slower_advice_an_unmeasured_one_and_no_advice_are_told_apart():
     judge = load_script("benchmarks/verification/judge.py")
     t = _timings({"as_written": 0.33, "prefetch": 0.21, "registered": 0.73}, "managed_loop")

@@ -55,14 +55,16 @@ def test_copies_the_host_does_not_wait_on_or_large_ones_are_not_packed():
     assert _runs(["copy"] * 10 + ["async"] + ["copy"] * 10) == []
 
 
-def test_packing_saves_the_host_time_less_one_copy_and_bands_it_by_the_tracers_share():
+def test_packing_saves_the_host_time_less_one_copy_banded_from_the_copies_own_to_the_runs_span():
     (app,) = applications(_tables(["copy"] * 32))
     cal = api.calibration_for(gpu="H100")[0]
     (p,) = packing.packing(app, cal)
     assert p.copies == 32 and p.runs == 1 and p.run_bytes == 32 * 4096
     assert p.removed_s == pytest.approx(32 * 12e-6)  # call start to the synchronisation's end
-    assert p.high_s == pytest.approx(p.removed_s - p.packed_s)
-    assert p.low_s == pytest.approx(p.high_s - 64 * th.TRACED_CALL_S)  # two calls a copy: the copy and its wait
+    assert p.span_s == pytest.approx(31 * 20e-6 + 12e-6)  # the first call's start to the last wait's end
+    assert p.high_s == pytest.approx(p.span_s - p.packed_s)  # with the host's work between the copies
+    # the copies' own time, less what the tracer added: two calls a copy, the copy and its wait
+    assert p.low_s == pytest.approx(p.removed_s - 64 * th.TRACED_CALL_S - p.packed_s)
     assert p.low_s < p.saving_s < p.high_s
 
 

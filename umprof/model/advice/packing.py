@@ -4,12 +4,13 @@ same bytes packed into one page-locked buffer cross in one copy.
 
 The copies it packs: a run of at least MANY_COPIES copies of SMALL_COPY bytes or less, one direction, one host
 thread, no kernel issued between them, each one the host waited on (a synchronous copy, or one its thread
-synchronised on next). The time it removes is the host's, as traced: each copy's call start to the end of the wait
-on it. What it costs instead: one copy of the run's bytes from pinned memory, as the calibration prices it. The
-band: its high end the traced time, its low end that less what the tracer added to each call (TRACED_CALL_S); the
-saving said is their middle (the framework's own work for each copy, outside its CUDA calls, which packing removes
-too, is not in the trace). It is advised only where the band's low end is above NOISE of the time the ways price
-(``result.priced_s``)."""
+synchronised on next). The time it removes is the host's, as traced: at least each copy's call start to the end of
+the wait on it, at most the run's whole span, first call to last wait (between the copies the host does the
+framework's own work for each, a tensor made and checked, a Python loop's step, which packing removes too, and may do
+work of its own, which it does not: the trace cannot tell them apart). What it costs instead: one copy of the run's
+bytes from pinned memory, as the calibration prices it. The band: its low end the copies' own time less what the
+tracer added to each call (TRACED_CALL_S), its high end the runs' spans; the saving said is their middle. It is
+advised only where the band's low end is above NOISE of the time the ways price (``result.priced_s``)."""
 
 from __future__ import annotations
 
@@ -38,7 +39,8 @@ class Packing(NamedTuple):
     largest_run: int  # copies in the longest run
     largest_bytes: int  # the largest copy among them
     run_bytes: int  # the bytes of the longest run: one packed copy's size
-    removed_s: float  # the host's time in them, as traced
+    removed_s: float  # the host's time in their calls and waits, as traced
+    span_s: float  # the runs' spans, each its first call's start to its last wait's end
     packed_s: float  # one copy a run instead
     low_s: float
     high_s: float
@@ -84,13 +86,15 @@ def packing(app: Application, cal: Calibration) -> list[Packing]:
         per_run = d.groupby("run")["bytes"].sum()
         packed = float(sum(cal.curve("pinned", direction)(float(b)) for b in per_run))
         removed = float(host_s.sum())
-        high = removed - packed
+        runs = d.groupby("run")
+        span = float((runs["waited_end"].max() - runs["call_start"].min()).sum() / 1e9)
+        high = span - packed
         low = removed - float(calls.sum()) * th.TRACED_CALL_S - packed
         if high <= 0:
             continue
         counts = d["run"].value_counts()
         out.append(Packing(str(direction), int(len(counts)), int(len(d)), int(counts.max()), int(d["bytes"].max()),
-                           int(per_run.loc[counts.idxmax()]), removed, packed, low, high))
+                           int(per_run.loc[counts.idxmax()]), removed, span, packed, low, high))
     return sorted(out, key=lambda p: -p.saving_s)
 
 
@@ -115,8 +119,10 @@ def add_packing(app: Application, cal: Calibration, out: AppAdvice) -> None:
     line = lines[found.index(best)]
     chosen = dataclasses.replace(line, flow="loop", now_s=loop.now_s, predicted_s=loop.now_s - line.saving_s)
     explain.advise_instead(app, out, chosen, Limit(
-        "packing-host-time", f"packing removes the host's time in the copies it packs (their calls and its waits on "
-                             f"them, {format_time(best.removed_s)}), which their transfers' own time does not count"))
+        "packing-host-time", f"packing removes the host's time in the runs of copies it packs: their calls and its "
+                             f"waits on them ({format_time(best.removed_s)}), which their transfers' own time does not "
+                             f"count, and at most the host's work between them ({format_time(best.span_s)} from each "
+                             "run's first call to its last wait, all told)"))
 
 
 def _advice(p: Packing, now_s: float, framework: str) -> Advice:
@@ -126,8 +132,9 @@ def _advice(p: Packing, now_s: float, framework: str) -> Advice:
     change = frameworks.change_for(framework, "packed", {"count": count, "d2h": p.direction == "d2h"})
     label = f"{p.direction} {p.copies} copies of {format_size(p.largest_bytes)} or less in {p.runs} " \
             f"run{'s' if p.runs > 1 else ''}"
-    saving = min(p.saving_s, now_s, p.removed_s)
-    note = (f"each copy's call and the host's wait on it take {format_time(p.removed_s / p.copies)} as traced; one "
-            f"copy of a run's {format_size(p.run_bytes)} from pinned memory: {format_time(p.packed_s / p.runs)}")
-    return Advice(label, "pinned", change, p.removed_s, p.removed_s - saving, saving, note=note,
+    saving = min(p.saving_s, now_s, p.span_s)
+    note = (f"each copy's call and the host's wait on it take {format_time(p.removed_s / p.copies)} as traced, "
+            f"{format_time(p.span_s / p.copies)} with the host's work between them; one copy of a run's "
+            f"{format_size(p.run_bytes)} from pinned memory: {format_time(p.packed_s / p.runs)}")
+    return Advice(label, "pinned", change, p.span_s, p.span_s - saving, saving, note=note,
                   saving_low_s=max(0.0, min(p.low_s, saving)), saving_high_s=min(p.high_s, now_s), idiom=IDIOM)
