@@ -84,7 +84,7 @@ def advise(app: Application, cal: Calibration, source: str = "", wall_s: float |
     if r.workload is None:
         return _nothing_to_price(app, r, out)
     out.mapping, out.workload, out.excluded = r.how, r.workload, r.excluded
-    tracer = tracing.overhead(app, traced_s, wall_s)
+    tracer = tracing.overhead(app, traced_s, wall_s, tracing.recorded_ops(app, ranges))
     out.traced_s, out.tracing_overhead_s, out.overhead_from = traced_s, tracer.seconds, tracer.basis
     out.limits += tracer.limits
     now_s = traced_s - tracer.seconds  # the time now, untraced: every saving is priced against it

@@ -37,6 +37,11 @@ TRACED_GPU_FAULT_SHARE = 0.75
 # what nsys adds to each CUDA call it traces: a loop of 61,440 copies of 16 KiB took 15 µs a copy as traced,
 # where the saving measured untraced says about 12 (H100, 2026-11-25; rules.pageable_copies)
 TRACED_CALL_S = 3e-6
+# what torch.profiler adds to the host for each operator or annotation it records (a trace's cpu_op and
+# user_annotation events, nested ones each counted): a host-bound PyTorch training step of 395 recorded operators and
+# 164 CUDA calls took 4.64 ms traced against about 3.2 ms untraced (H100, 2026-12-06), 2.4 µs an operator once its
+# calls are priced at TRACED_CALL_S; benchmarks/profiler_overhead.py measures it on loops of known counts
+TRACED_OP_S = 2e-6
 # the most of a loop's traced time that is taken as the tracing's own: an estimate beyond it is not trusted
 TRACED_MOST = 0.5
 # how near an iteration's bytes out must be to its bytes in (a share of the larger) for a loop whose host does not
