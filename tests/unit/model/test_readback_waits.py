@@ -1,5 +1,5 @@
 """Small read-backs the host waits on (umprof.model.advice.readback_waits): which copies they are, what not waiting
-on them saves (the GPU's idle time after each, no more than its work until the next), and for which programs."""
+on them saves (the host's wait on each, no more than the GPU's idle time in its step), and for which programs."""
 
 
 import pytest
@@ -36,18 +36,30 @@ def _waits(*args, **kwargs):
     return app, rw.readback_waits(app)
 
 
-def test_the_saving_is_the_gpus_work_where_the_host_takes_longer_between_steps():
-    # 100 µs of the host's own work a step against 20 µs of kernel: running ahead, the host hides the GPU's 21 µs
+def test_the_saving_is_the_hosts_wait_where_the_host_takes_longer_between_steps():
+    # 100 µs of the host's own work a step against 20 µs of kernel: running ahead, the host no longer waits its 21 µs
+    # (the copy's call at 5 µs to the synchronisation's end at 26, the GPU busy throughout), and the GPU's work
+    # hides behind the host's own
     app, w = _waits(40, kernel_us=20, host_us=100)
     assert w.count == 40
-    assert w.high_s == pytest.approx(39 * 21e-6, rel=0.05)  # the last read-back has no step after it
+    assert w.wait_s == pytest.approx(40 * 21e-6)
+    assert w.high_s == pytest.approx(40 * 21e-6, rel=0.05)
 
 
-def test_the_saving_is_the_hosts_gap_where_the_gpu_takes_longer():
+def test_a_wait_the_gpu_sat_idle_through_or_spent_in_a_collective_saves_nothing():
+    tables = _tables(40, kernel_us=20, host_us=100)
+    tables.kernels["name"] = "ncclDevKernel_AllReduce_Sum_f32_RING_LL"  # each step's kernel a collective
+    (app,) = applications(tables)
+    w = rw.readback_waits(app)
+    # only the copy's own microsecond and its return to the host's synchronisation, 1 µs later
+    assert w is None or w.high_s == pytest.approx(40 * 2e-6, rel=0.1)
+
+
+def test_the_saving_is_the_gpus_idle_time_where_the_gpu_takes_longer():
     app, w = _waits(40, kernel_us=500, host_us=30)
-    gap = 30 + 4  # the host's work, then the launch's 4 µs to the kernel's start
-    assert w.high_s == pytest.approx(39 * gap * 1e-6, rel=0.1)
-    assert w.low_s < w.high_s  # the tracer's own time in the launch taken off
+    gap = 30 + 4  # the host's work, then the launch's 4 µs to the kernel's start: less than its 501 µs wait
+    assert w.high_s == pytest.approx(40 * gap * 1e-6, rel=0.1)
+    assert w.low_s < w.high_s  # the tracer's own time in the step's calls taken off
 
 
 def test_few_unwaited_or_large_read_backs_are_not_priced():
