@@ -168,9 +168,12 @@ def loop_s(app: Application) -> float:
 
 def first_setup_s(loop: Loop | None) -> float:
     """The first iteration's time beyond a steady one's, less what the GPU did beyond a steady iteration's work: the
-    setup it carries (CUDA's and its libraries' first use, its data made or loaded). Nothing without a loop."""
+    setup it carries (CUDA's and its libraries' first use, its data made or loaded). Nothing without a loop; the
+    loop of copies before it where it has one (its ``lead``, whose first iteration is the run's first)."""
     if loop is None:
         return 0.0
+    if loop.lead is not None:
+        return first_setup_s(loop.lead)
     gpu_more = max(0.0, loop.first.get("busy_s", 0.0) - loop.per_iteration.get("busy_s", 0.0))
     return max(0.0, loop.first["wall_s"] - loop.steady_s - gpu_more)
 
