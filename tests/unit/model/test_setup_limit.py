@@ -11,12 +11,16 @@ from umprof.model.advice import explain, result
 from umprof.model.advice import thresholds as th
 
 
+def _loop(first_s: float, steady_s: float, first_busy: float, steady_busy: float, iterations: int = 10, lead=None):
+    span = (0, int((first_s + steady_s * (iterations - 1)) * 1e9))
+    return SimpleNamespace(first_s=first_s, steady_s=steady_s, first={"busy_s": first_busy, "wall_s": first_s},
+                           per_iteration={"busy_s": steady_busy}, iterations=iterations, span=span, lead=lead)
+
+
 def _app(first_s: float, steady_s: float, first_busy: float, steady_busy: float, iterations: int = 10):
     """An application whose loop has these times (the rest of it unused by first_setup_s)."""
-    span = (0, int((first_s + steady_s * (iterations - 1)) * 1e9))
-    loop = SimpleNamespace(first_s=first_s, steady_s=steady_s, first={"busy_s": first_busy, "wall_s": first_s},
-                           per_iteration={"busy_s": steady_busy}, iterations=iterations, span=span)
-    return SimpleNamespace(loop=loop, wall_s=span[1] / 1e9)
+    loop = _loop(first_s, steady_s, first_busy, steady_busy, iterations)
+    return SimpleNamespace(loop=loop, wall_s=loop.span[1] / 1e9)
 
 
 def test_setup_is_the_first_iterations_time_beyond_a_steady_one_less_its_extra_gpu_work():
@@ -25,6 +29,12 @@ def test_setup_is_the_first_iterations_time_beyond_a_steady_one_less_its_extra_g
     assert result.first_setup_s(_app(2.0, 0.1, 1.05, 0.05).loop) == pytest.approx(0.9)
     assert result.first_setup_s(_app(0.05, 0.1, 0.05, 0.05).loop) == 0.0  # a first iteration faster than a steady one
     assert result.first_setup_s(None) == 0.0
+
+
+def test_a_loop_with_a_lead_loop_before_it_has_the_setup_of_the_leads_first_iteration():
+    # the run's first iteration is the lead's (its setup, 2 s); the loop's own first iteration follows it, steady
+    lead = _loop(2.0, 0.1, 0.05, 0.05, iterations=30)
+    assert result.first_setup_s(_loop(0.1, 0.1, 0.05, 0.05, lead=lead)) == pytest.approx(1.9)
 
 
 def test_setup_is_said_only_past_its_share_of_the_loop_in_the_tracers_terms():
