@@ -59,4 +59,5 @@ def _as_advice(c: torch_choices.TorchChoice, now_s: float) -> Advice:
     saving = min(c.saving_s, now_s)
     return Advice("loop", STRATEGY_OF.get(c.code, c.code), c.idiom, now_s, now_s - saving, saving,
                   note=c.why if c.conditional else "", saving_low_s=min(c.low_s, saving),
-                  saving_high_s=min(c.high_s, now_s), idiom=c.code, conditional=c.conditional)
+                  saving_high_s=min(c.high_s, now_s), idiom=c.code, conditional=c.conditional,
+                  weighed_s=c.low_s, must_clear=th.SAVING_ERROR)

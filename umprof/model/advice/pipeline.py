@@ -22,9 +22,9 @@ from umprof.model.advice.bounds import Bounds, bound_limit, bounded_saving, boun
 from umprof.model.advice.changes import change_text, framework_of, is_python
 from umprof.model.advice.flows import flow_advice
 from umprof.model.advice.framework_choices import add_pytorch_choices
-from umprof.model.advice.packing import IDIOM, add_packing
+from umprof.model.advice.packing import add_packing
 from umprof.model.advice.read import Reading, choose_reading
-from umprof.model.advice.readback_waits import IDIOM as READBACK_IDIOM, add_readback_waits
+from umprof.model.advice.readback_waits import add_readback_waits
 from umprof.model.advice.workload import IN_PLACE
 from umprof.model.advice.result import Advice, AppAdvice, Limit, band, loop_s, priced_s
 from umprof.model.advice.rules import (Adjustment, allocation, allocations_beyond, carried, gpu_faults, host_faults,
@@ -108,15 +108,12 @@ def advise(app: Application, cal: Calibration, source: str = "", wall_s: float |
 
 
 def _advised_for_setup(out: AppAdvice, now_s: float) -> bool:
-    """Whether the loop's change is advised only because its error is a share of the time the ways price: on the
-    whole loop's time now, its saving (or, for packing, read-backs not waited on and a framework's choice, its band's
-    low end) would not clear the threshold it cleared (NOISE for the two priced from traced time)."""
+    """Whether the loop's change is advised only because its error is a share of the time the ways price: the figure
+    of its saving that was weighed would not clear its share of the whole loop's time now."""
     loop = out.loop_advice
     if loop is None or loop.saving_s <= 0 or out.priced_s >= now_s:
         return False
-    if loop.idiom in (IDIOM, READBACK_IDIOM):
-        return loop.saving_low_s <= th.NOISE * now_s
-    return (loop.saving_low_s if loop.idiom else loop.saving_s) <= th.SAVING_ERROR * now_s
+    return loop.weighed_s <= loop.must_clear * now_s
 
 
 def setup_priced_s(app: Application, base: Prediction) -> float:
@@ -260,7 +257,8 @@ def _explain(app: Application, cal: Calibration, r: Reading, a: Adjusted, c: Cho
     rules, w, base = a.rules, r.workload, r.base
     low, high = band(c.saving, out.priced_s, a.bounds.removable[c.pick.strategy])
     out.advice.append(Advice("loop", c.pick.strategy, _change(app, r, a, c, out.framework), now_s, now_s - c.saving,
-                             c.saving, tie=len(c.tied) > 1, note=c.note, saving_low_s=low, saving_high_s=high))
+                             c.saving, tie=len(c.tied) > 1, note=c.note, saving_low_s=low, saving_high_s=high,
+                             weighed_s=c.saving, must_clear=th.SAVING_ERROR))
     out.advice += flow_advice(app, cal, out.framework, out.priced_s)
     keeping = [p.strategy for p in a.ranked if host_faults.keeps_stalls(p.strategy)]
     stall_s, gpu_s = rules["host_faults"].seconds, rules["gpu_faults"].seconds

@@ -138,4 +138,5 @@ def _advice(w: ReadbackWaits, now_s: float, framework: str) -> Advice:
             f"{format_time(w.idle_s / w.count)} a step, on average as traced")
     return Advice(f"d2h {w.count} waited read-backs of {format_size(w.largest_bytes)} or less", "pinned", change,
                   now_s, now_s - saving, saving, note=note, saving_low_s=max(0.0, min(w.low_s, saving)),
-                  saving_high_s=min(w.high_s, now_s), idiom=IDIOM, conditional=True)
+                  saving_high_s=min(w.high_s, now_s), idiom=IDIOM, conditional=True, weighed_s=w.low_s,
+                  must_clear=th.NOISE)

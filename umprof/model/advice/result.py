@@ -52,6 +52,10 @@ class Advice:
     saving_high_s: float = 0.0
     idiom: str = ""  # the framework's own choice this change is (torch_choices' code: 'pinned-out'), '' for a way's
     conditional: bool = False  # the saving holds only where ``note`` says
+    # what made it advisable: the figure of its saving that was weighed (the saving, or its band's low end) and the
+    # share of the time the ways price it had to exceed (thresholds.SAVING_ERROR or NOISE); 0 where none was weighed
+    weighed_s: float = 0.0
+    must_clear: float = 0.0
 
     def to_dict(self) -> dict:
         return {"flow": self.flow, "strategy": self.strategy, "change": self.change, "now_s": self.now_s,
