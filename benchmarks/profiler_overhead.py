@@ -11,8 +11,8 @@ Three loops of ``--steps`` steps, ``--ops`` operators a step:
               the loop)
   gpu_bound   the same, behind one large matrix product a step that keeps the GPU busier than the host: what the
               tracer adds to the host is hidden
-Each loop is run ``--reps`` times untraced and traced, alternately, after a warm-up of each; the figure is the
-median's difference over the trace's own counts (``cpu_op`` and ``cuda_runtime`` events): host_ops gives the
+Each loop is run ``--reps`` times untraced and traced (timed inside the profiler's context, without its start and
+stop), alternately, after a warm-up of each; the figure is the median's difference over the trace's own counts (``cpu_op`` and ``cuda_runtime`` events): host_ops gives the
 seconds an operator adds, cuda_ops less that the seconds a traced CUDA call adds, gpu_bound the share of the
 expected overhead that reached the loop's time. Every traced run's checksum must equal the untraced one's.
 """
@@ -56,14 +56,16 @@ def _timed(run, torch) -> tuple[float, float]:
 
 
 def _traced(run, torch, path: str) -> tuple[float, float]:
+    """The loop timed inside the profiler's context: its start and stop (CUPTI's set-up, the events' collection) are
+    the tracer's fixed cost, not what it adds to the loop."""
     from torch.profiler import ProfilerActivity, profile
 
-    torch.cuda.synchronize()
-    start = time.perf_counter()
     with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        torch.cuda.synchronize()
+        start = time.perf_counter()
         checksum = run()
         torch.cuda.synchronize()
-    seconds = time.perf_counter() - start
+        seconds = time.perf_counter() - start
     prof.export_chrome_trace(path)
     return seconds, checksum
 

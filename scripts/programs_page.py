@@ -143,7 +143,7 @@ def page() -> str:
         if not programs:
             continue
         t0 = programs[0]
-        dates = sorted({d[:10] for t in programs for d in t.get("dates", [])})
+        dates = sorted({d[:10] for t in programs for d in (t.get("dates") or [t.get("date", "")]) if d})
         lines += [f"## {t0['gpu']}, {', '.join(dates)}", "",
                   f"Driver {t0.get('driver', '?')}, {t0.get('cpu_count', '?')} CPU cores; timings in "
                   f"`results/verification-programs/{folder.name}/` (its README says how they were taken).", "",

@@ -1,10 +1,11 @@
 """Advise every verification program's traces of its as_written mode, for judge.py.
 
-    python3 advise_traces.py TRACES_DIR OUT_DIR
+    python3 advise_traces.py TRACES_DIR OUT_DIR [GPU]
 
 TRACES_DIR holds ``GPU-NAME.sqlite[.gz|.xz]`` (nsys) and ``GPU-NAME.json[.gz|.xz]`` (torch.profiler) traces, a job's
 ranks as ``GPU-NAME-rankN``; OUT_DIR gets ``NAME.TRACER.json`` (the advice as ``umprof advise --json`` writes it,
-or umprof's one-line error) and ``NAME.TRACER.txt`` (the terminal's view), as judge.py reads them.
+or umprof's one-line error) and ``NAME.TRACER.txt`` (the terminal's view), as judge.py reads them. GPU (h100, h200):
+only the traces of that prefix, where the folder holds several GPUs' (the names in OUT_DIR leave the prefix out).
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from umprof import api
 from umprof.core.errors import UsageError
 from umprof.views.advice import print_advice
 
-TRACE = re.compile(r"^[a-z0-9]+-(?P<name>.+?)(?P<rank>-rank\d+)?\.(?P<kind>sqlite|json)(?:\.(?:gz|xz))?$")
+TRACE = re.compile(r"^(?P<gpu>[a-z0-9]+)-(?P<name>.+?)(?P<rank>-rank\d+)?\.(?P<kind>sqlite|json)(?:\.(?:gz|xz))?$")
 
 
 def plain(path: Path, scratch: Path) -> Path:
@@ -41,12 +42,13 @@ def plain(path: Path, scratch: Path) -> Path:
 
 def main() -> int:
     traces, out = Path(sys.argv[1]), Path(sys.argv[2])
+    gpu = sys.argv[3] if len(sys.argv) > 3 else None
     out.mkdir(parents=True, exist_ok=True)
     scratch = Path(tempfile.mkdtemp(prefix="umprof-judge-"))
     try:
         for p in sorted(traces.iterdir()):
             m = TRACE.match(p.name)
-            if not m:
+            if not m or (gpu and m["gpu"] != gpu):
                 continue
             stem = f"{m['name']}{m['rank'] or ''}.{'nsys' if m['kind'] == 'sqlite' else 'kineto'}"
             try:
