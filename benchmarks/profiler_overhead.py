@@ -12,9 +12,10 @@ Three loops of ``--steps`` steps, ``--ops`` operators a step:
   gpu_bound   the same, behind one large matrix product a step that keeps the GPU busier than the host: what the
               tracer adds to the host is hidden
 Each loop is run ``--reps`` times untraced and traced (timed inside the profiler's context, without its start and
-stop), alternately, after a warm-up of each; the figure is the median's difference over the trace's own counts (``cpu_op`` and ``cuda_runtime`` events): host_ops gives the
-seconds an operator adds, cuda_ops less that the seconds a traced CUDA call adds, gpu_bound the share of the
-expected overhead that reached the loop's time. Every traced run's checksum must equal the untraced one's.
+stop), alternately, after a warm-up of each; the figure is the median's difference over the trace's own counts
+(``cpu_op`` and ``cuda_runtime`` events): host_ops gives the seconds an operator adds, cuda_ops less that the
+seconds a traced CUDA call adds, gpu_bound the share of the expected overhead that reached the loop's time. Every
+traced run's checksum must equal the untraced one's.
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
 """The tracing's own overhead is taken out of the time now before any saving is priced: estimated from the trace's
 fault records and calls, or measured against the program's untraced wall time (``wall_s``)."""
 
+import pandas as pd
 import pytest
 
 from tests.unit.model import traced
@@ -42,3 +43,38 @@ def test_the_python_api_takes_the_untraced_wall_time():
 
     (adv,) = api.advise(traced.path("managed_loop"), wall_s=0.71)
     assert adv.overhead_from == "wall" and adv.loop_advice.now_s <= 0.71 + 1e-9
+
+
+def test_a_torch_profiler_trace_counts_the_operators_it_recorded_in_the_loop():
+    """A program reading a result back each step, traced by torch.profiler on an H200: its loop's recorded operators,
+    each priced TRACED_OP_S on top of its CUDA calls; none in another process, outside the loop, or in NVTX ranges."""
+    from umprof.model.advice.rules import tracing
+
+    from umprof.nsight.trace_db import open_trace
+
+    (adv,) = traced.torch_advice(traced.TORCH / "h200-readback.json.gz")
+    tables = open_trace(traced.TORCH / "h200-readback.json.gz")
+    ops = tracing.recorded_ops(adv.app, tables.ranges)
+    assert ops > 100
+    assert ops <= int(tables.ranges["kind"].isin(("cpu_op", "user_annotation")).sum())
+    assert "operators recorded" in tracing._estimate_s(adv.app, ops)[2]
+    assert tracing.recorded_ops(adv.app, None) == 0
+    lo, hi = adv.app.loop.span
+    mine, other = adv.app.pid, adv.app.pid + 1
+    made = pd.DataFrame({"start": [lo, lo, lo, lo, hi + 1], "end": [hi, hi, hi, hi, hi + 2],
+                         "pid": [mine, mine, mine, other, mine], "tid": 1, "name": "x",
+                         "kind": ["cpu_op", "user_annotation", "gpu_user_annotation", "cpu_op", "cpu_op"]})
+    assert tracing.recorded_ops(adv.app, made) == 2  # its process's operators and annotations in its loop only
+    assert tracing.recorded_ops(adv.app, made.drop(columns="kind")) == 0  # NVTX ranges: no profiler's operators
+
+
+def test_an_estimated_overhead_is_never_more_than_the_loops_gpu_idle_time():
+    from types import SimpleNamespace
+
+    from umprof.model.advice.rules import tracing
+
+    loop = SimpleNamespace(first={"busy_s": 0.5}, per_iteration={"busy_s": 0.1}, iterations=10)
+    app = SimpleNamespace(loop=loop)
+    assert tracing._gpu_idle_s(app, 2.0) == pytest.approx(2.0 - 0.5 - 0.9)
+    assert tracing._gpu_idle_s(app, 1.0) == 0.0  # a loop its GPU kept busy throughout: no tracer time to take out
+    assert tracing._gpu_idle_s(SimpleNamespace(loop=None), 3.0) == 3.0

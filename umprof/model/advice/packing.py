@@ -136,6 +136,6 @@ def _advice(p: Packing, now_s: float, framework: str) -> Advice:
     note = (f"each copy's call and the host's wait on it take {format_time(p.removed_s / p.copies)} as traced, "
             f"{format_time(p.span_s / p.copies)} with the host's work between them; one copy of a run's "
             f"{format_size(p.run_bytes)} from pinned memory: {format_time(p.packed_s / p.runs)}")
-    return Advice(label, "pinned", change, p.span_s, p.span_s - saving, saving, note=note, weighed_s=p.low_s,
-                  must_clear=th.NOISE,
-                  saving_low_s=max(0.0, min(p.low_s, saving)), saving_high_s=min(p.high_s, now_s), idiom=IDIOM)
+    return Advice(label, "pinned", change, p.span_s, p.span_s - saving, saving, note=note,
+                  saving_low_s=max(0.0, min(p.low_s, saving)), saving_high_s=min(p.high_s, now_s), idiom=IDIOM,
+                  weighed_s=p.low_s, must_clear=th.NOISE)

@@ -12,9 +12,10 @@ H + W - max(H, G), which is min(W, the step's time less G): the host's wait, but
 the step. Of the wait, the GPU's idle time before the read-back's copy ends does not count: where the GPU sat idle
 too, both waited on something else (another stream's event, another process or rank), which not waiting does not
 remove. The band: its high end that sum as traced, its low end with what the tracer added to each call taken off
-the wait's calls and the step's (TRACED_CALL_S). It is conditional: the trace cannot show whether the host needs each value before it issues the
-next step's work (a stopping test, a branch on it), where the wait is the program's own. It is advised only where
-the band's low end is above NOISE of the time the ways price (``result.priced_s``)."""
+the wait's calls and the step's (TRACED_CALL_S). It is conditional: the trace cannot show whether the host needs
+each value before it issues the next step's work (a stopping test, a branch on it), where the wait is the program's
+own. It is advised only where the band's low end is above NOISE of the time the ways price
+(``result.priced_s``)."""
 
 from __future__ import annotations
 
@@ -90,7 +91,7 @@ def readback_waits(app: Application) -> ReadbackWaits | None:
     copied = np.maximum(np.minimum(back, waited_end), called)
     idle_in_wait = (copied - called) - (covered(worked_u, copied) - covered(worked_u, called))
     worked = np.maximum(wait - idle_in_wait / 1e9, 0.0)
-    waits_calls = 1 + (r["waited_end"].to_numpy(np.int64) > r["call_end"].to_numpy(np.int64))  # the wait a call too
+    waits_calls = 1 + (waited_end > r["call_end"].to_numpy(np.int64))  # the wait a call of its own too
     issued = np.sort(work[:, 2])
     step_calls = np.searchsorted(issued, back, side="right") - np.searchsorted(issued, before, side="right")
     high = float(np.minimum(worked, idle).sum())
