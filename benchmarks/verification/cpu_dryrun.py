@@ -25,7 +25,7 @@ SMALL = {
     "infer_service.py": (("as_written", "pinned_prealloc", "two_streams"), ["--requests", "7", "--height", "16"]),
     "offload_weights.py": (("as_written", "pinned_once", "pinned_side_stream"),
                            ["--requests", "3", "--layers", "5", "--dim", "64"]),
-    "pin_per_call.py": (("as_written", "pageable", "pinned_once"), ["--batches", "5", "--rows", "8"]),
+    "pin_per_call.py": (("as_written", "pageable", "pinned_once", "on_gpu"), ["--batches", "5", "--rows", "8"]),
     "small_copies.py": (("as_written", "pinned_each", "packed"), ["--steps", "5", "--layers", "4"]),
     "resident.py": (("as_written", "pinned_readback"), ["--steps", "5", "--batch", "64"]),
     "readback.py": (("as_written", "pageable_prealloc", "pinned_prealloc"), ["--steps", "4", "--mib", "1", "--work", "2"]),

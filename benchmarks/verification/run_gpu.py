@@ -50,7 +50,7 @@ PROGRAMS = {
                                                       "dataset_on_gpu"]),
     "infer_service": ("torch", "infer_service.py", [], ["as_written", "pinned_prealloc", "two_streams"]),
     "offload_weights": ("torch", "offload_weights.py", [], ["as_written", "pinned_once", "pinned_side_stream"]),
-    "pin_per_call": ("torch", "pin_per_call.py", [], ["as_written", "pageable", "pinned_once"]),
+    "pin_per_call": ("torch", "pin_per_call.py", [], ["as_written", "pageable", "pinned_once", "on_gpu"]),
     "small_copies": ("torch", "small_copies.py", [], ["as_written", "pinned_each", "packed"]),
     "resident": ("torch", "resident.py", [], ["as_written", "pinned_readback"]),
     "readback": ("torch", "readback.py", [], ["as_written", "pageable_prealloc", "pinned_prealloc"]),
