@@ -82,7 +82,7 @@ MODES = {
                        "dataloader-unpinned": "unpinned", "dataloader-pin-thread": "unpinned"},
     "pycuda_frames": {KEEP: "as_written", "pageable": "as_written", "pinned": "pinned",
                       "pageable-registered": "pinned", "pageable-staged": "pinned_async",
-                      "pinned-pipelined": "pinned_async"},
+                      "pinned-pipelined": "pinned_async", "mapped": "mapped", "zero-copy": "mapped"},
 }
 FRAMEWORK = {"cupy_batches": "cupy", "managed_loop": "cuda", "batch_loop": "cuda",
              "pycuda_frames": "pycuda"}  # else pytorch

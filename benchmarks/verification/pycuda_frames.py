@@ -15,6 +15,10 @@ Modes (the same frames, the same results, the same checksum):
                 frame i made in buffer i % 2 and sent with ``memcpy_htod_async`` on stream i % 2, its kernel and
                 ``memcpy_dtoh_async`` on the same stream; the host waits on that stream only before it reuses the
                 buffers (reading frame i - 2's result while the GPU works on frame i - 1)
+  mapped        one input and one result numpy array, allocated once and page-locked in place, mapped
+                (cuda-bindings' ``cuMemHostRegister`` with ``CU_MEMHOSTREGISTER_DEVICEMAP``): the kernel reads each
+                frame and writes its result across the link through their device pointers
+                (``cuMemHostGetDevicePointer``), no copies; the host reads the result once the context is synchronised
 Prints one JSON line: program, mode, loop_s, checksum.
 """
 
@@ -28,7 +32,7 @@ import pycuda.autoinit  # noqa: F401 (creates the context)
 import pycuda.driver as cuda
 from pycuda.compiler import SourceModule
 
-MODES = ("as_written", "pinned", "pinned_async")
+MODES = ("as_written", "pinned", "pinned_async", "mapped")
 SAMPLE = 4096  # every SAMPLE-th value of each result is kept and checked against numpy
 KERNEL = SourceModule("""
 __global__ void tone(const float *x, float *y, unsigned long long n) {
@@ -100,6 +104,41 @@ def pinned_async(base, frames, read):
         read(i, h_out[i % 2])
 
 
+def page_aligned(n: int) -> np.ndarray:
+    """n float32 of pageable memory starting on a page (as a malloc'd buffer this large does)."""
+    raw = np.empty(n * 4 + 4096, np.uint8)
+    start = -raw.ctypes.data % 4096
+    return raw[start:start + n * 4].view(np.float32)
+
+
+def _ok(result, call: str):
+    """A cuda-bindings ``(err, *values)`` result's value, or exit naming the call that failed."""
+    err, *values = result if isinstance(result, tuple) else (result,)
+    if int(err) != 0:
+        sys.exit(f"pycuda_frames: {call} failed: {getattr(err, 'name', err)}")
+    return values[0] if values else None
+
+
+def mapped(base, frames, read):
+    from cuda.bindings import driver as cu
+
+    n = base.size
+    h_in, h_out = page_aligned(n), page_aligned(n)
+    ptrs = []
+    for h in (h_in, h_out):
+        _ok(cu.cuMemHostRegister(h.ctypes.data, h.nbytes, cu.CU_MEMHOSTREGISTER_DEVICEMAP), "cuMemHostRegister")
+        ptrs.append(np.intp(int(_ok(cu.cuMemHostGetDevicePointer(h.ctypes.data, 0), "cuMemHostGetDevicePointer"))))
+    try:
+        for i in range(frames):
+            make_frame(base, i, h_in)
+            launch(ptrs[0], ptrs[1], n)
+            cuda.Context.synchronize()  # the kernel has written the result in host memory
+            read(i, h_out)
+    finally:
+        for h in (h_in, h_out):
+            _ok(cu.cuMemHostUnregister(h.ctypes.data), "cuMemHostUnregister")
+
+
 def check(base: np.ndarray, samples: dict) -> None:
     """Every frame's sampled result against numpy's computation of the same values; exit 1 naming a mismatch."""
     for i, got in sorted(samples.items()):
@@ -123,7 +162,7 @@ def main():
         sums[i] = float(result.sum(dtype=np.float64))
         samples[i] = result[::SAMPLE].copy()
 
-    run = {"as_written": as_written, "pinned": pinned, "pinned_async": pinned_async}[args.mode]
+    run = {"as_written": as_written, "pinned": pinned, "pinned_async": pinned_async, "mapped": mapped}[args.mode]
     cuda.Context.synchronize()
     start = time.perf_counter()
     run(base, args.frames, read)

@@ -63,7 +63,7 @@ PROGRAMS = {
     "dict_batches": ("torch", "dict_batches.py", [], ["as_written", "pinned_each", "packed"]),
     "generate_tokens": ("torch", "generate_tokens.py", [], ["as_written", "gpu_tokens", "pinned_async"]),
     "loader_workers": ("torch", "loader_workers.py", [], ["as_written", "unpinned", "workers0"]),
-    "pycuda_frames": ("pycuda", "pycuda_frames.py", [], ["as_written", "pinned", "pinned_async"]),
+    "pycuda_frames": ("pycuda", "pycuda_frames.py", [], ["as_written", "pinned", "pinned_async", "mapped"]),
 }
 # --dry: small sizes for the CPU check
 DRY_ARGS = {
