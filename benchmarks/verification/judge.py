@@ -66,7 +66,7 @@ MODES = {
                    "pageable": "pageable", "managed-prefetch": "managed_prefetch"},
     "cupy_batches": {KEEP: "as_written", "pageable": "as_written", "pinned": "pinned_once",
                      "pageable-registered": "pinned_once", "pageable-staged": "pinned_staging",
-                     "pin-once": "pinned_once"},
+                     "pin-once": "pinned_once", "mapped": "mapped", "zero-copy": "mapped"},
     "ddp_train": {KEEP: "as_written", "pageable": "as_written", "pinned": "pinned_once",
                   "pageable-registered": "pinned_once", "pin-once": "pinned_once", "offload-pinned": "pinned_once",
                   "offload-prefetched": "pinned_once", "dataset-pinned-once": "pinned_once"},
