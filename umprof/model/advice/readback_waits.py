@@ -6,12 +6,11 @@ some steps later), the host issues that work while the GPU still runs.
 Priced for the Python frameworks' programs only (``FRAMEWORKS``). The read-backs: at least MANY_COPIES copies to
 the host of SMALL_COPY bytes or less in the loop, each one the host waited on (a synchronous copy, or one its thread
 synchronised on next). A step runs from one read-back's end to the next's: the host works (H), then waits on the
-read-back (W, the copy's call to the end of its wait) while the GPU runs the step's work (G). Not waiting, the host
-issues the next step while the GPU runs this one, and a step takes max(H, G) instead of H + W: the saving is
-H + W - max(H, G), which is min(W, the step's time less G): the host's wait, but no more than the GPU's idle time in
-the step. Of the wait, the GPU's idle time before the read-back's copy ends does not count: where the GPU sat idle
-too, both waited on something else (another stream's event, another process or rank), which not waiting does not
-remove. The band: its high end that sum as traced, its low end with what the tracer added to each call taken off
+read-back (W, the copy's call to the end of its wait). Of the step's time the GPU works G and waits E on something
+else, as the host does (another stream's event, another process or rank: the GPU's idle time within the wait). Not
+waiting, the host issues the next step while the GPU runs this one, and a step takes max(H, G + E) instead of
+H + W: the saving is H + W - max(H, G + E), which is min(W, the GPU's idle time while the host worked): the host's
+wait, but no more than the idle time the host's own work left the GPU. The band: its high end that sum as traced, its low end with what the tracer added to each call taken off
 the wait's calls and the step's (TRACED_CALL_S). It is conditional: the trace cannot show whether the host needs
 each value before it issues the next step's work (a stopping test, a branch on it), where the wait is the program's
 own. It is advised only where the band's low end is above NOISE of the time the ways price
@@ -31,7 +30,6 @@ from umprof.model.advice import thresholds as th
 from umprof.model.advice.result import Advice, AppAdvice
 from umprof.model.application import Application, waited_on
 from umprof.model.intervals import covered, union
-from umprof.nsight.rank_info import COLLECTIVE_KERNEL
 
 IDIOM = "async-readback"  # the change's code in the advice (``Advice.idiom``)
 # the frameworks whose small read-backs are priced: a Python framework's is most often a value logged or collected
@@ -48,7 +46,7 @@ class ReadbackWaits(NamedTuple):
     count: int
     largest_bytes: int
     wait_s: float  # the host's time waiting on them, as traced
-    idle_s: float  # the GPU's idle time in the steps they end, as traced
+    idle_s: float  # the GPU's idle time while the host worked, in the steps they end, as traced
     low_s: float
     high_s: float
 
@@ -76,40 +74,31 @@ def readback_waits(app: Application) -> ReadbackWaits | None:
         return None
     work = _gpu_work(app)
     u = union(work[:, 0], work[:, 1])
-    own = _gpu_work(app, collectives=False)
-    worked_u = union(own[:, 0], own[:, 1])
     back = r["end"].to_numpy(np.int64)
     before = np.insert(back[:-1], 0, app.loop.span[0] if app.loop is not None else int(r["call_start"].min()))
     step = (back - before) / 1e9
     idle = np.maximum(step - (covered(u, back) - covered(u, before)) / 1e9, 0.0)  # the GPU's idle time in each step
     called, waited_end = r["call_start"].to_numpy(np.int64), r["waited_end"].to_numpy(np.int64)
     wait = (waited_end - called) / 1e9
-    # the wait less the GPU's idle time in it until the read-back's copy ended: what the host waited for was the GPU's
-    # work and the copy's return to it; where the GPU sat idle too, both waited on something else (another stream's
-    # event, another process or rank), which not waiting keeps. A collective's kernel waits for the other ranks as
-    # much as it works, and is not counted as work here
-    copied = np.maximum(np.minimum(back, waited_end), called)
-    idle_in_wait = (copied - called) - (covered(worked_u, copied) - covered(worked_u, called))
-    worked = np.maximum(wait - idle_in_wait / 1e9, 0.0)
+    # the GPU's idle time while the host worked: the step's, less that within the host's wait (within the step)
+    lo, hi = np.maximum(called, before), np.maximum(np.minimum(waited_end, back), np.maximum(called, before))
+    idle_in_wait = ((hi - lo) - (covered(u, hi) - covered(u, lo))) / 1e9
+    host_idle = np.maximum(idle - idle_in_wait, 0.0)
     waits_calls = 1 + (waited_end > r["call_end"].to_numpy(np.int64))  # the wait a call of its own too
     issued = np.sort(work[:, 2])
     step_calls = np.searchsorted(issued, back, side="right") - np.searchsorted(issued, before, side="right")
-    high = float(np.minimum(worked, idle).sum())
+    high = float(np.minimum(wait, host_idle).sum())
     # the tracer lengthened the wait's calls, and the calls the host issued in the step, which the GPU waited for
-    low = float(np.minimum(np.maximum(worked - waits_calls * th.TRACED_CALL_S, 0.0),
-                           np.maximum(idle - step_calls * th.TRACED_CALL_S, 0.0)).sum())
+    low = float(np.minimum(np.maximum(wait - waits_calls * th.TRACED_CALL_S, 0.0),
+                           np.maximum(host_idle - step_calls * th.TRACED_CALL_S, 0.0)).sum())
     if high <= 0:
         return None
-    return ReadbackWaits(len(r), int(r["bytes"].max()), float(wait.sum()), float(idle.sum()), low, high)
+    return ReadbackWaits(len(r), int(r["bytes"].max()), float(wait.sum()), float(host_idle.sum()), low, high)
 
 
-def _gpu_work(app: Application, collectives: bool = True) -> np.ndarray:
-    """The app's kernels and copies as rows of (start, end, call_start) in ns, by start; without the collectives'
-    kernels (NCCL's and the like) unless ``collectives``."""
-    kernels = app.kernels
-    if not collectives and len(kernels) and "name" in kernels:
-        kernels = kernels[~kernels["name"].astype(str).str.contains(COLLECTIVE_KERNEL)]
-    parts = [df[["start", "end", "call_start"]].to_numpy(np.int64) for df in (kernels, app.explicit_copies)
+def _gpu_work(app: Application) -> np.ndarray:
+    """The app's kernels and copies as rows of (start, end, call_start) in ns, by start."""
+    parts = [df[["start", "end", "call_start"]].to_numpy(np.int64) for df in (app.kernels, app.explicit_copies)
              if len(df) and "call_start" in df]
     work = np.concatenate(parts) if parts else np.zeros((0, 3), np.int64)
     return work[np.argsort(work[:, 0], kind="stable")]
@@ -136,7 +125,7 @@ def _advice(w: ReadbackWaits, now_s: float, framework: str) -> Advice:
     change = frameworks.change_for(framework, IDIOM, {"count": w.count})
     saving = min(w.saving_s, now_s)
     note = (f"where {CONDITION}; the host waits {format_time(w.wait_s / w.count)} on each, and the GPU is idle "
-            f"{format_time(w.idle_s / w.count)} a step, on average as traced")
+            f"{format_time(w.idle_s / w.count)} a step while the host works, on average as traced")
     return Advice(f"d2h {w.count} waited read-backs of {format_size(w.largest_bytes)} or less", "pinned", change,
                   now_s, now_s - saving, saving, note=note, saving_low_s=max(0.0, min(w.low_s, saving)),
                   saving_high_s=min(w.high_s, now_s), idiom=IDIOM, conditional=True, weighed_s=w.low_s,
