@@ -4,21 +4,13 @@ kernels and host work need, no saving above what the change removes, and the adv
 import pytest
 
 from tests.unit.model import traced
-from umprof.core.errors import UsageError
 
 EPS = 1e-9
 
 
-def _advised(stem):
-    try:
-        return traced.advice(*traced.split(stem))
-    except UsageError:  # a trace umprof refuses (CUDA graphs traced whole) has no advice to bound
-        return ()
-
-
 @pytest.mark.parametrize("stem", traced.stems())
 def test_no_prediction_below_its_floor_and_no_saving_above_what_the_change_removes(stem):
-    for adv in _advised(stem):
+    for adv in traced.advised(stem):
         loop = adv.loop_advice
         for r in adv.ranking:
             assert r["predicted_s"] >= 0 and r["predicted_s"] >= r["floor_s"] - EPS, (stem, r)
@@ -33,7 +25,7 @@ def test_no_prediction_below_its_floor_and_no_saving_above_what_the_change_remov
 
 @pytest.mark.parametrize("stem", traced.stems())
 def test_the_advice_saves_what_its_way_s_ranking_row_says(stem):
-    for adv in _advised(stem):
+    for adv in traced.advised(stem):
         loop = adv.loop_advice
         if loop is None or not adv.ranking or loop.saving_s == 0 or loop.idiom:  # an idiom is no way of the ranking
             continue

@@ -9,7 +9,6 @@ import pytest
 
 from tests.unit.data import load_script
 from tests.unit.model import traced
-from umprof.core.errors import UsageError
 from umprof.model.advice import thresholds
 
 
@@ -23,11 +22,7 @@ def test_the_error_constant_is_the_figure_the_script_measures():
 
 @pytest.mark.parametrize("stem", traced.stems())
 def test_a_change_is_advised_only_beyond_the_error_and_with_its_band(stem):
-    try:
-        advised = traced.advice(*traced.split(stem))
-    except UsageError:
-        return
-    for adv in advised:
+    for adv in traced.advised(stem):
         loop = adv.loop_advice
         if loop is None or not adv.ranking:
             continue

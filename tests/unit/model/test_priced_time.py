@@ -6,7 +6,6 @@ context, libraries and model) is judged on the iterations the ways price."""
 import pytest
 
 from tests.unit.model import traced
-from umprof.core.errors import UsageError
 from umprof.model.advice import thresholds as th
 from umprof.model.advice.result import priced_s
 from umprof.model.application import Loop
@@ -72,11 +71,7 @@ def test_a_c_program_s_first_write_in_its_first_iteration_stays_priced():
 
 @pytest.mark.parametrize("stem", traced.stems())
 def test_priced_time_lies_between_the_steady_iterations_and_the_time_now(stem):
-    try:
-        advised = traced.advice(*traced.split(stem))
-    except UsageError:
-        return
-    for adv in advised:
+    for adv in traced.advised(stem):
         loop_ = adv.loop_advice
         if loop_ is None or adv.workload is None:
             continue
