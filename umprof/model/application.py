@@ -313,6 +313,12 @@ def waited_on(copies: pd.DataFrame) -> np.ndarray:
                                              > copies["call_end"].to_numpy(np.int64))
 
 
+def wait_calls(copies: pd.DataFrame) -> np.ndarray:
+    """How many traced CUDA calls the host spent on each copy it waited on: the copy's, and a synchronisation of its
+    own where it waited past the copy's call (each lengthened by the tracer: thresholds.TRACED_CALL_S)."""
+    return 1 + (copies["waited_end"].to_numpy(np.int64) > copies["call_end"].to_numpy(np.int64))
+
+
 def _enclosing_ranges(copies: pd.DataFrame, ranges: pd.DataFrame) -> list[str]:
     """The innermost NVTX range around each copy's call on its thread ('' where none is): of the ranges open at the
     call, the latest to start (``intervals.latest_open``)."""

@@ -25,7 +25,7 @@ from umprof.model import frameworks
 from umprof.model.advice import explain
 from umprof.model.advice import thresholds as th
 from umprof.model.advice.result import Advice, AppAdvice, Limit
-from umprof.model.application import Application, waited_on
+from umprof.model.application import Application, wait_calls, waited_on
 from umprof.model.predict import Calibration
 
 IDIOM = "packed-copy"  # the change's code in the advice (``Advice.idiom``), as the framework choices' are
@@ -82,14 +82,13 @@ def packing(app: Application, cal: Calibration) -> list[Packing]:
     out = []
     for direction, d in c.groupby("direction", sort=False):
         host_s = (d["waited_end"] - d["call_start"]).to_numpy(np.float64) / 1e9
-        calls = 1 + (d["waited_end"].to_numpy(np.int64) > d["call_end"].to_numpy(np.int64))  # the wait a call too
-        per_run = d.groupby("run")["bytes"].sum()
+        runs = d.groupby("run")
+        per_run = runs["bytes"].sum()
         packed = float(sum(cal.curve("pinned", direction)(float(b)) for b in per_run))
         removed = float(host_s.sum())
-        runs = d.groupby("run")
         span = float((runs["waited_end"].max() - runs["call_start"].min()).sum() / 1e9)
         high = span - packed
-        low = removed - float(calls.sum()) * th.TRACED_CALL_S - packed
+        low = removed - float(wait_calls(d).sum()) * th.TRACED_CALL_S - packed
         if high <= 0:
             continue
         counts = d["run"].value_counts()

@@ -28,7 +28,7 @@ from umprof.model import frameworks
 from umprof.model.advice import explain
 from umprof.model.advice import thresholds as th
 from umprof.model.advice.result import Advice, AppAdvice
-from umprof.model.application import Application, waited_on
+from umprof.model.application import Application, wait_calls, waited_on
 from umprof.model.intervals import covered, union
 
 IDIOM = "async-readback"  # the change's code in the advice (``Advice.idiom``)
@@ -81,15 +81,15 @@ def readback_waits(app: Application) -> ReadbackWaits | None:
     called, waited_end = r["call_start"].to_numpy(np.int64), r["waited_end"].to_numpy(np.int64)
     wait = (waited_end - called) / 1e9
     # the GPU's idle time while the host worked: the step's, less that within the host's wait (within the step)
-    lo, hi = np.maximum(called, before), np.maximum(np.minimum(waited_end, back), np.maximum(called, before))
+    lo = np.maximum(called, before)
+    hi = np.maximum(np.minimum(waited_end, back), lo)
     idle_in_wait = ((hi - lo) - (covered(u, hi) - covered(u, lo))) / 1e9
     host_idle = np.maximum(idle - idle_in_wait, 0.0)
-    waits_calls = 1 + (waited_end > r["call_end"].to_numpy(np.int64))  # the wait a call of its own too
     issued = np.sort(work[:, 2])
     step_calls = np.searchsorted(issued, back, side="right") - np.searchsorted(issued, before, side="right")
     high = float(np.minimum(wait, host_idle).sum())
     # the tracer lengthened the wait's calls, and the calls the host issued in the step, which the GPU waited for
-    low = float(np.minimum(np.maximum(wait - waits_calls * th.TRACED_CALL_S, 0.0),
+    low = float(np.minimum(np.maximum(wait - wait_calls(r) * th.TRACED_CALL_S, 0.0),
                            np.maximum(host_idle - step_calls * th.TRACED_CALL_S, 0.0)).sum())
     if high <= 0:
         return None
