@@ -152,7 +152,8 @@ def judge_one(program: str, tracer: str, timings: dict, advice: dict | None, key
         row["verdict"] = "unmeasured"
         return row
     row["mode_s"] = t[mode]
-    row.update(_savings(advice, base, t[mode], whole))
+    if k != KEEP:
+        row.update(_savings(advice, base, t[mode], whole))
     ratio = t[mode] / base
     row["verdict"] = "faster" if ratio < 1 - WITHIN else "slower" if ratio > 1 + WITHIN else "within 5%"
     available = base - t[best_mode]
@@ -162,11 +163,11 @@ def judge_one(program: str, tracer: str, timings: dict, advice: dict | None, key
 
 
 def _savings(advice: dict, base: float, mode_s: float, whole: bool) -> dict:
-    """The advised change's saving in seconds as umprof predicted it and as measured, and the prediction's error
+    """A change's saving in seconds as umprof predicted it and as measured, and the prediction's error
     where a saving was measured (more than WITHIN of as_written) on a trace of the whole loop (``whole``: a shortened
     trace's prediction is of its part)."""
     a = loop_advice(advice) or {}
-    if not a.get("saving_s") or advised_key(advice)[0] == KEEP:
+    if not a.get("saving_s"):
         return {}
     predicted, measured = a["saving_s"], base - mode_s
     error = predicted / measured - 1 if whole and measured > WITHIN * base else None
