@@ -33,6 +33,9 @@ SMALL = {
     "generate_tokens.py": (("as_written", "gpu_tokens", "pinned_async"),
                            ["--steps", "70", "--prompts", "2", "--vocab", "500", "--dim", "64"]),
     "loader_workers.py": (("as_written", "unpinned", "workers0"), ["--samples", "256", "--epochs", "2", "--width", "4"]),
+    "activation_offload.py": (("as_written", "pinned_prealloc", "keep_on_gpu"),
+                              ["--steps", "2", "--layers", "3", "--rows", "16", "--dim", "32"]),
+    "augment_batches.py": (("as_written", "pinned_prealloc", "gpu_augment"), ["--images", "16", "--batch", "4", "--epochs", "2"]),
 }
 
 

@@ -64,6 +64,8 @@ PROGRAMS = {
     "generate_tokens": ("torch", "generate_tokens.py", [], ["as_written", "gpu_tokens", "pinned_async"]),
     "loader_workers": ("torch", "loader_workers.py", [], ["as_written", "unpinned", "workers0"]),
     "pycuda_frames": ("pycuda", "pycuda_frames.py", [], ["as_written", "pinned", "pinned_async", "mapped"]),
+    "activation_offload": ("torch", "activation_offload.py", [], ["as_written", "pinned_prealloc", "keep_on_gpu"]),
+    "augment_batches": ("torch", "augment_batches.py", [], ["as_written", "pinned_prealloc", "gpu_augment"]),
 }
 # --dry: small sizes for the CPU check
 DRY_ARGS = {
@@ -79,6 +81,8 @@ DRY_ARGS = {
     "dict_batches": ["--steps", "3", "--batch", "64"],
     "generate_tokens": ["--steps", "40", "--prompts", "1", "--vocab", "500", "--dim", "64"],
     "loader_workers": ["--samples", "256", "--epochs", "1", "--width", "4"],
+    "activation_offload": ["--steps", "2", "--layers", "3", "--rows", "16", "--dim", "32"],
+    "augment_batches": ["--images", "16", "--batch", "4", "--epochs", "2"],
 }
 
 
