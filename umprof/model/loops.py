@@ -30,6 +30,10 @@ from umprof.model.intervals import covered, union
 PERIOD_MATCH = 0.9  # the share of a loop's calls that must repeat one period later
 # what makes an iteration a loop's: GPU work in it (copies, kernels, migrations)
 GPU_WORK = ["h2d_copies", "d2h_copies", "kernels", "um_h2d_bytes", "um_d2h_bytes"]
+# the share of a run's calls at each end set aside where its loop is searched in its middle: a framework's first
+# iteration (events made, libraries loaded) and last (a checksum read) make calls that, counted over a short loop,
+# pass for calls made every iteration
+EDGE_SHARE = 0.1
 MAX_PERIOD_MULTIPLE = 64  # periods tried: the run's length over a call's count, times 1..this
 # where a candidate period's windows are looked at, as shares of the loop: no round fractions, which a
 # loop of a round number of iterations would meet at its iterations' edges (where every call is near)
@@ -70,6 +74,9 @@ SETUP_COUNT = 3  # calls made fewer times than this are setup, not a loop's
 # only (a copy of 16 MiB where each epoch's last batch is smaller), and cut at it, those iterations would join the
 # next: it cuts no loop.
 ANCHOR_SHORT = 0.01
+# of a loop's odd iterations, at most this share of the regular ones may fall off their interval and the rest still
+# be read as an outer loop's edges: one-offs, not a pattern
+ONE_OFF_SHARE = 0.5
 # An iteration this many times the median's wall time, at a regular interval, ends an outer loop's iteration (an
 # epoch's first batch waits for its data loader's workers to start) as a different set of calls does.
 OUTER_SLOW = 3.0
@@ -200,11 +207,14 @@ def _anchor(span: np.ndarray, window: np.ndarray, labels: list) -> int:
 
 
 def _loop_period(codes: np.ndarray) -> tuple[int, int, int] | None:
-    """``find_period`` over the run, else over its later half, then its earlier one: a run of two phases (a warm-up
-    loop, then the loop it times) repeats in each half, the later one's the loop an application usually times."""
+    """``find_period`` over the run, else over its later half, then its earlier one, then its middle: a run of two
+    phases (a warm-up loop, then the loop it times) repeats in each half, the later one's the loop an application
+    usually times; a short loop whose first and last iterations make calls of their own (a framework's libraries
+    loaded, a checksum read) repeats in its middle (EDGE_SHARE)."""
     found = find_period(codes)
-    halves = ((len(codes) // 2, len(codes)), (0, len(codes) // 2))
-    for lo, hi in halves if found is None else ():
+    n, edge = len(codes), int(len(codes) * EDGE_SHARE)
+    parts = ((n // 2, n), (0, n // 2), (edge, n - edge))
+    for lo, hi in parts if found is None else ():
         part = find_period(codes[lo:hi])
         if part is not None:
             return part[0], part[1] + lo, part[2] + lo
@@ -303,7 +313,7 @@ def _group_starts(odd: np.ndarray, n: int) -> np.ndarray | None:
     """Where the groups of a loop of ``n`` iterations start, where its odd iterations (its first and last aside) come
     every k >= 2 iterations: every k iterations where k divides n, else after each odd one (an epoch's last batch)
     or at each (an epoch's first); None where they do not come regularly."""
-    odd = odd[(odd > 0) & (odd < n - 1)]
+    odd = _regular(odd[(odd > 0) & (odd < n - 1)], n)
     if not len(odd):
         return None
     gaps = np.diff(odd)
@@ -313,6 +323,21 @@ def _group_starts(odd: np.ndarray, n: int) -> np.ndarray | None:
     if n % k == 0:  # groups of k: an odd iteration is cut mid-group where the loop's cut falls inside an epoch's end
         return np.arange(k, n, k)
     return odd + 1 if (odd[0] + 1) % k == 0 else odd
+
+
+def _regular(odd: np.ndarray, n: int) -> np.ndarray:
+    """Of a loop's odd iterations, those a regular interval apart (every k-th, k the commonest gap between them) over
+    the loop, where they are most of them (ONE_OFF_SHARE): the few others are one-offs (the caching allocator growing
+    its pool in one iteration), not an outer loop's edges; else all of them."""
+    if len(odd) < 3:
+        return odd
+    k = int(np.bincount(np.diff(odd)).argmax())
+    if k < 2:
+        return odd
+    phase = np.bincount(odd % k).argmax()
+    grid = odd[odd % k == phase]
+    spans = grid[0] < k and grid[-1] >= n - 1 - k and (np.diff(grid) == k).all()
+    return grid if spans and len(odd) - len(grid) <= ONE_OFF_SHARE * len(grid) else odd
 
 
 def _outer_loop(seq: np.ndarray, bounds: np.ndarray, iterations: _Iterations, inner: Loop, ahead: int | None,

@@ -5,7 +5,9 @@ import pytest
 
 from tests.unit.nsight.synthetic_trace import App, Op, write_trace
 from umprof.model.application import NO_STAGING, applications
-from umprof.model.loops import QUERY_CALL, WORK_CALL
+import numpy as np
+
+from umprof.model.loops import QUERY_CALL, WORK_CALL, _group_starts, _loop_period
 from umprof.nsight.trace_db import open_trace
 
 MiB = 2**20
@@ -100,6 +102,26 @@ def test_layers_in_requests(tmp_path):
     requests, layers = app.loop, app.loop.inner
     assert requests.iterations == 5 and requests.per_iteration["h2d_bytes"] == (32 + 24 * 64) * MiB
     assert layers.iterations == 5 * 24 and layers.per_iteration["h2d_bytes"] == 64 * MiB
+
+
+def test_a_short_loop_whose_first_and_last_steps_differ_is_found_in_its_middle():
+    # a training step of 30 calls (codes 0-4), 24 steps; the first also loads libraries and creates events between its
+    # launches (codes 5, 6: each 18 times, as often over so few steps as a steady call), the last reads a checksum
+    # back parameter by parameter (code 7, 8 times): over the whole run, or either half, no period holds
+    step = [0, 1] + [2] * 22 + [3] * 3 + [4] * 3
+    first = step + [5, 2, 6] * 18
+    codes = np.array(first + step * 22 + step + [7] * 8)
+    found = _loop_period(codes)
+    assert found is not None and found[0] == len(step)
+
+
+def test_an_outer_loops_edges_survive_a_one_off_odd_iteration():
+    # 6 requests of 24 layers: the layers whose calls differ are each request's last, and one layer of the second
+    # request where the caching allocator grew its pool
+    odd = np.array([0, 23, 25, 47, 71, 95, 119, 143])
+    assert _group_starts(odd, 144).tolist() == list(range(24, 144, 24))
+    # where the odd ones come irregularly, no outer loop
+    assert _group_starts(np.array([0, 10, 25, 31, 47, 90, 143]), 144) is None
 
 
 def test_a_plain_loop_has_no_outer_loop(tmp_path):
