@@ -9,6 +9,7 @@ Modes (the same updates, the same checksum):
   as_written   each batch ``x[i:i + b].to(device)`` from the pageable shard
   pinned_once  the shard pinned once (``.pin_memory()``) at the start of the loop, each batch
                ``.to(device, non_blocking=True)``
+  on_gpu       the shard moved to the GPU once at the start of the loop (``x.to(device)``), sliced there
 Each rank prints its JSON line (the loop's time on that rank); the checksum is the model's, equal on all ranks.
 """
 
@@ -21,7 +22,7 @@ from torch.nn.parallel import DistributedDataParallel as DDP
 
 from harness import parse, report
 
-MODES = ("as_written", "pinned_once")
+MODES = ("as_written", "pinned_once", "on_gpu")
 FEATURES = 16384  # floats a sample: 64 KiB
 
 
@@ -43,7 +44,8 @@ def main():
     opt = torch.optim.SGD(model.parameters(), lr=1e-4)
 
     def loop():
-        xs, ys = (x.pin_memory(), y.pin_memory()) if args.mode == "pinned_once" else (x, y)
+        xs, ys = (x.pin_memory(), y.pin_memory()) if args.mode == "pinned_once" else \
+            (x.to(device), y.to(device)) if args.mode == "on_gpu" else (x, y)
         pinned = args.mode == "pinned_once"
         for _ in range(args.epochs):
             for i in range(0, n, args.batch):

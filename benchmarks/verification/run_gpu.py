@@ -59,7 +59,7 @@ PROGRAMS = {
     "managed_loop": ("c", "managed_loop.cu", [], ["as_written", "prefetch", "registered", "registered_window"]),
     "batch_loop": ("c", "batch_loop.cu", [], ["as_written", "pageable", "managed_prefetch"]),
     "cupy_batches": ("cupy", "cupy_batches.py", [], ["as_written", "pinned_staging", "pinned_once", "mapped"]),
-    "ddp_train": ("torchrun", "ddp_train.py", [], ["as_written", "pinned_once"]),
+    "ddp_train": ("torchrun", "ddp_train.py", [], ["as_written", "pinned_once", "on_gpu"]),
     "dict_batches": ("torch", "dict_batches.py", [], ["as_written", "pinned_each", "packed"]),
     "generate_tokens": ("torch", "generate_tokens.py", [], ["as_written", "gpu_tokens", "pinned_async"]),
     "loader_workers": ("torch", "loader_workers.py", [], ["as_written", "unpinned", "workers0"]),

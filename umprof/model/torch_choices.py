@@ -11,7 +11,10 @@ instead:
   thread, or in the loop with num_workers=0); ``dataloader-unpinned``: ``pin_memory=False``; ``dataloader-pinned``:
   a loader of pageable batches made ``pin_memory=True``; ``dataset-pinned-once``: an in-memory dataset pinned once
   and sliced, instead of the loader;
-* ``resident``: a dataset read in several epochs kept on the GPU where it fits;
+* ``resident``: a dataset read in several epochs kept on the GPU where it fits, its batches indexed there: the
+  uploads go, and the host's making of each batch (a DataLoader's time where torch.profiler shows it; else a host
+  copy of its bytes at least, the GPU's idle time in the loop at most, conditional on the batches being cut from
+  the dataset on the host);
 * ``offload-pinned``, ``offload-prefetched``: weights or activations moved to the GPU layer by layer, from pinned
   memory, and uploaded on a side stream while the previous layer computes;
 * ``pinned-out``: ``.cpu()`` into a fresh pageable tensor each call against a preallocated pinned one;
@@ -278,7 +281,7 @@ RESIDENT = ("keep the dataset on the GPU: move it once, before the epochs (`data
 
 def _resident(ctx: _Context, cal, epochs: int | None, free_bytes: int | None) -> list[TorchChoice]:
     """A loop's uploads against the data uploaded once and kept on the GPU, where it fits (uploads made once, outside
-    a loop, are already that)."""
+    a loop, are already that); the batches then indexed there, without the host's making of each (``_batch_making``)."""
     loop = ctx.app.loop
     if loop is None or loop.iterations < RECURRING:
         return []
@@ -291,17 +294,40 @@ def _resident(ctx: _Context, cal, epochs: int | None, free_bytes: int | None) ->
     room = free_bytes if free_bytes else int(ctx.app.memory_bytes * RESIDENT_SHARE)
     if not room or data > room:
         return []
-    loader = _loader_ranges(ctx)  # the batches indexed on the GPU need no DataLoader either
-    now = ctx.waits_s(copies) + (_span_s(loader) if len(loader) >= RECURRING else 0.0)
     memory = "pinned" if (copies["host_kind"] == "pinned").all() else "pageable"  # the data as it is now
+    made_low, made_high, made_why = _batch_making(ctx, cal, copies, memory)
+    waits = ctx.waits_s(copies)
+    now = waits + made_high
     once = cal.curve(memory, "h2d")(float(data))  # `data.to(device)`, once
+    made = (made_low + made_high) / 2
     if epochs:
-        return [_priced_choice("resident", RESIDENT.format(size=format_size(data)), now, once)]
+        return [_choice("resident", RESIDENT.format(size=format_size(data)), now, now - (waits + made - once),
+                        waits + made_low - once * (1 + PREDICTION_ERROR),
+                        waits + made_high - once * (1 - PREDICTION_ERROR), conditional=bool(made_why), why=made_why)]
     largest = cal.curve(memory, "h2d")(float(copies["bytes"].max()))
-    return [_choice("resident", RESIDENT.format(size=f"at most {format_size(data)}"), now, once, now - once,
-                    now - largest, conditional=True,
-                    why="the same data read in each epoch, which the trace cannot show: the saving is at least the "
-                        "uploads made once, more where the data repeats")]
+    why = ("the same data read in each epoch, which the trace cannot show: the saving is at least the uploads made "
+           "once, more where the data repeats") + (f"; {made_why}" if made_why else "")
+    return [_choice("resident", RESIDENT.format(size=f"at most {format_size(data)}"), now, now - (waits + made - once),
+                    waits + made_low - once, waits + made_high - largest, conditional=True, why=why)]
+
+
+def _batch_making(ctx: _Context, cal, copies: pd.DataFrame, memory: str) -> tuple[float, float, str]:
+    """The host's making of the batches it uploads, which indexing a dataset kept on the GPU removes: (low, high,
+    the condition it rests on). Where torch.profiler shows a DataLoader, its ranges' time (measured); else, where
+    each batch is cut from a dataset on the host (a collate, a numpy slice), at least a host copy of its bytes at
+    the calibration's host-write rate and at most the GPU's idle time in the loop (the host's own work there), both
+    held to that idle time: the trace cannot say how the host makes them."""
+    loader = _loader_ranges(ctx)
+    if len(loader) >= RECURRING:
+        return _span_s(loader), _span_s(loader), ""
+    loop = ctx.app.loop
+    p = loop.per_iteration
+    idle = loop.iterations * max(float(p["wall_s"]) - float(p["busy_s"]), 0.0)
+    copied = _curve_s(cal, memory, "host_write", copies["bytes"])
+    if idle <= 0:
+        return 0.0, 0.0, ""
+    return min(copied, idle), idle, ("each batch cut from it on the host (a DataLoader's collate, a numpy slice): "
+                                     "indexing it on the GPU removes that host copy too")
 
 
 OFFLOAD_PINNED = ("keep what is uploaded step by step (offloaded weights, a layer at a time, or batches) in pinned "
