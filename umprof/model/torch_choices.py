@@ -53,6 +53,9 @@ RECURRING = 3  # calls made this many times are a habit of the loop, not a one-o
 # caching allocator's reserve need the rest (the trace does not say how much is free)
 RESIDENT_SHARE = 0.5
 OFFLOAD_MIN_BYTES = 1 << 20  # a copy this large, one per layer, is a layer's weights, not a parameter
+# an upload this large is a batch the host made; smaller ones are its scalars, ids and tokens, whose host-write price
+# is the call's fixed cost, not a making of data
+BATCH_MIN_BYTES = 1 << 20
 OFFLOAD_LAYERS = 4  # this many such uploads with compute between them are layers (or batches) moved step by step
 # past this share of such uploads with no compute before the next, they are sent back to back: a dataset, not layers
 BACK_TO_BACK = 0.5
@@ -323,9 +326,10 @@ def _batch_making(ctx: _Context, cal, copies: pd.DataFrame, memory: str) -> tupl
     loop = ctx.app.loop
     p = loop.per_iteration
     idle = loop.iterations * max(float(p["wall_s"]) - float(p["busy_s"]), 0.0)
-    copied = _curve_s(cal, memory, "host_write", copies["bytes"])
-    if idle <= 0:
+    batches = copies[copies["bytes"] >= BATCH_MIN_BYTES]
+    if idle <= 0 or len(batches) < RECURRING:
         return 0.0, 0.0, ""
+    copied = _curve_s(cal, memory, "host_write", batches["bytes"])
     return min(copied, idle), idle, ("each batch cut from it on the host (a DataLoader's collate, a numpy slice): "
                                      "indexing it on the GPU removes that host copy too")
 
