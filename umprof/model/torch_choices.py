@@ -327,7 +327,7 @@ def _batch_making(ctx: _Context, cal, copies: pd.DataFrame, memory: str) -> tupl
     p = loop.per_iteration
     idle = loop.iterations * max(float(p["wall_s"]) - float(p["busy_s"]), 0.0)
     batches = copies[copies["bytes"] >= BATCH_MIN_BYTES]
-    if idle <= 0 or len(batches) < RECURRING:
+    if idle <= 0 or len(batches) < RECURRING or float(p["h2d_bytes"]) < BATCH_MIN_BYTES:  # a batch a step, steadily
         return 0.0, 0.0, ""
     copied = _curve_s(cal, memory, "host_write", batches["bytes"])
     return min(copied, idle), idle, ("each batch cut from it on the host (a DataLoader's collate, a numpy slice): "
