@@ -138,18 +138,24 @@ def page() -> str:
              "and the test suite's golden advice; `captured` is the share of the best mode's saving that the "
              "advised mode measured, where the best saves more than 5%; `saving s` compares the saving umprof "
              "predicted on the trace with the one the advised mode measured on the loop.", ""]
+    seen = set()
     for folder in sorted(p for p in TIMINGS.iterdir() if p.is_dir()):
         programs, loop, wall = _judged(judge, folder)
         if not programs:
             continue
         t0 = programs[0]
         dates = sorted({d[:10] for t in programs for d in (t.get("dates") or [t.get("date", "")]) if d})
-        lines += [f"## {t0['gpu']}, {', '.join(dates)}", "",
+        heading = f"{t0['gpu']}, {', '.join(dates)}"
+        # another machine of a GPU already shown: its timings judge the advice on the first one's fixture traces
+        other = (f" The advice judged here is that on the fixture traces, taken on another machine of this GPU; the "
+                 f"folder's README judges its own traces.") if heading in seen else ""
+        lines += [f"## {heading}{f' ({folder.name})' if heading in seen else ''}", "",
                   f"Driver {t0.get('driver', '?')}, {t0.get('cpu_count', '?')} CPU cores; timings in "
-                  f"`results/verification-programs/{folder.name}/` (its README says how they were taken).", "",
+                  f"`results/verification-programs/{folder.name}/` (its README says how they were taken).{other}", "",
                   *_modes_table(programs), "", *_judge_table(loop, wall), "",
                   _summary(loop, judge, "the loop's own time"), "",
                   _summary(wall, judge, "the process's wall time"), "", _savings_summary(loop, judge), ""]
+        seen.add(heading)
     return "\n".join(lines)
 
 
