@@ -640,6 +640,21 @@ def test_a_managed_programs_host_stalls_on_pages_faulting_back_are_priced(tmp_pa
     assert loop.app.host_faults.seconds == 0 and not any("faulting back" in x for x in loop.limits)
 
 
+def test_a_way_that_keeps_the_stalls_spends_them_whatever_its_host_accesses_are_priced():
+    """particles on an H100 (2026-12-06): 402 ms of host stalls traced, 201 ms as spent untraced; its current way's
+    host accesses priced at 207 ms (a host read as rewriting half the pages that come back), so no stall was added
+    to it, and accessed-by, whose host accesses the calibration priced at 83 ms, was advised. A way that keeps the
+    stalls spends at least them: 118 ms more for accessed-by; a way whose host accesses are priced above them, none."""
+    from types import SimpleNamespace
+
+    from umprof.model.advice.rules.host_faults import kept_s
+
+    app = SimpleNamespace(host_faults=SimpleNamespace(seconds=0.402, stretches=8))
+    way = lambda host: SimpleNamespace(phases={"host_write": host / 2, "host_read": host / 2})  # noqa: E731
+    assert kept_s(app, way(0.0826)) == pytest.approx(0.201 - 0.0826)
+    assert kept_s(app, way(0.25)) == 0.0
+
+
 def test_a_managed_programs_kernels_faulting_back_what_its_host_touched_are_priced(tmp_path, monkeypatch):
     """particles again: after its host's touches, its kernels fault each touched page back alone, 25 ms a step as
     traced where the model prices a few milliseconds for its way (a run of the buffer migrated in large pieces).

@@ -264,7 +264,7 @@ def _explain(app: Application, cal: Calibration, r: Reading, a: Adjusted, c: Cho
     stall_s, gpu_s = rules["host_faults"].seconds, rules["gpu_faults"].seconds
     moving = explain.Moving(rules["pinning"].seconds, rules["staging"].seconds, stall_s, gpu_s)
     out.limits += (rules["pinning"].limits + rules["staging"].limits + rules["pageable_copies"].limits
-                   + host_faults.stall_limit(app, stall_s, keeping)
+                   + host_faults.stall_limit(app, stall_s, keeping, rules["host_faults"].ways)
                    + host_faults.touches_unseen_limit(app, w, stall_s, r.one_pass)
                    + gpu_faults.gpu_stall_limit(app, base, gpu_s, keeping)
                    + explain.moving_limits(app, c.saving, r.host_now, c.pick, moving)
