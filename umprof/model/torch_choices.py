@@ -12,7 +12,8 @@ instead:
   a loader of pageable batches made ``pin_memory=True``; ``dataset-pinned-once``: an in-memory dataset pinned once
   and sliced, instead of the loader;
 * ``resident``: a dataset read in several epochs kept on the GPU where it fits, its batches indexed there: the
-  uploads go, and the host's making of each batch (a DataLoader's time where torch.profiler shows it; else a host
+  uploads go, and the host's making of each batch (a DataLoader's and ``pin_memory()``'s time where torch.profiler
+  shows them; else a host
   copy of its bytes at least, the GPU's idle time in the loop at most, conditional on the batches being cut from
   the dataset on the host);
 * ``offload-pinned``, ``offload-prefetched``: weights or activations moved to the GPU layer by layer, from pinned
@@ -316,13 +317,18 @@ def _resident(ctx: _Context, cal, epochs: int | None, free_bytes: int | None) ->
 
 def _batch_making(ctx: _Context, cal, copies: pd.DataFrame, memory: str) -> tuple[float, float, str]:
     """The host's making of the batches it uploads, which indexing a dataset kept on the GPU removes: (low, high,
-    the condition it rests on). Where torch.profiler shows a DataLoader, its ranges' time (measured); else, where
+    the condition it rests on). Where torch.profiler shows a DataLoader or ``pin_memory()`` calls, their ranges' time
+    (measured: a batch indexed on the GPU is neither loaded nor pinned); else, where
     each batch is cut from a dataset on the host (a collate, a numpy slice), at least a host copy of its bytes at
     the calibration's host-write rate and at most the GPU's idle time in the loop (the host's own work there), both
     held to that idle time: the trace cannot say how the host makes them."""
     loader = _loader_ranges(ctx)
-    if len(loader) >= RECURRING:
-        return _span_s(loader), _span_s(loader), ""
+    pins = ctx.ops(PIN_OPS, main=None)
+    pins = pins[~_within(pins, loader)]  # a loader's pinning is its own time already
+    if len(loader) >= RECURRING or len(pins) >= RECURRING:
+        measured = (_span_s(loader) if len(loader) >= RECURRING else 0.0) + (_span_s(pins) if len(pins) >= RECURRING
+                                                                            else 0.0)
+        return measured, measured, ""
     loop = ctx.app.loop
     p = loop.per_iteration
     idle = loop.iterations * max(float(p["wall_s"]) - float(p["busy_s"]), 0.0)
