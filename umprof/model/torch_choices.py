@@ -13,9 +13,8 @@ instead:
   and sliced, instead of the loader;
 * ``resident``: a dataset read in several epochs kept on the GPU where it fits, its batches indexed there: the
   uploads go, and the host's making of each batch (a DataLoader's and ``pin_memory()``'s time where torch.profiler
-  shows them; else a host
-  copy of its bytes at least, the GPU's idle time in the loop at most, conditional on the batches being cut from
-  the dataset on the host);
+  shows them; else a host copy of its bytes at least, the GPU's idle time in the loop at most, conditional on the
+  batches being cut from the dataset on the host);
 * ``offload-pinned``, ``offload-prefetched``: weights or activations moved to the GPU layer by layer, from pinned
   memory, and uploaded on a side stream while the previous layer computes;
 * ``pinned-out``: ``.cpu()`` into a fresh pageable tensor each call against a preallocated pinned one;
