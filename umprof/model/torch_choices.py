@@ -399,13 +399,32 @@ PINNED_IN = ("copy inputs through a preallocated pinned buffer: `buf = torch.emp
              "non_blocking=True)` (or build each input in `buf.numpy()` directly, which saves the host copy too)")
 
 
+PINNED_BACK_UP = ("; the tensors of those sizes uploaded again go up from the pinned ones (`out.to(device, "
+                  "non_blocking=True)`), or through a preallocated pinned buffer of their own")
+
+
 def _pinned_out(ctx: _Context, cal) -> list[TorchChoice]:
-    """Copies back to pageable memory (``.cpu()``) against a preallocated pinned tensor."""
+    """Copies back to pageable memory (``.cpu()``) against a preallocated pinned tensor; with the uploads from
+    pageable memory of the sizes read back (``_uploads_of_read_back``), which the same pinned tensors serve."""
     back = ctx.copies("d2h", "pageable")
     if len(back) < RECURRING:
         return []
-    now, pinned = ctx.waits_s(back), _curve_s(cal, "pinned", "d2h", back["bytes"])
-    return [_priced_choice("pinned-out", PINNED_OUT, now, pinned)]
+    up = _uploads_of_read_back(ctx, back)
+    now = ctx.waits_s(back) + ctx.waits_s(up)
+    pinned = _curve_s(cal, "pinned", "d2h", back["bytes"]) + _curve_s(cal, "pinned", "h2d", up["bytes"])
+    return [_priced_choice("pinned-out", PINNED_OUT + (PINNED_BACK_UP if len(up) else ""), now, pinned)]
+
+
+def _uploads_of_read_back(ctx: _Context, back: pd.DataFrame) -> pd.DataFrame:
+    """The uploads from pageable memory, after the first read-back, of the sizes read back, no more of each size than
+    were read back: tensors moved out and in again (an offload of activations, a result fed back), or a request's
+    input beside its output of the same shape; a pinned tensor of that size serves either."""
+    up = ctx.copies("h2d", "pageable")
+    up = up[(up["start"] > back["start"].min()) & up["bytes"].isin(back["bytes"].unique())].sort_values("start")
+    if up.empty:
+        return up
+    read = back["bytes"].value_counts()
+    return up[up.groupby("bytes").cumcount().to_numpy() < up["bytes"].map(read).to_numpy()]
 
 
 def _pinned_in(ctx: _Context, cal) -> list[TorchChoice]:

@@ -134,7 +134,8 @@ def test_a_case_over_its_budget_answers_from_its_warm_up_flagged_and_uncounted()
 def test_a_normal_case_samples_is_counted_once_and_records_its_wall_time():
     run = _SleepyRun(0.001, 0.001, managed=True)
     ctx = _ctx(run)
-    rows = measure_case(ctx, CASE, RULE)
+    # a timeout far past three 1 ms samples: a loaded machine must not cut them short
+    rows = measure_case(ctx, CASE, StoppingRule(min_samples=3, min_time=0.0, max_noise=1.0, timeout=10.0, warmup=1))
     assert rows[-1]["samples"] == 3 and rows[-1]["stop_reason"] == ""
     assert ctx.session.um.enabled == 1 and rows[-1]["um_samples"] == 1
     assert all(r["case_wall_s"] == rows[0]["case_wall_s"] > 0 for r in rows)

@@ -192,6 +192,25 @@ def test_cpu_into_fresh_pageable_tensors_is_priced_against_a_preallocated_pinned
     assert out.now_s == pytest.approx(8 * 32 * MiB / 1.6e9, rel=1e-3)
 
 
+def test_tensors_read_back_and_uploaded_again_are_priced_pinned_both_ways(tmp_path, cal):
+    # activations offloaded: 8 of 32 MiB read back at 1.6 GB/s, then uploaded again at 8 GB/s; and one 4 MiB input
+    # of another size, which is no read-back's
+    tr = Trace()
+    for _ in range(8):
+        tr.kernel(2000)
+        tr.copy("Memcpy DtoH (Device -> Pageable)", 32 * MiB, 32 * MiB / 1.6e9 * 1e6, op="aten::_to_copy")
+    tr.copy("Memcpy HtoD (Pageable -> Device)", 4 * MiB, 500, op="aten::to")
+    for _ in range(8):
+        tr.copy("Memcpy HtoD (Pageable -> Device)", 32 * MiB, 32 * MiB / 8e9 * 1e6, op="aten::to")
+        tr.kernel(2000)
+    app, ranges = tr.read(tmp_path)
+    out = by_code(choices(app, ranges, cal))["pinned-out"]
+    pinned = 8 * cal.curve("pinned", "d2h")(32.0 * MiB) + 8 * cal.curve("pinned", "h2d")(32.0 * MiB)
+    assert out.predicted_s == pytest.approx(pinned)
+    assert out.now_s == pytest.approx(8 * 32 * MiB / 1.6e9 + 8 * 32 * MiB / 8e9, rel=1e-3)
+    assert "uploaded again" in out.idiom
+
+
 def test_layers_offloaded_every_request_are_priced_pinned_and_prefetched(tmp_path, cal):
     tr = Trace()
     for _ in range(2):  # requests of 8 layers: 64 MiB of weights up, pageable, then 4 ms of compute
