@@ -399,8 +399,8 @@ PINNED_IN = ("copy inputs through a preallocated pinned buffer: `buf = torch.emp
              "non_blocking=True)` (or build each input in `buf.numpy()` directly, which saves the host copy too)")
 
 
-PINNED_BACK_UP = ("; the tensors of those sizes uploaded again go up from the pinned ones (`out.to(device, "
-                  "non_blocking=True)`), or through a preallocated pinned buffer of their own")
+PINNED_BACK_UP = ("; and upload the tensors of those sizes through preallocated pinned tensors too (the ones read "
+                  "back, where the same data goes up again: `out.to(device, non_blocking=True)`)")
 
 
 def _pinned_out(ctx: _Context, cal) -> list[TorchChoice]:

@@ -208,7 +208,7 @@ def test_tensors_read_back_and_uploaded_again_are_priced_pinned_both_ways(tmp_pa
     pinned = 8 * cal.curve("pinned", "d2h")(32.0 * MiB) + 8 * cal.curve("pinned", "h2d")(32.0 * MiB)
     assert out.predicted_s == pytest.approx(pinned)
     assert out.now_s == pytest.approx(8 * 32 * MiB / 1.6e9 + 8 * 32 * MiB / 8e9, rel=1e-3)
-    assert "uploaded again" in out.idiom
+    assert "upload the tensors of those sizes through preallocated pinned tensors" in out.idiom
 
 
 def test_layers_offloaded_every_request_are_priced_pinned_and_prefetched(tmp_path, cal):
