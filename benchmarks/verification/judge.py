@@ -80,7 +80,7 @@ MODES = {
     "loader_workers": {KEEP: "as_written", "pinned": "as_written", "dataloader-pinned": "as_written",
                        "pinned-pipelined": "as_written", "offload-prefetched": "as_written", "pageable": "unpinned",
                        "dataloader-unpinned": "unpinned", "dataloader-pin-thread": "unpinned"},
-    # held out: written after the model, judged as they came, never tuned to
+    # held out: written after the model, judged first as they came (see the verification README)
     "activation_offload": {KEEP: "as_written", "pageable": "as_written", "pinned": "pinned_prealloc",
                            "pageable-registered": "pinned_prealloc", "preallocated-pinned": "pinned_prealloc",
                            "pinned-out": "pinned_prealloc", "pinned-in": "pinned_prealloc",
