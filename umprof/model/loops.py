@@ -61,6 +61,11 @@ class Loop:
     # a model's forward pass, blocks in passes over an image): that loop over the whole run. None where there is none
     inner: "Loop | None" = None
 
+    @property
+    def idle_s(self) -> float:
+        """A steady iteration's time its GPU was not busy: the host's own work there."""
+        return max(float(self.per_iteration["wall_s"]) - float(self.per_iteration["busy_s"]), 0.0)
+
 
 # A call that asks the driver something and does no work (cudaGetDevice, cudaGetLastError, cuKernelGetName,
 # cuGetProcAddress, cuCtxGetCurrent, cudaStreamIsCapturing, cudaEventQuery): a framework makes a varying number of

@@ -302,37 +302,36 @@ def _resident(ctx: _Context, cal, epochs: int | None, free_bytes: int | None) ->
     waits = ctx.waits_s(copies)
     now = waits + made_high
     once = cal.curve(memory, "h2d")(float(data))  # `data.to(device)`, once
-    made = (made_low + made_high) / 2
+    predicted = now - (waits + (made_low + made_high) / 2 - once)
     if epochs:
-        return [_choice("resident", RESIDENT.format(size=format_size(data)), now, now - (waits + made - once),
+        return [_choice("resident", RESIDENT.format(size=format_size(data)), now, predicted,
                         waits + made_low - once * (1 + PREDICTION_ERROR),
                         waits + made_high - once * (1 - PREDICTION_ERROR), conditional=bool(made_why), why=made_why)]
     largest = cal.curve(memory, "h2d")(float(copies["bytes"].max()))
     why = ("the same data read in each epoch, which the trace cannot show: the saving is at least the uploads made "
            "once, more where the data repeats") + (f"; {made_why}" if made_why else "")
-    return [_choice("resident", RESIDENT.format(size=f"at most {format_size(data)}"), now, now - (waits + made - once),
+    return [_choice("resident", RESIDENT.format(size=f"at most {format_size(data)}"), now, predicted,
                     waits + made_low - once, waits + made_high - largest, conditional=True, why=why)]
 
 
 def _batch_making(ctx: _Context, cal, copies: pd.DataFrame, memory: str) -> tuple[float, float, str]:
     """The host's making of the batches it uploads, which indexing a dataset kept on the GPU removes: (low, high,
     the condition it rests on). Where torch.profiler shows a DataLoader or ``pin_memory()`` calls, their ranges' time
-    (measured: a batch indexed on the GPU is neither loaded nor pinned); else, where
-    each batch is cut from a dataset on the host (a collate, a numpy slice), at least a host copy of its bytes at
-    the calibration's host-write rate and at most the GPU's idle time in the loop (the host's own work there), both
-    held to that idle time: the trace cannot say how the host makes them."""
+    (measured: a batch indexed on the GPU is neither loaded nor pinned); else, where each batch is cut from a dataset
+    on the host (a collate, a numpy slice), at least a host copy of its bytes at the calibration's host-write rate
+    and at most the GPU's idle time in the loop (the host's own work there), both held to that idle time: the trace
+    cannot say how the host makes them."""
     loader = _loader_ranges(ctx)
     pins = ctx.ops(PIN_OPS, main=None)
     pins = pins[~_within(pins, loader)]  # a loader's pinning is its own time already
-    if len(loader) >= RECURRING or len(pins) >= RECURRING:
-        measured = (_span_s(loader) if len(loader) >= RECURRING else 0.0) + (_span_s(pins) if len(pins) >= RECURRING
-                                                                            else 0.0)
+    seen = [r for r in (loader, pins) if len(r) >= RECURRING]
+    if seen:
+        measured = sum(_span_s(r) for r in seen)
         return measured, measured, ""
     loop = ctx.app.loop
-    p = loop.per_iteration
-    idle = loop.iterations * max(float(p["wall_s"]) - float(p["busy_s"]), 0.0)
+    idle = loop.iterations * loop.idle_s
     batches = copies[copies["bytes"] >= BATCH_MIN_BYTES]
-    if idle <= 0 or len(batches) < RECURRING or float(p["h2d_bytes"]) < BATCH_MIN_BYTES:  # a batch a step, steadily
+    if idle <= 0 or len(batches) < RECURRING or loop.per_iteration["h2d_bytes"] < BATCH_MIN_BYTES:  # one a step
         return 0.0, 0.0, ""
     copied = _curve_s(cal, memory, "host_write", batches["bytes"])
     return min(copied, idle), idle, ("each batch cut from it on the host (a DataLoader's collate, a numpy slice): "

@@ -112,7 +112,7 @@ def _print_loop(loop, console: Console) -> None:
                   f"{loop.anchor}); first {format_time(loop.first_s)}, then {format_time(loop.steady_s)} "
                   f"each: {format_size(p['h2d_bytes'])} in, {format_size(p['d2h_bytes'])} out, kernels "
                   f"{format_time(p['kernel_s'])}, GPU busy {format_time(p['busy_s'])}, the host alone "
-                  f"{format_time(max(p['wall_s'] - p['busy_s'], 0.0))}"
+                  f"{format_time(loop.idle_s)}"
                   + (f"; pages moved {format_size(p['um_h2d_bytes'])} to the GPU and {format_size(p['um_d2h_bytes'])} "
                      "back" if p["um_h2d_bytes"] or p["um_d2h_bytes"] else ""))
     inner = loop.inner

@@ -10,11 +10,11 @@ read-back (W, the copy's call to the end of its wait). Of the step's time the GP
 else, as the host does (another stream's event, another process or rank: the GPU's idle time within the wait). Not
 waiting, the host issues the next step while the GPU runs this one, and a step takes max(H, G + E) instead of
 H + W: the saving is H + W - max(H, G + E), which is min(W, the GPU's idle time while the host worked): the host's
-wait, but no more than the idle time the host's own work left the GPU. The band: its high end that sum as traced, its low end with what the tracer added to each call taken off
-the wait's calls and the step's (TRACED_CALL_S). It is conditional: the trace cannot show whether the host needs
-each value before it issues the next step's work (a stopping test, a branch on it), where the wait is the program's
-own. It is advised only where the band's low end is above NOISE of the time the ways price
-(``result.priced_s``)."""
+wait, but no more than the idle time the host's own work left the GPU. The band: its high end that sum as traced,
+its low end with what the tracer added to each call taken off the wait's calls and the step's (TRACED_CALL_S). It
+is conditional: the trace cannot show whether the host needs each value before it issues the next step's work (a
+stopping test, a branch on it), where the wait is the program's own. It is advised only where the band's low end is
+above NOISE of the time the ways price (``result.priced_s``)."""
 
 from __future__ import annotations
 
