@@ -49,10 +49,10 @@ def _advice(prefix: str, program: str) -> dict[str, dict]:
     return out
 
 
-def _judged(judge, folder: Path) -> tuple[list[dict], list[dict], list[dict]]:
-    """The folder's programs' timings, and every advice judged on the loop's time and on the wall time."""
+def _judged(judge, folder: Path, shortened: dict) -> tuple[list[dict], list[dict], list[dict]]:
+    """The folder's programs' timings, and every advice judged on the loop's time and on the wall time;
+    ``shortened``: GPU prefix -> the fixtures that hold part of their loop (SHORTENED)."""
     programs, loop, wall = [], [], []
-    shortened = json.loads(SHORTENED.read_text())
     for tf in sorted(folder.glob("*.json")):
         t = json.loads(tf.read_text())
         if not isinstance(t, dict) or "modes" not in t:
@@ -138,18 +138,19 @@ def page() -> str:
              "and the test suite's golden advice; `captured` is the share of the best mode's saving that the "
              "advised mode measured, where the best saves more than 5%; `saving s` compares the saving umprof "
              "predicted on the trace with the one the advised mode measured on the loop.", ""]
-    seen = set()
+    seen, shortened = set(), json.loads(SHORTENED.read_text())
     for folder in sorted(p for p in TIMINGS.iterdir() if p.is_dir()):
-        programs, loop, wall = _judged(judge, folder)
+        programs, loop, wall = _judged(judge, folder, shortened)
         if not programs:
             continue
         t0 = programs[0]
         dates = sorted({d[:10] for t in programs for d in (t.get("dates") or [t.get("date", "")]) if d})
         heading = f"{t0['gpu']}, {', '.join(dates)}"
         # another machine of a GPU already shown: its timings judge the advice on the first one's fixture traces
-        other = (f" The advice judged here is that on the fixture traces, taken on another machine of this GPU; the "
-                 f"folder's README judges its own traces.") if heading in seen else ""
-        lines += [f"## {heading}{f' ({folder.name})' if heading in seen else ''}", "",
+        again = heading in seen
+        other = (" The advice judged here is that on the fixture traces, taken on another machine of this GPU; the "
+                 "folder's README judges its own traces.") if again else ""
+        lines += [f"## {heading}{f' ({folder.name})' if again else ''}", "",
                   f"Driver {t0.get('driver', '?')}, {t0.get('cpu_count', '?')} CPU cores; timings in "
                   f"`results/verification-programs/{folder.name}/` (its README says how they were taken).{other}", "",
                   *_modes_table(programs), "", *_judge_table(loop, wall), "",
