@@ -19,6 +19,7 @@ From :class:`~umprof.nsight.trace_db.TraceTables`, per process and GPU:
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import NamedTuple
@@ -465,7 +466,8 @@ def host_staging_in_loop(calls: pd.DataFrame, copies: pd.DataFrame, kernels: pd.
     A run of one chunk (a buffer filled, then sent, a kernel between one and the next) is not counted: the host's
     time before it is all its work there, and a program that computes its batch into its own pinned memory fills
     it at a host copy's rate too (a table lookup and an add a word: 7.5 GB/s on the H100 of 2026-12-06, where a
-    memcpy into pinned memory took 8.2-10.2 GB/s), which no trace tells from a copy out of other memory.
+    memcpy into pinned memory took 8.2-10.2 GB/s), which no trace tells from a copy out of other memory. Unless
+    the copy's buffer is a pool's (``_pooled``): then the host's time before it is counted as its fill.
     Where the runs carry less than STAGED_SHARE of the loop's pinned bytes, they are not how it moves its data.
     ``NO_STAGING`` where there is no such pattern."""
     if loop is None or copies.empty:
@@ -476,9 +478,11 @@ def host_staging_in_loop(calls: pd.DataFrame, copies: pd.DataFrame, kernels: pd.
     if not (c["host_kind"] == "pinned").any():
         return NO_STAGING
     cont = _continues_run(c, kernels)
-    runs = pd.DataFrame({"run": np.cumsum(~cont), "cont": cont, "gap": _host_time_before(calls, c, cont),
+    run = np.cumsum(~cont)
+    alone = ~cont & np.append(~cont[1:], True) & _pooled(calls, c)  # a run of one chunk, a pool's buffer
+    runs = pd.DataFrame({"run": run, "cont": cont, "gap": _host_time_before(calls, c, cont | alone),
                          "bytes": c["bytes"].to_numpy()})
-    between = runs[runs["cont"]].groupby("run")["gap"].median()
+    between = runs[runs["cont"] | alone].groupby("run")["gap"].median()
     if between.empty:
         return NO_STAGING
     per_run = runs.groupby("run").agg(chunks=("bytes", "size"), first=("bytes", "first"), largest=("bytes", "max"),
@@ -491,6 +495,32 @@ def host_staging_in_loop(calls: pd.DataFrame, copies: pd.DataFrame, kernels: pd.
         return NO_STAGING
     return HostStaging(float((staged["median"] * staged["chunks"]).sum()), int(staged["chunks"].sum()),
                        int(staged["largest"].max()))
+
+
+# A pool's transfer buffer, watched until its copy has read it: the copy's thread creates an event and records it on
+# the copy's stream right after the copy's call (CuPy's cupy.asarray / cupy.array of a numpy array fills a buffer of
+# its pinned memory pool from the array, copies it, and records a new event to know when the buffer is free again)
+POOLED_AFTER = (re.compile(r"^cu(?:da)?EventCreate"), re.compile(r"^cu(?:da)?EventRecord"))
+
+
+def _pooled(calls: pd.DataFrame, c: pd.DataFrame) -> np.ndarray:
+    """Whether each copy (pinned, to the GPU) is of a pool's transfer buffer that the host has just filled: its
+    thread's next calls, queries aside, create an event and record it (``POOLED_AFTER``). A program's own pinned
+    buffer needs no new event for each copy: it waits on its stream, or on events made once."""
+    out = np.zeros(len(c), dtype=bool)
+    tid, cs = c["tid"].to_numpy(), c["call_start"].to_numpy()
+    eligible = ((c["host_kind"] == "pinned") & (c["direction"] == "h2d")).to_numpy()
+    for t in np.unique(tid[eligible]):
+        th = calls[(calls["tid"] == t) & ~calls["name"].str.match(QUERY_CALL)].sort_values("start", kind="stable")
+        names, starts = th["name"].to_numpy(str), th["start"].to_numpy()
+        mine = np.flatnonzero(eligible & (tid == t))
+        k = np.searchsorted(starts, cs[mine], "left")
+        follows = np.ones(len(mine), dtype=bool)
+        for step, pattern in enumerate(POOLED_AFTER, start=1):
+            at = np.minimum(k + step, len(names) - 1)
+            follows &= (k + step < len(names)) & np.array([bool(pattern.match(n)) for n in names[at]], dtype=bool)
+        out[mine] = follows
+    return out
 
 
 def _continues_run(c: pd.DataFrame, kernels: pd.DataFrame) -> np.ndarray:

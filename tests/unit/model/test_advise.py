@@ -1039,10 +1039,10 @@ def test_host_staging_is_a_run_of_chunks_at_a_host_copys_rate():
                 first={}, largest={}, span=(0, 10**9))
     chunk = 8 << 20
 
-    def trace(gap_ns, kind="pinned", chunks=3, query=False):
+    def trace(gap_ns, kind="pinned", chunks=3, query=False, pooled=False):
         """Four iterations: a kernel, then `chunks` synchronous copies to the GPU, each after `gap_ns` of the host's
         time outside CUDA calls (`query`: and a 2 µs cudaStreamIsCapturing just before each copy's call, a framework's
-        check)."""
+        check; `pooled`: each copy followed by a new event recorded, a pool's buffer watched)."""
         calls, copies, kernels, t = [], [], [], 1000
         for it in range(4):
             kernels.append({"call_start": t})
@@ -1056,6 +1056,11 @@ def test_host_staging_is_a_run_of_chunks_at_a_host_copys_rate():
                 copies.append({"direction": "h2d", "host_kind": kind, "bytes": chunk, "tid": 1, "call_start": t,
                                "start": t + 10, "end": t + 190_000})
                 t += 200_000
+                if pooled:
+                    calls += [{"name": "cudaEventCreateWithFlags", "tid": 1, "start": t + 100, "end": t + 200},
+                              {"name": "cudaEventQuery", "tid": 1, "start": t + 300, "end": t + 400},
+                              {"name": "cudaEventRecord", "tid": 1, "start": t + 500, "end": t + 600}]
+                    t += 1_000
         return pd.DataFrame(calls), pd.DataFrame(copies), pd.DataFrame(kernels)
 
     memcpy = host_staging_in_loop(*trace(1_000_000), loop)  # 8 MiB a millisecond: a host copy
@@ -1069,6 +1074,12 @@ def test_host_staging_is_a_run_of_chunks_at_a_host_copys_rate():
     assert host_staging_in_loop(*trace(1_000_000, kind="pageable"), loop) == NO_STAGING
     # one chunk between kernels: the host's time before it may be a fill or the program computing its batch
     assert host_staging_in_loop(*trace(1_000_000, chunks=1), loop) == NO_STAGING
+    # unless its buffer is a pool's, watched by a new event after each copy (CuPy's asarray of a numpy array): the
+    # host's time before each is its fill
+    pooled = host_staging_in_loop(*trace(1_000_000, chunks=1, pooled=True), loop)
+    assert pooled.chunks == 4 and pooled.seconds == pytest.approx(4 * 1e-3, rel=1e-3)
+    assert host_staging_in_loop(*trace(20_000_000, chunks=1, pooled=True), loop) == NO_STAGING  # computing it
+    assert host_staging_in_loop(*trace(1_000_000, kind="pageable", chunks=1, pooled=True), loop) == NO_STAGING
     assert host_staging_in_loop(*trace(1_000_000), None) == NO_STAGING
 
 
