@@ -36,6 +36,10 @@ SMALL = {
     "activation_offload.py": (("as_written", "pinned_prealloc", "keep_on_gpu"),
                               ["--steps", "2", "--layers", "3", "--rows", "16", "--dim", "32"]),
     "augment_batches.py": (("as_written", "pinned_prealloc", "gpu_augment"), ["--images", "16", "--batch", "4", "--epochs", "2"]),
+    "embedding_gather.py": (("as_written", "pinned_gather", "table_on_gpu"),
+                            ["--steps", "5", "--rows", "4096", "--dim", "16", "--batch", "64", "--hidden", "32"]),
+    "ema_snapshots.py": (("as_written", "pinned_async", "ema_on_gpu"),
+                         ["--steps", "12", "--every", "4", "--batch", "16", "--width", "64", "--depth", "3"]),
 }
 
 
@@ -120,7 +124,9 @@ def run_all() -> int:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) > 1:
+    if sys.argv[1:2] in (["-h"], ["--help"]):
+        print(__doc__)
+    elif len(sys.argv) > 1:
         run_one(sys.argv[1:])
     else:
         sys.exit(run_all())

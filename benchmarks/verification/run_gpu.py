@@ -66,6 +66,8 @@ PROGRAMS = {
     "pycuda_frames": ("pycuda", "pycuda_frames.py", [], ["as_written", "pinned", "pinned_async", "mapped"]),
     "activation_offload": ("torch", "activation_offload.py", [], ["as_written", "pinned_prealloc", "keep_on_gpu"]),
     "augment_batches": ("torch", "augment_batches.py", [], ["as_written", "pinned_prealloc", "gpu_augment"]),
+    "embedding_gather": ("torch", "embedding_gather.py", [], ["as_written", "pinned_gather", "table_on_gpu"]),
+    "ema_snapshots": ("torch", "ema_snapshots.py", [], ["as_written", "pinned_async", "ema_on_gpu"]),
 }
 # --dry: small sizes for the CPU check
 DRY_ARGS = {
@@ -83,6 +85,8 @@ DRY_ARGS = {
     "loader_workers": ["--samples", "256", "--epochs", "1", "--width", "4"],
     "activation_offload": ["--steps", "2", "--layers", "3", "--rows", "16", "--dim", "32"],
     "augment_batches": ["--images", "16", "--batch", "4", "--epochs", "2"],
+    "embedding_gather": ["--steps", "3", "--rows", "4096", "--dim", "16", "--batch", "64", "--hidden", "32"],
+    "ema_snapshots": ["--steps", "8", "--every", "4", "--batch", "16", "--width", "64", "--depth", "3"],
 }
 
 
