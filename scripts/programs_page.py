@@ -126,6 +126,25 @@ def _summary(rows: list[dict], judge, what: str) -> str:
     return f"By {what}: {counts(rows)}. The PyTorch programs alone: {counts(torch)}."
 
 
+def _own_traces(folder: Path, judge) -> list[str]:
+    """The folder's own full traces as judged when they came back (its committed ``judge-*.json``: the advice of the
+    umprof its name gives, on the loop's time), each with how it fared."""
+    out = []
+    for jf in sorted(folder.glob("judge-*.json")):
+        rows = json.loads(jf.read_text())
+        out += [f"### Its own traces, as `{jf.name}` judged them", "",
+                "| program | trace | advised | applied as mode | loop: as written s | mode s | best mode (s) | verdict | "
+                "captured | saving s: predicted / measured | idiom |",
+                "| --- | --- | --- | --- | ---: | ---: | --- | --- | ---: | ---: | --- |"]
+        for r in rows:
+            cap = "-" if r["captured"] is None else f"{r['captured']:.0%}"
+            out.append(f"| {r['program']} | {r['tracer']} | {r['advised']} | {r['mode']} | {_s(r['as_written_s'])} | "
+                       f"{_s(r['mode_s'])} | {r['best_mode']} ({_s(r['best_s'])}) | {r['verdict']} | {cap} | "
+                       f"{_saving(r)} | {r['idiom']} |")
+        out += ["", _summary(rows, judge, "the loop's own time"), "", _savings_summary(rows, judge), ""]
+    return out
+
+
 def page() -> str:
     judge = _judge()
     lines = ["# Verification programs", "",
@@ -148,14 +167,16 @@ def page() -> str:
         heading = f"{t0['gpu']}, {', '.join(dates)}"
         # another machine of a GPU already shown: its timings judge the advice on the first one's fixture traces
         again = heading in seen
-        other = (" The advice judged here is that on the fixture traces, taken on another machine of this GPU; the "
-                 "folder's README judges its own traces.") if again else ""
+        other = (" The advice judged in the first table is that on the fixture traces, taken on another machine of "
+                 "this GPU; the folder's own traces follow, as judged when they came back.") if again and loop else ""
         lines += [f"## {heading}{f' ({folder.name})' if again else ''}", "",
                   f"Driver {t0.get('driver', '?')}, {t0.get('cpu_count', '?')} CPU cores; timings in "
                   f"`results/verification-programs/{folder.name}/` (its README says how they were taken).{other}", "",
-                  *_modes_table(programs), "", *_judge_table(loop, wall), "",
-                  _summary(loop, judge, "the loop's own time"), "",
-                  _summary(wall, judge, "the process's wall time"), "", _savings_summary(loop, judge), ""]
+                  *_modes_table(programs), ""]
+        if loop:
+            lines += [*_judge_table(loop, wall), "", _summary(loop, judge, "the loop's own time"), "",
+                      _summary(wall, judge, "the process's wall time"), "", _savings_summary(loop, judge), ""]
+        lines += _own_traces(folder, judge)
         seen.add(heading)
     return "\n".join(lines)
 
