@@ -28,6 +28,20 @@ SAVING_WITHIN = 0.25  # a predicted saving within this share of the measured one
 # pinning once was measured: ddp_train's offload-prefetched; loader_workers' as_written, already pinned and
 # asynchronous, where no side stream was measured). A key absent from a program's table was not measured on it:
 # judged "unmeasured".
+# the advice a held-out program may be given, applied as its one pinned mode or its one mode that keeps the data on
+# the GPU (``_pinned_or_gpu``)
+PINNED_CODES = ("pinned", "pageable-registered", "preallocated-pinned", "pinned-in", "pinned-out", "pin-once",
+                "offload-pinned", "offload-prefetched", "dataset-pinned-once")
+GPU_CODES = ("resident", "keep-on-gpu", "device-resident")
+
+
+def _pinned_or_gpu(pinned: str, gpu: str, *more_pinned: str) -> dict:
+    """A held-out program's advice -> mode: kept or pageable as written, every pinning code (``PINNED_CODES`` and
+    ``more_pinned``) its pinned mode, every keeping on the GPU its ``gpu`` mode."""
+    return {KEEP: "as_written", "pageable": "as_written", **{c: pinned for c in PINNED_CODES + more_pinned},
+            **{c: gpu for c in GPU_CODES}}
+
+
 MODES = {
     "train_loader": {KEEP: "as_written", "pageable": "as_written", "pinned": "dataset_pinned_once",
                      "pageable-registered": "dataset_pinned_once", "pageable-staged": "loader_pinned",
@@ -81,30 +95,10 @@ MODES = {
                        "pinned-pipelined": "as_written", "offload-prefetched": "as_written", "pageable": "unpinned",
                        "dataloader-unpinned": "unpinned", "dataloader-pin-thread": "unpinned"},
     # held out: written after the model, judged first as they came (see the verification README)
-    "activation_offload": {KEEP: "as_written", "pageable": "as_written", "pinned": "pinned_prealloc",
-                           "pageable-registered": "pinned_prealloc", "preallocated-pinned": "pinned_prealloc",
-                           "pinned-out": "pinned_prealloc", "pinned-in": "pinned_prealloc",
-                           "offload-pinned": "pinned_prealloc", "pin-once": "pinned_prealloc",
-                           "resident": "keep_on_gpu", "keep-on-gpu": "keep_on_gpu", "device-resident": "keep_on_gpu"},
-    "augment_batches": {KEEP: "as_written", "pageable": "as_written", "pinned": "pinned_prealloc",
-                        "pageable-registered": "pinned_prealloc", "preallocated-pinned": "pinned_prealloc",
-                        "pinned-in": "pinned_prealloc", "pin-once": "pinned_prealloc",
-                        "offload-pinned": "pinned_prealloc", "dataset-pinned-once": "pinned_prealloc",
-                        "resident": "gpu_augment", "keep-on-gpu": "gpu_augment", "device-resident": "gpu_augment",
-                        "offload-prefetched": "pinned_prealloc"},
-    "embedding_gather": {KEEP: "as_written", "pageable": "as_written", "pinned": "pinned_gather",
-                         "pageable-registered": "pinned_gather", "preallocated-pinned": "pinned_gather",
-                         "pinned-in": "pinned_gather", "pin-once": "pinned_gather",
-                         "offload-pinned": "pinned_gather", "dataset-pinned-once": "pinned_gather",
-                         "resident": "table_on_gpu", "keep-on-gpu": "table_on_gpu", "device-resident": "table_on_gpu",
-                         "offload-prefetched": "pinned_gather"},
-    "ema_snapshots": {KEEP: "as_written", "pageable": "as_written", "pinned": "pinned_async",
-                      "pageable-registered": "pinned_async", "preallocated-pinned": "pinned_async",
-                      "pinned-out": "pinned_async", "async-readback": "pinned_async",
-                      "pinned-pipelined": "pinned_async", "side-stream": "pinned_async",
-                      "offload-pinned": "pinned_async", "offload-prefetched": "pinned_async",
-                      "pin-once": "pinned_async", "resident": "ema_on_gpu", "keep-on-gpu": "ema_on_gpu",
-                      "device-resident": "ema_on_gpu"},
+    "activation_offload": _pinned_or_gpu("pinned_prealloc", "keep_on_gpu"),
+    "augment_batches": _pinned_or_gpu("pinned_prealloc", "gpu_augment"),
+    "embedding_gather": _pinned_or_gpu("pinned_gather", "table_on_gpu"),
+    "ema_snapshots": _pinned_or_gpu("pinned_async", "ema_on_gpu", "async-readback", "pinned-pipelined", "side-stream"),
     "pycuda_frames": {KEEP: "as_written", "pageable": "as_written", "pinned": "pinned",
                       "pageable-registered": "pinned", "pageable-staged": "pinned_async",
                       "pinned-pipelined": "pinned_async", "mapped": "mapped", "zero-copy": "mapped"},
