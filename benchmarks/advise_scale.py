@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-SCHEMA_FROM = ROOT / "tests" / "fixtures" / "traces" / "h100-pycuda_loop.sqlite"
+SCHEMA_FROM = ROOT / "tests" / "fixtures" / "traces" / "h100-stream_loop.sqlite"
 TABLES = ("StringIds", "ENUM_CUDA_MEMCPY_OPER", "ENUM_CUDA_MEM_KIND", "TARGET_INFO_GPU", "PROCESSES",
           "TARGET_INFO_SESSION_START_TIME", "CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_KERNEL",
           "CUPTI_ACTIVITY_KIND_RUNTIME")

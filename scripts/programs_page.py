@@ -126,11 +126,19 @@ def _summary(rows: list[dict], judge, what: str) -> str:
     return f"By {what}: {counts(rows)}. The PyTorch programs alone: {counts(torch)}."
 
 
+def _version(path: Path) -> tuple:
+    """The umprof version a ``judge-full-traces-X.Y.Z.json`` names (``()`` where it names none)."""
+    tail = path.stem.removeprefix("judge-full-traces").lstrip("-")
+    return tuple(int(x) for x in tail.split(".")) if tail else ()
+
+
 def _own_traces(folder: Path, judge) -> list[str]:
-    """The folder's own full traces as judged when they came back (its committed ``judge-*.json``: the advice of the
-    umprof its name gives, on the loop's time), each with how it fared."""
+    """The folder's own full traces as judged (its committed judgements on the loop's time): the held-out programs'
+    as they came (``judge-held-out-*.json``) and the newest umprof's (``judge-full-traces-X.Y.Z.json``), each with
+    how it fared; the folder's README tells the older ones."""
+    full = max(folder.glob("judge-full-traces*.json"), key=_version, default=None)
     out = []
-    for jf in sorted(folder.glob("judge-*.json")):
+    for jf in sorted(folder.glob("judge-held-out-*.json")) + ([full] if full else []):
         rows = json.loads(jf.read_text())
         out += [f"### Its own traces, as `{jf.name}` judged them", "",
                 "| program | trace | advised | applied as mode | loop: as written s | mode s | best mode (s) | verdict | "

@@ -4,7 +4,9 @@ of benchmarks/apps/pycuda_loop.py), into docs/img/advise-timeline.png.
     python3 scripts/readme_picture.py
 """
 
+import lzma
 import sys
+import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -15,7 +17,11 @@ def main():
     from umprof import api
     from umprof.views.timeline import timeline_figure
 
-    (adv,) = api.advise(ROOT / "tests" / "fixtures" / "traces" / "h100-pycuda_loop.sqlite")
+    with tempfile.TemporaryDirectory() as tmp:  # the fixture is committed compressed
+        trace = Path(tmp) / "h100-pycuda_loop.sqlite"
+        with lzma.open(ROOT / "tests" / "fixtures" / "traces" / "h100-pycuda_loop.sqlite.xz") as f:
+            trace.write_bytes(f.read())
+        (adv,) = api.advise(trace)
     fig = timeline_figure(adv.app)
     out = ROOT / "docs" / "img" / "advise-timeline.png"
     out.parent.mkdir(parents=True, exist_ok=True)
