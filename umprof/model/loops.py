@@ -4,7 +4,8 @@ thread makes, and what each iteration does.
 * **the period**: each call is named by what it is and, for a copy, its direction and bytes; calls made once or
   twice are left out, and so are calls that only ask the driver something (cudaGetDevice, cuKernelGetName,
   cudaStreamIsCapturing: a framework makes a varying number of them). The period is the shortest that repeats over
-  the run (else over its later half, then its earlier one: a run of two phases) and holds every call that recurs.
+  the run (else over its later half, then its earlier one: a run of two phases; then its middle) and holds every
+  call that recurs; a loop found in part of the run runs on over the periods around it that repeat its calls.
 * **the iterations**: cut at one call of each period, one that moves data or launches work; each gets its copies,
   kernels, unified-memory migrations and wall time. The steady iteration is their median (their mean where they
   move very different amounts), the first kept apart.
@@ -222,8 +223,20 @@ def _loop_period(codes: np.ndarray) -> tuple[int, int, int] | None:
     for lo, hi in parts if found is None else ():
         part = find_period(codes[lo:hi])
         if part is not None:
-            return part[0], part[1] + lo, part[2] + lo
+            return (part[0], *_extended(codes, part[0], part[1] + lo, part[2] + lo))
     return found
+
+
+def _extended(codes: np.ndarray, p: int, first: int, last: int) -> tuple[int, int]:
+    """A loop found in part of the run, grown by whole periods at each end while the calls there repeat its own
+    (PERIOD_MATCH of them): the part only cuts where the search looked, not where the loop starts or ends (a training
+    loop of 46 like steps after a first one of a thousand calls of its own was found in the run's later half, 26
+    steps, its earlier ones read as a loop before it)."""
+    while first >= p and np.mean(codes[first - p:first] == codes[first:first + p]) >= PERIOD_MATCH:
+        first -= p
+    while last + p <= len(codes) and np.mean(codes[last:last + p] == codes[last - p:last]) >= PERIOD_MATCH:
+        last += p
+    return first, last
 
 
 def find_loop(calls: pd.DataFrame, copies: pd.DataFrame, kernels: pd.DataFrame, with_lead: bool = True) -> Loop | None:

@@ -7,7 +7,7 @@ from tests.unit.nsight.synthetic_trace import App, Op, write_trace
 from umprof.model.application import NO_STAGING, applications
 import numpy as np
 
-from umprof.model.loops import QUERY_CALL, WORK_CALL, _group_starts, _loop_period
+from umprof.model.loops import QUERY_CALL, WORK_CALL, _group_starts, _loop_period, find_period
 from umprof.nsight.trace_db import open_trace
 
 MiB = 2**20
@@ -113,6 +113,18 @@ def test_a_short_loop_whose_first_and_last_steps_differ_is_found_in_its_middle()
     codes = np.array(first + step * 22 + step + [7] * 8)
     found = _loop_period(codes)
     assert found is not None and found[0] == len(step)
+
+
+def test_a_loop_found_in_part_of_the_run_runs_on_to_where_its_calls_stop_repeating():
+    # 46 like steps of 30 calls after a first one that also makes 47 calls of its own between its launches (a
+    # framework's first use): no period holds over the whole run; the later half's loop runs on over every step
+    step = [0, 1] + [2] * 22 + [3] * 3 + [4] * 3
+    first = step + [5, 2] * 47
+    codes = np.array(first + step * 46)
+    p, lo, hi = _loop_period(codes)
+    assert p == len(step) and hi == len(codes)
+    assert len(first) - len(step) < lo <= len(first)  # the first step's own calls stay outside it
+    assert find_period(codes) is None and find_period(codes[len(codes) // 2:]) is not None
 
 
 def test_an_outer_loops_edges_survive_a_one_off_odd_iteration():
