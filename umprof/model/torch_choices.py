@@ -338,11 +338,18 @@ def _batch_making(ctx: _Context, cal, copies: pd.DataFrame, memory: str) -> tupl
                                      "indexing it on the GPU removes that host copy too")
 
 
-OFFLOAD_PINNED = ("keep what is uploaded step by step (offloaded weights, a layer at a time, or batches) in pinned "
-                  "memory, pinned once (`w_cpu = w_cpu.pin_memory()` when it is offloaded or loaded), and upload it "
-                  "with `w_cpu.to(device, non_blocking=True)`")
-OFFLOAD_PREFETCHED = ("pin what is uploaded step by step once (`w_cpu = w_cpu.pin_memory()`), and "
-                      + TORCH_SIDE_STREAM)
+# what is uploaded step by step in pinned memory: the same tensors pinned once, or each step's new one made in a
+# reused pinned buffer (a batch gathered, cut or collated anew each step is no tensor to pin once: a pinned table's
+# rows, indexed, come out in new pageable memory)
+PIN_WHAT_IS_UPLOADED = ("where the same tensors go up again (offloaded weights, a layer at a time, or a dataset), pin "
+                        "them once (`w_cpu = w_cpu.pin_memory()` when they are offloaded or loaded); where each step "
+                        "makes a new one (rows gathered, a batch cut or collated), make it in a preallocated pinned "
+                        "buffer (`torch.index_select(src, 0, idx, out=buf)`, `buf.copy_(batch)`), reused once its copy "
+                        "is done (an event recorded after the copy)")
+OFFLOAD_PINNED = ("keep what is uploaded step by step in pinned memory: " + PIN_WHAT_IS_UPLOADED
+                  + "; and upload it with `.to(device, non_blocking=True)`")
+OFFLOAD_PREFETCHED = "keep what is uploaded step by step in pinned memory: " + PIN_WHAT_IS_UPLOADED + "; and " \
+                     + TORCH_SIDE_STREAM
 
 
 def _offload(ctx: _Context, cal, epochs: int | None) -> list[TorchChoice]:
