@@ -348,8 +348,8 @@ PIN_WHAT_IS_UPLOADED = ("where the same tensors go up again (offloaded weights, 
                         "is done (an event recorded after the copy)")
 OFFLOAD_PINNED = ("keep what is uploaded step by step in pinned memory: " + PIN_WHAT_IS_UPLOADED
                   + "; and upload it with `.to(device, non_blocking=True)`")
-OFFLOAD_PREFETCHED = "keep what is uploaded step by step in pinned memory: " + PIN_WHAT_IS_UPLOADED + "; and " \
-                     + TORCH_SIDE_STREAM
+OFFLOAD_PREFETCHED = ("keep what is uploaded step by step in pinned memory: " + PIN_WHAT_IS_UPLOADED + "; and "
+                      + TORCH_SIDE_STREAM)
 
 
 def _offload(ctx: _Context, cal, epochs: int | None) -> list[TorchChoice]:
