@@ -67,6 +67,7 @@ class HostStaging(NamedTuple):
     seconds: float  # the host's copies into and out of the buffer over the loop, estimated
     chunks: int  # the copies of the buffer in the loop
     chunk_bytes: int  # the largest chunk
+    pooled: bool = False  # each copy a pool's buffer, filled just before it (``_pooled``), not a program's own
 
 
 NO_STAGING = HostStaging(0.0, 0, 0)
@@ -494,7 +495,7 @@ def host_staging_in_loop(calls: pd.DataFrame, copies: pd.DataFrame, kernels: pd.
     if len(staged) < max(2, loop.iterations - 1) or staged["total"].sum() < STAGED_SHARE * pinned_bytes:
         return NO_STAGING
     return HostStaging(float((staged["median"] * staged["chunks"]).sum()), int(staged["chunks"].sum()),
-                       int(staged["largest"].max()))
+                       int(staged["largest"].max()), pooled=bool((staged["chunks"] == 1).all()))
 
 
 # A pool's transfer buffer, watched until its copy has read it: the copy's thread creates an event and records it on
@@ -662,7 +663,10 @@ def current_strategy(app: Application) -> tuple[str, str]:
     fills and drains chunk by chunk (``Application.host_staging``) is named a bounce buffer."""
     strategy, why = _strategy_by_memory(app)
     h = app.host_staging
-    if h.seconds and strategy in ("pinned", "pageable-registered"):  # cudaMallocHost or cudaHostRegister
+    if h.seconds and strategy in ("pinned", "pageable-registered") and h.pooled:
+        why += (f", a memory pool's buffers: the host copies each array (up to {format_size(h.chunk_bytes)}) into a "
+                "pinned buffer of the pool before its copy")
+    elif h.seconds and strategy in ("pinned", "pageable-registered"):  # cudaMallocHost or cudaHostRegister
         why += f", a bounce buffer: the host copies its data through it in {format_size(h.chunk_bytes)} chunks"
     return strategy, why
 

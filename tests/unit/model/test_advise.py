@@ -1077,7 +1077,8 @@ def test_host_staging_is_a_run_of_chunks_at_a_host_copys_rate():
     # unless its buffer is a pool's, watched by a new event after each copy (CuPy's asarray of a numpy array): the
     # host's time before each is its fill
     pooled = host_staging_in_loop(*trace(1_000_000, chunks=1, pooled=True), loop)
-    assert pooled.chunks == 4 and pooled.seconds == pytest.approx(4 * 1e-3, rel=1e-3)
+    assert pooled.chunks == 4 and pooled.seconds == pytest.approx(4 * 1e-3, rel=1e-3) and pooled.pooled
+    assert not memcpy.pooled
     assert host_staging_in_loop(*trace(20_000_000, chunks=1, pooled=True), loop) == NO_STAGING  # computing it
     assert host_staging_in_loop(*trace(1_000_000, kind="pageable", chunks=1, pooled=True), loop) == NO_STAGING
     assert host_staging_in_loop(*trace(1_000_000), None) == NO_STAGING

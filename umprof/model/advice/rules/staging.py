@@ -16,7 +16,10 @@ def adjust(app: Application, r: Reading) -> Adjustment:
     if not staging_s:
         return Adjustment("staging")
     h = app.host_staging
-    limit = Limit("bounce-buffer", f"its copies go through a pinned bounce buffer that the host fills and drains "
+    through = ("a pinned buffer of a memory pool that the host fills before each copy (a pool's transfer buffer, "
+               "watched by a new event after its copy, as CuPy's `cupy.asarray` of a numpy array makes it)"
+               if h.pooled else "a pinned bounce buffer that the host fills and drains")
+    limit = Limit("bounce-buffer", f"its copies go through {through} "
                                    f"({h.chunks} copies of {format_size(h.chunk_bytes)} in the loop, each beside "
                                    f"{format_time(staging_s / h.chunks)} of the host's time outside CUDA calls, a host "
                                    f"copy's rate): {format_time(staging_s)} over the loop, priced as its own way's "
