@@ -40,6 +40,8 @@ SMALL = {
                             ["--steps", "5", "--rows", "4096", "--dim", "16", "--batch", "64", "--hidden", "32"]),
     "ema_snapshots.py": (("as_written", "pinned_async", "ema_on_gpu"),
                          ["--steps", "12", "--every", "4", "--batch", "16", "--width", "64", "--depth", "3"]),
+    "dict_collate.py": (("as_written", "pinned_loader", "on_gpu"),
+                        ["--samples", "200", "--batch", "64", "--epochs", "2", "--side", "16", "--width", "4"]),
 }
 
 

@@ -99,11 +99,17 @@ MODES = {
     "augment_batches": _pinned_or_gpu("pinned_prealloc", "gpu_augment"),
     "embedding_gather": _pinned_or_gpu("pinned_gather", "table_on_gpu"),
     "ema_snapshots": _pinned_or_gpu("pinned_async", "ema_on_gpu", "async-readback", "pinned-pipelined", "side-stream"),
+    "dict_collate": _pinned_or_gpu("pinned_loader", "on_gpu", "dataloader-pinned", "packed-copy"),
+    # a readback only: the pinning codes that name its direction, and the two pinned buffers in turn its pinned_out is
+    "cupy_readback": {KEEP: "as_written", "pageable": "as_written", "pinned": "pinned_out", "pinned-out": "pinned_out",
+                      "async-readback": "pinned_out", "pageable-registered": "pinned_out",
+                      "preallocated-pinned": "pinned_out", "pageable-staged": "pinned_out",
+                      "resident": "reduce_on_gpu", "keep-on-gpu": "reduce_on_gpu", "device-resident": "reduce_on_gpu"},
     "pycuda_frames": {KEEP: "as_written", "pageable": "as_written", "pinned": "pinned",
                       "pageable-registered": "pinned", "pageable-staged": "pinned_async",
                       "pinned-pipelined": "pinned_async", "mapped": "mapped", "zero-copy": "mapped"},
 }
-FRAMEWORK = {"cupy_batches": "cupy", "managed_loop": "cuda", "batch_loop": "cuda",
+FRAMEWORK = {"cupy_batches": "cupy", "cupy_readback": "cupy", "managed_loop": "cuda", "batch_loop": "cuda",
              "pycuda_frames": "pycuda"}  # else pytorch
 # words that name another framework's API: a change naming one is not written in this program's idiom
 FOREIGN = {

@@ -68,6 +68,8 @@ PROGRAMS = {
     "augment_batches": ("torch", "augment_batches.py", [], ["as_written", "pinned_prealloc", "gpu_augment"]),
     "embedding_gather": ("torch", "embedding_gather.py", [], ["as_written", "pinned_gather", "table_on_gpu"]),
     "ema_snapshots": ("torch", "ema_snapshots.py", [], ["as_written", "pinned_async", "ema_on_gpu"]),
+    "dict_collate": ("torch", "dict_collate.py", [], ["as_written", "pinned_loader", "on_gpu"]),
+    "cupy_readback": ("cupy", "cupy_readback.py", [], ["as_written", "pinned_out", "reduce_on_gpu"]),
 }
 # --dry: small sizes for the CPU check
 DRY_ARGS = {
@@ -87,6 +89,7 @@ DRY_ARGS = {
     "augment_batches": ["--images", "16", "--batch", "4", "--epochs", "2"],
     "embedding_gather": ["--steps", "3", "--rows", "4096", "--dim", "16", "--batch", "64", "--hidden", "32"],
     "ema_snapshots": ["--steps", "8", "--every", "4", "--batch", "16", "--width", "64", "--depth", "3"],
+    "dict_collate": ["--samples", "128", "--batch", "64", "--epochs", "1", "--side", "16", "--width", "4"],
 }
 
 
