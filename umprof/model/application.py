@@ -513,13 +513,12 @@ def _pooled(calls: pd.DataFrame, c: pd.DataFrame) -> np.ndarray:
     eligible = ((c["host_kind"] == "pinned") & (c["direction"] == "h2d")).to_numpy()
     for t in np.unique(tid[eligible]):
         th = calls[(calls["tid"] == t) & ~calls["name"].str.match(QUERY_CALL)].sort_values("start", kind="stable")
-        names, starts = th["name"].to_numpy(str), th["start"].to_numpy()
         mine = np.flatnonzero(eligible & (tid == t))
-        k = np.searchsorted(starts, cs[mine], "left")
+        k = np.searchsorted(th["start"].to_numpy(), cs[mine], "left")  # each copy's own call
         follows = np.ones(len(mine), dtype=bool)
         for step, pattern in enumerate(POOLED_AFTER, start=1):
-            at = np.minimum(k + step, len(names) - 1)
-            follows &= (k + step < len(names)) & np.array([bool(pattern.match(n)) for n in names[at]], dtype=bool)
+            matches = np.append(th["name"].str.match(pattern).to_numpy(bool), False)  # past the last call: none
+            follows &= matches[np.minimum(k + step, len(th))]
         out[mine] = follows
     return out
 
@@ -663,11 +662,10 @@ def current_strategy(app: Application) -> tuple[str, str]:
     fills and drains chunk by chunk (``Application.host_staging``) is named a bounce buffer."""
     strategy, why = _strategy_by_memory(app)
     h = app.host_staging
-    if h.seconds and strategy in ("pinned", "pageable-registered") and h.pooled:
+    if h.seconds and strategy in ("pinned", "pageable-registered"):  # cudaMallocHost or cudaHostRegister
         why += (f", a memory pool's buffers: the host copies each array (up to {format_size(h.chunk_bytes)}) into a "
-                "pinned buffer of the pool before its copy")
-    elif h.seconds and strategy in ("pinned", "pageable-registered"):  # cudaMallocHost or cudaHostRegister
-        why += f", a bounce buffer: the host copies its data through it in {format_size(h.chunk_bytes)} chunks"
+                "pinned buffer of the pool before its copy" if h.pooled else
+                f", a bounce buffer: the host copies its data through it in {format_size(h.chunk_bytes)} chunks")
     return strategy, why
 
 

@@ -196,6 +196,8 @@ CUPY_ADVICE = {"read-mostly": "cudaMemAdviseSetReadMostly, the GPU only reads th
                "accessed-by-gpu": "cudaMemAdviseSetAccessedBy, the GPU"}
 CUPY_CHANGES = {
     "pageable": "keep the numpy arrays and their `cupy.asarray` / `.get()` copies as they are",
+    "unpooled": "with CuPy, `d.set(a)` into an array made once, not `cupy.asarray(a)`, which copies `a` into its "
+                "pinned pool first",
     "flow-pinned": "allocate this flow's host array pinned, once, with `cupyx.empty_pinned(shape, dtype)`",
     "pinned": "allocate the host arrays pinned, once, with `cupyx.empty_pinned(shape, dtype)` (freed blocks return to "
               f"CuPy's pinned pool: `{CUPY_PINNED_POOL}`), and copy with `d.set(h)` / `d.get(out=h)`",

@@ -5,8 +5,9 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from umprof.core.units import format_share, format_size, format_time
-from umprof.model import frameworks, ties
+from umprof.model import ties
 from umprof.model.advice import thresholds as th
+from umprof.model.advice.changes import is_python
 from umprof.model.advice.read import host_s, untouched
 from umprof.model.advice.result import Advice, AppAdvice, Limit, first_setup_s, loop_s
 from umprof.model.advice.rules.carried import round_trips_s
@@ -75,7 +76,7 @@ def moving_limits(app: Application, saving: float, host_now: float, advised: Pre
                                               f"{_where_the_rest_is(app, rest, host_now, advised)}")]
     if share < th.SMALL_MOVING_SHARE:
         fresh = (", beyond the host's own making of new arrays each step, which preallocated buffers reused do away "
-                 "with and no trace shows" if frameworks.is_python_process((app.name, app.program)) else "")
+                 "with and no trace shows" if is_python(app) else "")
         return [Limit("moving-bounds-saving", f"{taken}: no host-memory strategy can save much more than that{fresh}")]
     return []
 

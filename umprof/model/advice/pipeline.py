@@ -247,13 +247,17 @@ def _change(app: Application, r: Reading, a: Adjusted, c: Choice, framework: str
     if c.pinned_once and c.pick is r.base and not c.within_noise:
         return frameworks.change_for(framework, "pinned") or pinning.pin_once_change(app)
     if a.rules["staging"].seconds and c.pick is not r.base:
-        return f"{POOL_NOT if app.host_staging.pooled else BOUNCE_NOT}{text}"
+        return f"{_unstaged(app, framework)}: {text}"
     return text
 
 
-BOUNCE_NOT = "copy the data's own buffers, without the bounce buffer: "
-POOL_NOT = ("copy the data's own buffers, not through a pool's pinned buffer (with CuPy, `d.set(a)` into an array "
-            "made once, not `cupy.asarray(a)`, which copies `a` into its pinned pool first): ")
+def _unstaged(app: Application, framework: str) -> str:
+    """How the change leaves the current way's host copies out: its bounce buffer, or the pool's buffer a framework
+    copies each array through (said in the framework's call, where it has one)."""
+    if not app.host_staging.pooled:
+        return "copy the data's own buffers, without the bounce buffer"
+    how = frameworks.change_for(framework, "unpooled")
+    return "copy the data's own buffers, not through a pool's pinned buffer" + (f" ({how})" if how else "")
 
 
 def _explain(app: Application, cal: Calibration, r: Reading, a: Adjusted, c: Choice, out: AppAdvice, idle,
