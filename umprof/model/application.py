@@ -444,6 +444,10 @@ def pinning_in_loop(calls: pd.DataFrame, loop: Loop | None) -> LoopPinning:
 # moves the chunk at a rate within a factor of four of them: slower is a program computing each chunk (its work
 # stays under any way), faster is no host copy at all.
 HOST_COPY_RATES = (2.5e9, 40e9)
+# A pool's buffer filled before its one copy: the host's time before the copy holds the program's own work too (a
+# Python loop's indexing and calls), which stays under any way, so the fill is priced at most at the rate of a host
+# copy into a pinned buffer chunk by chunk (8.4 GB/s on the H100's and H200's hosts, 2026-11-26)
+POOL_FILL_RATE = 8.4e9
 
 
 # the share of a loop's pinned bytes that must go through its runs of chunks for them to be how it moves its data (a
@@ -468,7 +472,8 @@ def host_staging_in_loop(calls: pd.DataFrame, copies: pd.DataFrame, kernels: pd.
     time before it is all its work there, and a program that computes its batch into its own pinned memory fills
     it at a host copy's rate too (a table lookup and an add a word: 7.5 GB/s on the H100 of 2026-12-06, where a
     memcpy into pinned memory took 8.2-10.2 GB/s), which no trace tells from a copy out of other memory. Unless
-    the copy's buffer is a pool's (``_pooled``): then the host's time before it is counted as its fill.
+    the copy's buffer is a pool's (``_pooled``): then the host's time before it is counted as its fill, at most the
+    chunk at ``POOL_FILL_RATE``.
     Where the runs carry less than STAGED_SHARE of the loop's pinned bytes, they are not how it moves its data.
     ``NO_STAGING`` where there is no such pattern."""
     if loop is None or copies.empty:
@@ -494,7 +499,9 @@ def host_staging_in_loop(calls: pd.DataFrame, copies: pd.DataFrame, kernels: pd.
     pinned_bytes = float(c.loc[c["host_kind"] == "pinned", "bytes"].sum())
     if len(staged) < max(2, loop.iterations - 1) or staged["total"].sum() < STAGED_SHARE * pinned_bytes:
         return NO_STAGING
-    return HostStaging(float((staged["median"] * staged["chunks"]).sum()), int(staged["chunks"].sum()),
+    pool_fill = np.minimum(staged["median"], staged["first"] / POOL_FILL_RATE)
+    fill = staged["median"].where(staged["chunks"] > 1, pool_fill)
+    return HostStaging(float((fill * staged["chunks"]).sum()), int(staged["chunks"].sum()),
                        int(staged["largest"].max()), pooled=bool((staged["chunks"] == 1).all()))
 
 
