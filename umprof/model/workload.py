@@ -202,13 +202,22 @@ class WorkloadError(UsageError):
 
 
 def _check(w: Workload) -> None:
-    """Raise WorkloadError naming the key, what is expected and what was given; ``expected`` is text, or
-    a function of the key names where it mentions other keys."""
-    def bad(key, expected):
-        given = getattr(w, key)
-        said = expected if callable(expected) else lambda n: expected
-        raise WorkloadError(key, lambda n: f": expected {said(n)}, got {given!r}")
+    """Raise WorkloadError naming the key, what is expected and what was given (``_check_sizes``, then
+    ``_check_host``)."""
+    _check_sizes(w, lambda key, expected: _bad(w, key, expected))
+    _check_host(w, lambda key, expected: _bad(w, key, expected))
 
+
+def _bad(w: Workload, key: str, expected) -> None:
+    """A WorkloadError for ``key``; ``expected`` is text, or a function of the key names where it mentions other
+    keys."""
+    given = getattr(w, key)
+    said = expected if callable(expected) else lambda n: expected
+    raise WorkloadError(key, lambda n: f": expected {said(n)}, got {given!r}")
+
+
+def _check_sizes(w: Workload, bad) -> None:
+    """The workload's name, sizes, counts and fractions."""
     if not isinstance(w.name, str):
         bad("name", "text")
     if not isinstance(w.bytes, int) or isinstance(w.bytes, bool) or w.bytes < PAGE_BYTES:
@@ -242,6 +251,12 @@ def _check(w: Workload) -> None:
         bad("kernel_s", "seconds of kernel time per iteration, 0 or more (0: the passes' own)")
     if not isinstance(w.kernel_bytes, int) or isinstance(w.kernel_bytes, bool) or w.kernel_bytes < 0:
         bad("kernel_bytes", "bytes the kernels move of the buffer per iteration at most, 0 or more (0: not known)")
+    if w.touched * (w.bytes // PAGE_BYTES) < 1:
+        bad("touched", f"a fraction that selects at least one 64 KiB page of {format_size(w.bytes)}")
+
+
+def _check_host(w: Workload, bad) -> None:
+    """How the host's memory is backed, first written and read back, and whether its parts are apart."""
     if w.host_pages not in HOST_PAGES:
         bad("host_pages", "one of " + ", ".join(HOST_PAGES) + " (how its pageable memory is backed: a Python "
             "program's numpy arrays, a C or C++ program's malloc)")
@@ -257,8 +272,6 @@ def _check(w: Workload) -> None:
     if w.split and w.host_writes + w.host_reads > 1 + 1e-6:
         bad("host_reads", lambda n: f"at most 1 - {n['host_writes']} ({1 - w.host_writes:.6g}) with {n['split_on']} "
             "(the parts the host writes and reads are apart)")
-    if w.touched * (w.bytes // PAGE_BYTES) < 1:
-        bad("touched", f"a fraction that selects at least one 64 KiB page of {format_size(w.bytes)}")
 
 
 def _check_typed(values: dict) -> None:
