@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, fields, replace
+from functools import partial
 from pathlib import Path
 
 from umprof.core.errors import UsageError
@@ -204,8 +205,8 @@ class WorkloadError(UsageError):
 def _check(w: Workload) -> None:
     """Raise WorkloadError naming the key, what is expected and what was given (``_check_sizes``, then
     ``_check_host``)."""
-    _check_sizes(w, lambda key, expected: _bad(w, key, expected))
-    _check_host(w, lambda key, expected: _bad(w, key, expected))
+    _check_sizes(w, partial(_bad, w))
+    _check_host(w, partial(_bad, w))
 
 
 def _bad(w: Workload, key: str, expected) -> None:
