@@ -518,8 +518,11 @@ def _pooled(calls: pd.DataFrame, c: pd.DataFrame) -> np.ndarray:
     out = np.zeros(len(c), dtype=bool)
     tid, cs = c["tid"].to_numpy(), c["call_start"].to_numpy()
     eligible = ((c["host_kind"] == "pinned") & (c["direction"] == "h2d")).to_numpy()
+    if not eligible.any():
+        return out
+    work = calls[~calls["name"].str.match(QUERY_CALL)].sort_values("start", kind="stable")  # once, for every thread
     for t in np.unique(tid[eligible]):
-        th = calls[(calls["tid"] == t) & ~calls["name"].str.match(QUERY_CALL)].sort_values("start", kind="stable")
+        th = work[work["tid"] == t]
         mine = np.flatnonzero(eligible & (tid == t))
         k = np.searchsorted(th["start"].to_numpy(), cs[mine], "left")  # each copy's own call
         follows = np.ones(len(mine), dtype=bool)

@@ -16,12 +16,15 @@ def adjust(app: Application, r: Reading) -> Adjustment:
     if not staging_s:
         return Adjustment("staging")
     h = app.host_staging
-    through = ("a pinned buffer of a memory pool that the host fills before each copy (a pool's transfer buffer, "
-               "watched by a new event after its copy, as CuPy's `cupy.asarray` of a numpy array makes it)"
-               if h.pooled else "a pinned bounce buffer that the host fills and drains")
-    each = (f"each filled in {format_time(staging_s / h.chunks)}: the host's time before it, at most a host copy's "
-            "rate, the rest its own work" if h.pooled else
-            f"each beside {format_time(staging_s / h.chunks)} of the host's time outside CUDA calls, a host copy's rate")
+    per_chunk = format_time(staging_s / h.chunks)
+    if h.pooled:
+        through = ("a pinned buffer of a memory pool that the host fills before each copy (a pool's transfer buffer, "
+                   "watched by a new event after its copy, as CuPy's `cupy.asarray` of a numpy array makes it)")
+        each = (f"each filled in {per_chunk}: the host's time before it, at most a host copy's rate, the rest its "
+                "own work")
+    else:
+        through = "a pinned bounce buffer that the host fills and drains"
+        each = f"each beside {per_chunk} of the host's time outside CUDA calls, a host copy's rate"
     limit = Limit("bounce-buffer", f"its copies go through {through} "
                                    f"({h.chunks} copies of {format_size(h.chunk_bytes)} in the loop, {each}): "
                                    f"{format_time(staging_s)} over the loop, priced as its own way's "
