@@ -86,6 +86,8 @@ ONE_OFF_SHARE = 0.5
 # An iteration this many times the median's wall time, at a regular interval, ends an outer loop's iteration (an
 # epoch's first batch waits for its data loader's workers to start) as a different set of calls does.
 OUTER_SLOW = 3.0
+# whole groups (of as many iterations as the gap between odd ones) an outer loop needs: one is a gap, not a pattern
+MIN_GROUPS = 2
 
 
 class Activity(NamedTuple):
@@ -340,7 +342,12 @@ def _group_starts(odd: np.ndarray, n: int) -> np.ndarray | None:
         return None
     if n % k == 0:  # groups of k: an odd iteration is cut mid-group where the loop's cut falls inside an epoch's end
         return np.arange(k, n, k)
-    return odd + 1 if (odd[0] + 1) % k == 0 else odd
+    starts = odd + 1 if (odd[0] + 1) % k == 0 else odd
+    groups = np.diff(np.concatenate([[0], starts, [n]]))
+    # a trace may start or stop inside an outer iteration (its first and last groups shorter), but two odd iterations
+    # one gap apart (slow ones: a garbage collection) are a pattern only where the groups they cut are whole
+    whole = int((np.abs(groups - k) <= 1).sum())
+    return starts if whole >= MIN_GROUPS and (groups <= k + 1).all() else None
 
 
 def _regular(odd: np.ndarray, n: int) -> np.ndarray:

@@ -136,6 +136,16 @@ def test_an_outer_loops_edges_survive_a_one_off_odd_iteration():
     assert _group_starts(np.array([0, 10, 25, 31, 47, 90, 143]), 144) is None
 
 
+def test_two_odd_iterations_make_no_outer_loop_unless_their_groups_are_whole():
+    # 64 steps whose 15th and 60th ran slow (a garbage collection, a profiler's buffer flushed): one gap of 45 between
+    # them, groups of 14, 45 and 5 steps: no epochs
+    assert _group_starts(np.array([0, 14, 59]), 64) is None
+    # 2 epochs of 32 steps, each epoch's first step slow (its loader's iterator made): one gap, whole groups
+    assert _group_starts(np.array([0, 32]), 64).tolist() == [32]
+    # 3 epochs of 21 steps, each epoch's last one short; the trace stops one step into a fourth
+    assert _group_starts(np.array([20, 41, 62]), 64).tolist() == [21, 42, 63]
+
+
 def test_a_plain_loop_has_no_outer_loop(tmp_path):
     from tests.unit.nsight.synthetic_trace import pageable_loop
 
