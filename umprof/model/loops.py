@@ -19,7 +19,7 @@ thread makes, and what each iteration does.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import NamedTuple
 
 import numpy as np
@@ -61,6 +61,10 @@ class Loop:
     # the loop inside it, where its iterations are regular groups of a shorter loop's (batches in epochs, layers in
     # a model's forward pass, blocks in passes over an image): that loop over the whole run. None where there is none
     inner: "Loop | None" = None
+    # the last iteration's (per_iteration's keys), with what came after it up to the run's last call (a program's
+    # results written, its libraries unloaded at exit), and after_gpu_s: its time after the run's last GPU work;
+    # empty for a loop of one iteration
+    last: dict = field(default_factory=dict)
 
     @property
     def idle_s(self) -> float:
@@ -313,7 +317,17 @@ def _loop_of(iterations: _Iterations, period: int, anchor: str, ahead: int | Non
     largest = pd.concat([per.iloc[1:], pd.DataFrame([first.to_dict()])]).max(numeric_only=True).to_dict()
     return Loop(iterations=len(per), period=period, anchor=anchor, first_s=float(per["wall_s"].iloc[0]),
                 steady_s=float(med["wall_s"]), per_iteration=med, first=first.to_dict(), largest=largest,
-                span=(int(edges[0]), int(edges[-1])))
+                span=(int(edges[0]), int(edges[-1])), last=_last(per, edges, activity))
+
+
+def _last(per: pd.DataFrame, edges: np.ndarray, activity: Activity) -> dict:
+    """The last iteration's figures (``per``'s last row), with ``after_gpu_s``: the seconds from the run's last GPU
+    work (copies, migrations, kernels) to the loop's end, where the host alone ran on. Empty for a loop of one."""
+    if len(per) < 2:
+        return {}
+    ends = [int(f["end"].max()) for f in (activity.copies, activity.kernels) if len(f)]
+    gpu_end = max(ends) if ends else int(edges[-1])
+    return {**per.iloc[-1].to_dict(), "after_gpu_s": max(0, int(edges[-1]) - gpu_end) / 1e9}
 
 
 def _odd_iterations(seq: np.ndarray, bounds: np.ndarray, wall_s: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -1,5 +1,5 @@
-"""The time the ways price (``result.priced_s``): the loop's time now less its first iteration's one-off setup, which
-no way of moving memory changes. The prediction's own error on a saving, and the noise a saving must clear, are
+"""The time the ways price (``result.priced_s``): the loop's time now less its first iteration's one-off setup and its
+last iteration's ending, which no way of moving memory changes. The prediction's own error on a saving, and the noise a saving must clear, are
 shares of it, so that a program whose first iteration holds seconds of its own start (a PyTorch process's CUDA
 context, libraries and model) is judged on the iterations the ways price."""
 
@@ -37,6 +37,20 @@ def test_the_setup_the_ways_price_stays_priced():
     assert priced_s(loop(0.5), now, setup_s=0.6) == now
 
 
+def test_a_last_iteration_that_runs_on_to_the_program_s_exit_with_the_gpu_idle_is_left_out():
+    # a PyTorch program's libraries unloaded at exit, 0.6 s after its loop's last kernel: the last iteration's 0.61 s
+    # beyond a steady one is as much the program's own as its first iteration's setup
+    L = loop(4.0)
+    L.last = {"wall_s": 0.62, "busy_s": 0.001, "after_gpu_s": 0.615}
+    now = 4.0 + 99 * 0.01 + 0.62
+    assert priced_s(L, now) == pytest.approx(now - (4.0 - 0.01) - (0.62 - 0.01))
+    L.last = {"wall_s": 0.62, "busy_s": 0.601, "after_gpu_s": 0.015}  # a final readback of 0.6 s: the ways price it
+    assert priced_s(L, now) == pytest.approx(now - (4.0 - 0.01) - (0.62 - 0.01 - 0.6))
+    # host work the GPU takes part in again before the run ends (a trace of part of a loop): priced
+    L.last = {"wall_s": 0.62, "busy_s": 0.001, "after_gpu_s": 0.0}
+    assert priced_s(L, now) == pytest.approx(now - (4.0 - 0.01))
+
+
 def test_never_below_the_steady_iterations_nor_above_the_time_now_nor_without_a_loop():
     # the loop's time now less the tracing's overhead can fall below first + steady iterations
     assert priced_s(loop(4.0), 3.0) == pytest.approx(100 * 0.01)
@@ -55,7 +69,7 @@ def test_a_pytorch_loop_is_judged_on_the_iterations_the_ways_price():
     assert adv.priced_s == pytest.approx(1.38, abs=0.02)
     assert adv.to_dict()["time_now"]["priced_s"] == adv.priced_s
     assert loop_.weighed_s > th.SAVING_ERROR * adv.priced_s and loop_.weighed_s < th.SAVING_ERROR * loop_.now_s
-    assert "setup is the program's own" in adv.verdict and "1.38 s the ways price" in adv.verdict
+    assert "setup and ending" in adv.verdict and "1.38 s the ways price" in adv.verdict
 
 
 def test_a_c_program_s_first_write_in_its_first_iteration_stays_priced():
@@ -66,7 +80,7 @@ def test_a_c_program_s_first_write_in_its_first_iteration_stays_priced():
     first, steady = adv.app.loop.first, adv.app.loop.steady_s
     idle_excess = first["wall_s"] - steady - max(0.0, first["busy_s"] - adv.app.loop.per_iteration["busy_s"])
     assert now - adv.priced_s < idle_excess - 0.5
-    assert "setup is the program's own" not in adv.verdict
+    assert "setup and ending" not in adv.verdict
 
 
 @pytest.mark.parametrize("stem", traced.stems())

@@ -228,15 +228,16 @@ def verdict(app: Application, out: AppAdvice, tied: list[Prediction], now_s: flo
 
 def priced_words(priced: float, now_s: float) -> str:
     """What a saving is a share of, in words: the loop, or the part of it the ways price where its first iteration
-    held setup of the program's own (``result.priced_s``)."""
+    held setup of the program's own, or its last an ending (``result.priced_s``)."""
     return "the loop" if priced >= now_s else f"the {format_time(priced)} of the loop the ways price"
 
 
 def priced_sentence(priced: float, now_s: float) -> str:
     """The verdict's sentence where the program's own setup, left out of what the prediction's error is a share of,
     is what lets a change be advised."""
-    return (f"Its first iteration's {format_time(now_s - priced)} of setup is the program's own, which no way "
-            f"changes: the prediction's own error is a share of the {format_time(priced)} the ways price.")
+    return (f"Its {format_time(now_s - priced)} of setup and ending (its first iteration's time beyond a steady one, "
+            f"and what follows its last) is the program's own, which no way changes: the prediction's own error is a "
+            f"share of the {format_time(priced)} the ways price.")
 
 
 def unseen_note(model_now: float, now_s: float) -> str:

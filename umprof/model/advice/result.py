@@ -182,16 +182,29 @@ def first_setup_s(loop: Loop | None) -> float:
     return max(0.0, loop.first["wall_s"] - loop.steady_s - gpu_more)
 
 
+def last_teardown_s(loop: Loop | None) -> float:
+    """What the program does after its GPU's last work, up to its last CUDA call (its results written, a framework's
+    libraries unloaded at exit: 0.6 s after a PyTorch loop's last kernel on an H100), as far as its last iteration
+    runs beyond a steady one's with the GPU no busier. Host work followed by more GPU work stays priced: a trace that
+    holds part of a loop runs on into the program's other work, which the GPU takes part in. Nothing without a loop of
+    two iterations or more."""
+    if loop is None or not loop.last:
+        return 0.0
+    gpu_more = max(0.0, loop.last.get("busy_s", 0.0) - loop.per_iteration.get("busy_s", 0.0))
+    beyond = max(0.0, loop.last["wall_s"] - loop.steady_s - gpu_more)
+    return min(beyond, loop.last.get("after_gpu_s", 0.0))
+
+
 def priced_s(loop: Loop | None, now_s: float, setup_s: float = 0.0) -> float:
     """The part of the loop's time now (``now_s``) that the ways price, of which the prediction's own error on a
     saving (SAVING_ERROR) and the noise a saving must clear (NOISE) are shares: the time now less its first
     iteration's one-off setup, which no way of moving memory changes (the CUDA context, libraries and kernels loaded,
     a framework's own start: 4.1 s of a PyTorch DataLoader loop's 5.5 s on an H100, whose 191 steady iterations took
-    1.2 s). That setup is ``first_setup_s`` less the setup the ways do price (``setup_s``: the program's allocation
-    calls, wherever they fall, and the current way's predicted first write and first-iteration extra, which differ
-    from way to way). Never below the steady iterations' total, nor above the time now; the time now itself without a
-    loop."""
+    1.2 s), and its last iteration's one-off teardown (``last_teardown_s``). That is less the setup the ways do price
+    (``setup_s``: the program's allocation calls, wherever they fall, and the current way's predicted first write and
+    first-iteration extra, which differ from way to way). Never below the steady iterations' total, nor above the time
+    now; the time now itself without a loop."""
     if loop is None:
         return now_s
-    one_off = max(0.0, first_setup_s(loop) - setup_s)
+    one_off = max(0.0, first_setup_s(loop) + last_teardown_s(loop) - setup_s)
     return min(now_s, max(now_s - one_off, (loop.iterations - 1) * loop.steady_s))
