@@ -21,7 +21,8 @@ instead:
   ``pinned-in``: ``.to(device)`` from pageable memory against a preallocated pinned buffer;
 * ``pinned-rounding``: the host memory the pinned caching allocator's power-of-two blocks cost.
 
-Every price comes from the calibration's copy curves (pageable and pinned, each way) and the trace's own times;
+Every price comes from the calibration's copy curves (pageable and pinned, each way), PyTorch's own host copy into
+pinned memory (``TORCH_PIN_COPY_RATE``, on all its threads) and the trace's own times;
 no saving exceeds the time the trace spent in what the change removes, and each has a band (``low_s``, ``high_s``).
 Pinning data once costs a block of pinned memory and a host copy of each distinct tensor (the passes over the data,
 ``epochs``, where known, say how many are distinct). Data pinned where it is loaded is pinned outside the loop: that
@@ -60,6 +61,11 @@ OFFLOAD_LAYERS = 4  # this many such uploads with compute between them are layer
 # past this share of such uploads with no compute before the next, they are sent back to back: a dataset, not layers
 BACK_TO_BACK = 0.5
 ROUNDING_SHARE = 0.10  # the pinned allocator's rounding is worth saying past this share of the pinned bytes
+# how fast PyTorch copies a tensor into pinned memory on the host (``pin_memory()``, ``buf.copy_(x)``): on all its
+# intra-op threads, from a block its caching host allocator reuses. pin_memory() of 8 MiB took a median 137-160 µs
+# a step on two H100 machines and an H200's (16 cores; torch.profiler traces of 128 steps, 2026-12-06): 52-61 GB/s.
+# The calibration's host write is one thread's; a program's own copy is priced at the faster of the two
+TORCH_PIN_COPY_RATE = 50e9
 
 
 @dataclass
@@ -132,6 +138,12 @@ def _span_s(r: pd.DataFrame) -> float:
 def _curve_s(cal, memory: str, direction: str, sizes) -> float:
     curve = cal.curve(memory, direction)
     return float(sum(curve(float(b)) for b in sizes))
+
+
+def _torch_copy_s(cal, sizes) -> float:
+    """PyTorch's host copies of tensors of these sizes into pinned memory: at TORCH_PIN_COPY_RATE, or the
+    calibration's host write where that is faster (small tensors, whose threads' start outweighs their bytes)."""
+    return min(_curve_s(cal, "pinned", "host_write", sizes), float(np.sum(sizes)) / TORCH_PIN_COPY_RATE)
 
 
 def _choice(code, idiom, now, predicted, low, high, conditional=False, why="") -> TorchChoice:
@@ -248,7 +260,7 @@ def _dataloader(ctx: _Context, cal, epochs: int | None) -> list[TorchChoice]:
         out.append(_priced_choice("dataloader-unpinned", LOADER_UNPINNED, now, pageable))
     elif (copies["host_kind"] == "pageable").any():
         now = ctx.waits_s(copies)
-        fill = _curve_s(cal, "pinned", "host_write", copies["bytes"])  # the pin thread's copy, where the loop waits
+        fill = _torch_copy_s(cal, copies["bytes"])  # the pin thread's copy, where the loop waits
         out.append(_choice("dataloader-pinned", LOADER_PINNED, now, pinned, now - pinned - fill,
                            now - pinned * (1 - PREDICTION_ERROR), conditional=True,
                            why="worker processes that fill the batches ahead of the loop; with num_workers=0 the loop "
@@ -440,7 +452,7 @@ def _pinned_in(ctx: _Context, cal) -> list[TorchChoice]:
     if len(up) < RECURRING:
         return []
     now, pinned = ctx.waits_s(up), _curve_s(cal, "pinned", "h2d", up["bytes"])
-    fill = _curve_s(cal, "pinned", "host_write", up["bytes"])
+    fill = _torch_copy_s(cal, up["bytes"])
     return [_choice("pinned-in", PINNED_IN, now, pinned + fill, now - pinned - fill,
                     now - pinned * (1 - PREDICTION_ERROR))]
 

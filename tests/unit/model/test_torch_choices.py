@@ -9,7 +9,7 @@ from umprof import api
 from umprof.core.units import format_time
 from umprof.model.application import applications
 from umprof.model.advice.thresholds import PREDICTION_ERROR
-from umprof.model.torch_choices import choices, describe
+from umprof.model.torch_choices import TORCH_PIN_COPY_RATE, choices, describe
 from umprof.nsight.kineto import read_kineto
 
 MiB = 1 << 20
@@ -177,6 +177,10 @@ def test_a_loader_of_pageable_batches_is_priced_pinned(tmp_path, cal):
     assert pinned.conditional and "num_workers" in pinned.why
     assert pinned.predicted_s == pytest.approx(6 * cal.curve("pinned", "h2d")(16.0 * MiB))
     assert pinned.low_s < pinned.saving_s <= pinned.high_s <= pinned.now_s
+    # the low end: each batch pinned by PyTorch's own copy, on its threads, not at one thread's host write
+    fill = 6 * 16 * MiB / TORCH_PIN_COPY_RATE
+    assert fill < 6 * cal.curve("pinned", "host_write")(16.0 * MiB)
+    assert pinned.low_s == pytest.approx(max(0.0, pinned.now_s - pinned.predicted_s - fill))
 
 
 def test_cpu_into_fresh_pageable_tensors_is_priced_against_a_preallocated_pinned_one(tmp_path, cal):
