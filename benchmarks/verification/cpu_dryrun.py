@@ -42,6 +42,9 @@ SMALL = {
                          ["--steps", "12", "--every", "4", "--batch", "16", "--width", "64", "--depth", "3"]),
     "dict_collate.py": (("as_written", "pinned_loader", "on_gpu"),
                         ["--samples", "200", "--batch", "64", "--epochs", "2", "--side", "16", "--width", "4"]),
+    "seq_padding.py": (("as_written", "pinned_loader", "on_gpu"),
+                       ["--sequences", "100", "--batch", "16", "--epochs", "2", "--min-len", "4", "--max-len", "24",
+                        "--dim", "16", "--layers", "1"]),
 }
 
 

@@ -100,6 +100,10 @@ MODES = {
     "embedding_gather": _pinned_or_gpu("pinned_gather", "table_on_gpu"),
     "ema_snapshots": _pinned_or_gpu("pinned_async", "ema_on_gpu", "async-readback", "pinned-pipelined", "side-stream"),
     "dict_collate": _pinned_or_gpu("pinned_loader", "on_gpu", "dataloader-pinned", "packed-copy"),
+    # the loader's pinning, the host running ahead of the GPU: its pinned mode is the pipelined one too (as
+    # train_loader's)
+    "seq_padding": _pinned_or_gpu("pinned_loader", "on_gpu", "dataloader-pinned", "dataloader-pin-memory",
+                                  "packed-copy", "pageable-staged", "pinned-pipelined"),
     # a readback only: the pinning codes that name its direction, and the two pinned buffers in turn its pinned_out is
     "cupy_readback": {KEEP: "as_written", "pageable": "as_written", "pinned": "pinned_out", "pinned-out": "pinned_out",
                       "async-readback": "pinned_out", "pageable-registered": "pinned_out",

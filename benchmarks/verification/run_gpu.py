@@ -70,6 +70,7 @@ PROGRAMS = {
     "ema_snapshots": ("torch", "ema_snapshots.py", [], ["as_written", "pinned_async", "ema_on_gpu"]),
     "dict_collate": ("torch", "dict_collate.py", [], ["as_written", "pinned_loader", "on_gpu"]),
     "cupy_readback": ("cupy", "cupy_readback.py", [], ["as_written", "pinned_out", "reduce_on_gpu"]),
+    "seq_padding": ("torch", "seq_padding.py", [], ["as_written", "pinned_loader", "on_gpu"]),
 }
 # --dry: small sizes for the CPU check
 DRY_ARGS = {
@@ -90,6 +91,8 @@ DRY_ARGS = {
     "embedding_gather": ["--steps", "3", "--rows", "4096", "--dim", "16", "--batch", "64", "--hidden", "32"],
     "ema_snapshots": ["--steps", "8", "--every", "4", "--batch", "16", "--width", "64", "--depth", "3"],
     "dict_collate": ["--samples", "128", "--batch", "64", "--epochs", "1", "--side", "16", "--width", "4"],
+    "seq_padding": ["--sequences", "64", "--batch", "16", "--epochs", "1", "--min-len", "4", "--max-len", "24",
+                    "--dim", "16", "--layers", "1"],
 }
 
 

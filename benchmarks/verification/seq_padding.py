@@ -2,10 +2,11 @@
 ``--sequences`` int64 token sequences (lengths ``--min-len`` to ``--max-len``, 64 to 512 by default, tokens 1 to
 ``VOCAB``-1, 0 the padding; 9 MiB in all) with a label each, all drawn from one seeded generator;
 ``DataLoader(batch_size=32, shuffle=True, num_workers=0, collate_fn=pad_batch)`` whose collate pads the batch with
-``torch.nn.utils.rnn.pad_sequence`` to its longest sequence and builds the attention mask from the lengths (tokens
-int64 and mask bool, 32 x about 500: 0.14 MiB a batch); each step moves tokens, mask and labels with
-``.to(device)``, then a token and position embedding (``--dim`` wide), a ``--layers``-layer TransformerEncoder
-(4 heads, no dropout), a masked mean over the sequence, a linear head, cross-entropy, AdamW; 3 epochs (384 steps).
+``torch.nn.utils.rnn.pad_sequence`` to its longest sequence and builds the attention mask from the lengths (both
+int64, 1 where a token is, as Hugging Face's collators give them; 32 x about 500: 0.25 MiB a batch); each step
+moves tokens, mask and labels with ``.to(device)``, then a token and position embedding (``--dim`` wide), a
+``--layers``-layer TransformerEncoder (4 heads, no dropout), a masked mean over the sequence, a linear head,
+cross-entropy, AdamW; 3 epochs (384 steps).
 The checksum sums, each step, the loss, the batch's valid tokens less their expected value (VOCAB / 2) and 1000
 times its labels less theirs (float64, on the GPU, read once at the end): centred, the sums of two batches differ
 by far more than the tolerance, so a stale or overwritten batch, tokens, mask or labels, shows.
@@ -61,11 +62,12 @@ def make_data(n: int, lo: int, hi: int) -> Sequences:
 
 
 def pad_batch(batch):
-    """The collate: tokens padded to the batch's longest sequence, the mask (True where a token is), the labels."""
+    """The collate: tokens padded to the batch's longest sequence, the attention mask (int64, 1 where a token is),
+    the labels."""
     seqs, labels = zip(*batch)
     tokens = pad_sequence(seqs, batch_first=True, padding_value=PAD)
     lengths = torch.tensor([len(s) for s in seqs])
-    mask = torch.arange(tokens.shape[1])[None, :] < lengths[:, None]
+    mask = (torch.arange(tokens.shape[1])[None, :] < lengths[:, None]).long()
     return tokens, mask, torch.tensor(labels)
 
 
@@ -82,7 +84,7 @@ class Classifier(nn.Module):
 
     def forward(self, tokens, mask):
         pos = torch.arange(tokens.shape[1], device=tokens.device)
-        h = self.encoder(self.tok(tokens) + self.pos(pos), src_key_padding_mask=~mask)
+        h = self.encoder(self.tok(tokens) + self.pos(pos), src_key_padding_mask=mask == 0)
         m = mask.unsqueeze(-1).to(h.dtype)
         return self.head((h * m).sum(1) / m.sum(1))
 
@@ -125,9 +127,9 @@ def main():
                 sel = order[at:at + len(b)]
                 at += len(b)
                 pos = cols[:width]
-                mask = pos[None, :] < lens[sel][:, None]
-                where = torch.where(mask, starts[sel][:, None] + pos[None, :], 0)
-                yield flat[where].masked_fill_(~mask, PAD), mask, labels[sel]
+                real = pos[None, :] < lens[sel][:, None]
+                where = torch.where(real, starts[sel][:, None] + pos[None, :], 0)
+                yield flat[where].masked_fill_(~real, PAD), real.long(), labels[sel]
 
     def loop():
         whole = None
