@@ -45,6 +45,9 @@ SMALL = {
     "seq_padding.py": (("as_written", "pinned_loader", "on_gpu"),
                        ["--sequences", "100", "--batch", "16", "--epochs", "2", "--min-len", "4", "--max-len", "24",
                         "--dim", "16", "--layers", "1"]),
+    # 9 MiB in 2 MiB chunks: the last chunk short
+    "chunked_stream.py": (("as_written", "pinned_once", "double_buffered", "on_gpu"),
+                          ["--mib", "9", "--chunk-mib", "2", "--cols", "256", "--passes", "3"]),
 }
 
 

@@ -104,6 +104,11 @@ MODES = {
     # train_loader's)
     "seq_padding": _pinned_or_gpu("pinned_loader", "on_gpu", "dataloader-pinned", "dataloader-pin-memory",
                                   "packed-copy", "pageable-staged", "pinned-pipelined"),
+    # a stream of chunks: staging through pinned buffers, a side stream or a prefetch is its double-buffered mode,
+    # every other pinning the array pinned once
+    "chunked_stream": {**_pinned_or_gpu("pinned_once", "on_gpu"),
+                       **{c: "double_buffered" for c in ("pinned-pipelined", "side-stream", "offload-prefetched",
+                                                          "pageable-staged")}},
     # a readback only: the pinning codes that name its direction, and the two pinned buffers in turn its pinned_out is
     "cupy_readback": {KEEP: "as_written", "pageable": "as_written", "pinned": "pinned_out", "pinned-out": "pinned_out",
                       "async-readback": "pinned_out", "pageable-registered": "pinned_out",

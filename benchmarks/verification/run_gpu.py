@@ -71,6 +71,7 @@ PROGRAMS = {
     "dict_collate": ("torch", "dict_collate.py", [], ["as_written", "pinned_loader", "on_gpu"]),
     "cupy_readback": ("cupy", "cupy_readback.py", [], ["as_written", "pinned_out", "reduce_on_gpu"]),
     "seq_padding": ("torch", "seq_padding.py", [], ["as_written", "pinned_loader", "on_gpu"]),
+    "chunked_stream": ("torch", "chunked_stream.py", [], ["as_written", "pinned_once", "double_buffered", "on_gpu"]),
 }
 # --dry: small sizes for the CPU check
 DRY_ARGS = {
@@ -93,6 +94,7 @@ DRY_ARGS = {
     "dict_collate": ["--samples", "128", "--batch", "64", "--epochs", "1", "--side", "16", "--width", "4"],
     "seq_padding": ["--sequences", "64", "--batch", "16", "--epochs", "1", "--min-len", "4", "--max-len", "24",
                     "--dim", "16", "--layers", "1"],
+    "chunked_stream": ["--mib", "8", "--chunk-mib", "1", "--cols", "256", "--passes", "2"],
 }
 
 
