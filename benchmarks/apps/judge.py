@@ -34,6 +34,7 @@ from types import SimpleNamespace
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
+from benchmarks.apps.rows_json import rows_a_line  # noqa: E402
 
 FASTEST_WITHIN = 0.05
 SAVING_WITHIN = 0.20
@@ -136,8 +137,8 @@ def main():
                   f"{r.get('note', '')}")
     if a.json:  # the judgement beside what it judged: the GPU, the timings of every mode, the calibration
         doc = json.loads(a.apps.read_text())
-        a.json.write_text(json.dumps({"gpu": doc["gpu"], "date": doc["date"], "rounds": doc["rounds"],
-                                      "judged": rows, "apps": doc["apps"]}, indent=1, default=str))
+        a.json.write_text(rows_a_line({"gpu": doc["gpu"], "date": doc["date"], "rounds": doc["rounds"],
+                                       "judged": rows, "apps": doc["apps"]}, default=str))
 
 
 if __name__ == "__main__":

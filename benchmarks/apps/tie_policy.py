@@ -27,6 +27,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
+from benchmarks.apps.rows_json import rows_a_line  # noqa: E402
 from benchmarks.apps.judge import FASTEST_WITHIN, SAVING_WITHIN, applied_mode, held  # noqa: E402  (judge.py's criteria)
 
 RUNS = 3  # the runs an application needs to have been measured in to say what its runs agree on
@@ -220,15 +221,7 @@ def main():
               f"the prediction in {s['predicted']}; the one mode that held most often, chosen afterwards, held in "
               f"{k['best_mode_afterwards']} of {k['run_apps']}, the advice in {k['advised']}")
     if a.json:
-        a.json.write_text(rows_a_line(result, rows))
-
-
-def rows_a_line(result: dict, rows: list) -> str:
-    """The judgement as JSON: its summary indented, its rows one compact line each (a fifth of the bytes of rows
-    indented, and a diff still a row a line)."""
-    head = json.dumps({**result, "rows": []}, indent=1)
-    body = ",\n  ".join(json.dumps(r, separators=(",", ":")) for r in rows)
-    return head.replace('"rows": []', '"rows": [\n  ' + body + "\n ]") + "\n"
+        a.json.write_text(rows_a_line({**result, "rows": rows}))
 
 
 if __name__ == "__main__":
