@@ -44,7 +44,7 @@ from functools import partial
 from pathlib import Path
 
 from umprof.core.errors import UsageError
-from umprof.core.units import format_size, parse_size
+from umprof.core.units import format_size, format_time, parse_size
 from umprof.measure.ops.lifecycle import PAGE_BYTES, PAGE_WORDS, PATTERNS  # noqa: F401 (the op's granule and patterns)
 from umprof.measure.ops.loop import FIRST_WRITES, HOST_READERS
 from umprof.measure.strategies import HOST_PAGES
@@ -110,7 +110,7 @@ class Workload:
         if self.split:
             parts.append("input and output apart")
         if self.kernel_s > 0:
-            parts.append(f"kernels {self.kernel_s * 1e3:.3g} ms")
+            parts.append(f"kernels {format_time(self.kernel_s)}")
         if self.kernel_bytes > 0:
             parts.append(f"kernels move at most {format_size(self.kernel_bytes)}")
         return ", ".join(parts)

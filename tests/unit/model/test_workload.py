@@ -138,3 +138,9 @@ def test_a_loop_read_from_a_trace_has_no_typed_bounds():
         from_mapping({"bytes": "1MiB", "copies": 2_000_000}, "x")
     with pytest.raises(UsageError, match=r"x: option '--iterations': expected an integer from 1 to 100000"):
         from_mapping({"bytes": "1MiB", "iterations": 137_960}, "x", options=True)
+
+
+def test_a_workload_s_kernel_time_reads_as_a_time_without_an_exponent():
+    # a PyTorch loop read as one iteration of 72,333 launches: 1.59 s of kernels, once said "1.59e+03 ms"
+    assert "kernels 1.59 s" in Workload(bytes=MiB, kernel_s=1.59).describe()
+    assert "kernels 917 µs" in Workload(bytes=MiB, kernel_s=917e-6).describe()
