@@ -6,6 +6,8 @@ thread makes, and what each iteration does.
   cudaStreamIsCapturing: a framework makes a varying number of them). The period is the shortest that repeats over
   the run (else over its later half, then its earlier one: a run of two phases; then its middle) and holds every
   call that recurs; a loop found in part of the run runs on over the periods around it that repeat its calls.
+  Where no period holds, the copies are named by their direction alone: batches padded to their own length each
+  step copy in sizes that differ from step to step.
 * **the iterations**: cut at one call of each period, one that moves data or launches work; each gets its copies,
   kernels, unified-memory migrations and wall time. The steady iteration is their median (their mean where they
   move very different amounts), the first kept apart.
@@ -119,14 +121,16 @@ class _Tokens(NamedTuple):
     labels: list
 
 
-def _tokens(calls: pd.DataFrame, copies: pd.DataFrame) -> _Tokens:
-    """The calls of the thread that makes most of them as ``_Tokens``."""
+def _tokens(calls: pd.DataFrame, copies: pd.DataFrame, sized: bool = True) -> _Tokens:
+    """The calls of the thread that makes most of them as ``_Tokens``; ``sized``: a copy's size part of its label
+    (else its direction alone)."""
     tid = calls["tid"].value_counts().index[0]
     mine = calls[calls["tid"] == tid]
     what = copies.dropna(subset=["correlation"]).drop_duplicates("correlation").set_index("correlation")
     corr = mine["correlation"]
     direction = corr.map(what["direction"]).astype(object).fillna("") if len(what) else pd.Series("", index=mine.index)
-    nbytes = corr.map(what["bytes"]).fillna(-1).astype(np.int64) if len(what) else pd.Series(-1, index=mine.index)
+    nbytes = corr.map(what["bytes"]).fillna(-1).astype(np.int64) if len(what) and sized \
+        else pd.Series(-1, index=mine.index)
     # one label a distinct call, direction and size, not one a call: each part numbered, the numbers combined
     parts = [pd.factorize(col) for col in (mine["name"], direction, nbytes)]
     combined = np.zeros(len(mine), np.int64)
@@ -138,7 +142,8 @@ def _tokens(calls: pd.DataFrame, copies: pd.DataFrame) -> _Tokens:
         d, b = divmod(int(key), len(parts[2][1]))
         n, d = divmod(d, len(parts[1][1]))
         name, way = str(parts[0][1][n]), str(parts[1][1][d])
-        labels.append(name + (f":{way}:{int(parts[2][1][b])}" if way else ""))
+        size = int(parts[2][1][b])
+        labels.append(name + (f":{way}" if way else "") + (f":{size}" if way and size >= 0 else ""))
     return _Tokens(mine, codes.astype(np.int64), labels)
 
 
@@ -253,13 +258,10 @@ def find_loop(calls: pd.DataFrame, copies: pd.DataFrame, kernels: pd.DataFrame, 
     if calls.empty:
         return None
     t = _tokens(calls, copies)
-    keep = _recurring(t.codes)
-    query = np.array([bool(QUERY_CALL.match(label)) for label in t.labels], dtype=bool)
-    where = np.flatnonzero(keep & ~query[t.codes])  # the calls the period is searched on, as positions of t.calls
-    seq = t.codes[where]
-    if len(seq) < 4:
-        return None
-    found = _loop_period(seq)
+    keep, where, seq, found = _searched(t)
+    if found is None:  # copies whose size changes step by step (batches padded to their own length): by direction
+        t = _tokens(calls, copies, sized=False)
+        keep, where, seq, found = _searched(t)
     if found is None:
         return None
     p, first, last = found
@@ -292,6 +294,17 @@ def find_loop(calls: pd.DataFrame, copies: pd.DataFrame, kernels: pd.DataFrame, 
         outer.inner, loop = loop, outer
     loop.lead = lead
     return loop
+
+
+def _searched(t: _Tokens) -> tuple[np.ndarray, np.ndarray, np.ndarray, tuple[int, int, int] | None]:
+    """The calls a loop may be made of (``_recurring``: ``keep``, over ``t``'s calls), those the period is searched
+    on, less queries (``where``: their positions in ``t.calls``; ``seq``: their codes), and the period found there
+    (``_loop_period``), or None."""
+    keep = _recurring(t.codes)
+    query = np.array([bool(QUERY_CALL.match(label)) for label in t.labels], dtype=bool)
+    where = np.flatnonzero(keep & ~query[t.codes])
+    seq = t.codes[where]
+    return keep, where, seq, _loop_period(seq) if len(seq) >= 4 else None
 
 
 def _edges(cuts: np.ndarray, activity: Activity) -> np.ndarray:

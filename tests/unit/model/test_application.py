@@ -210,3 +210,20 @@ def test_a_copy_s_range_is_the_innermost_open_on_its_thread_at_its_call():
     copies = pd.DataFrame({"call_start": [15, 25, 35, 45, 5, 150, 5], "tid": [1, 1, 1, 1, 1, 1, 3]})
     assert _enclosing_ranges(copies, ranges) == ["copy_in", "step", "epoch", "eval", "epoch", "", ""]
     assert _enclosing_ranges(copies, ranges.iloc[:0]) == [""] * 7
+
+
+def test_a_loop_whose_batches_change_size_every_step_is_found_by_its_copies_directions(tmp_path):
+    # 40 steps of padded batches (a collate padding each to its own longest sequence, one of 20 lengths near the
+    # longest): each step's three copies come in the sizes of its batch, which differ from the step before's; by
+    # size, an eighth of a step's calls would not repeat one step later
+    rng = np.random.default_rng(0)
+    run = []
+    for s in range(40):
+        size = int(rng.integers(492, 512)) * 4096
+        run += [Op("copy", "h2d", size, "pageable", sync=False, dur_ns=200_000),
+                Op("copy", "h2d", size // 64, "pageable", sync=False, dur_ns=20_000)]
+        run += [Op("kernel", dur_ns=30_000, name=f"layer{k}") for k in range(12)]
+        run += [Op("copy", "d2h", size // 1024, "pageable", sync=False, dur_ns=10_000), Op("host", dur_ns=300_000)]
+    app = applications(open_trace(write_trace(tmp_path / "padded.sqlite", App(iterations=1, steps=run))))[0]
+    assert app.loop is not None and app.loop.iterations == 40
+    assert app.loop.per_iteration["kernels"] == 12
