@@ -63,10 +63,10 @@ class Loop:
     # the loop inside it, where its iterations are regular groups of a shorter loop's (batches in epochs, layers in
     # a model's forward pass, blocks in passes over an image): that loop over the whole run. None where there is none
     inner: "Loop | None" = None
-    # the last iteration's (per_iteration's keys), with what came after it up to the run's last call (a program's
-    # results written, its libraries unloaded at exit), and after_gpu_s: its time after the run's last GPU work;
-    # empty for a loop of one iteration
+    # the same as ``first``, for the last iteration, with what came after it up to the run's last call (a program's
+    # results written, its libraries unloaded at exit); empty for a loop of one iteration
     last: dict = field(default_factory=dict)
+    after_gpu_s: float = 0.0  # from the run's last GPU work (copies, migrations, kernels) to the loop's end
 
     @property
     def idle_s(self) -> float:
@@ -330,17 +330,15 @@ def _loop_of(iterations: _Iterations, period: int, anchor: str, ahead: int | Non
     largest = pd.concat([per.iloc[1:], pd.DataFrame([first.to_dict()])]).max(numeric_only=True).to_dict()
     return Loop(iterations=len(per), period=period, anchor=anchor, first_s=float(per["wall_s"].iloc[0]),
                 steady_s=float(med["wall_s"]), per_iteration=med, first=first.to_dict(), largest=largest,
-                span=(int(edges[0]), int(edges[-1])), last=_last(per, edges, activity))
+                span=(int(edges[0]), int(edges[-1])), last=per.iloc[-1].to_dict() if len(per) > 1 else {},
+                after_gpu_s=_after_gpu_s(int(edges[-1]), activity))
 
 
-def _last(per: pd.DataFrame, edges: np.ndarray, activity: Activity) -> dict:
-    """The last iteration's figures (``per``'s last row), with ``after_gpu_s``: the seconds from the run's last GPU
-    work (copies, migrations, kernels) to the loop's end, where the host alone ran on. Empty for a loop of one."""
-    if len(per) < 2:
-        return {}
+def _after_gpu_s(end: int, activity: Activity) -> float:
+    """Seconds from the run's last GPU work (copies, migrations, kernels) to ``end`` (ns), where the host alone ran
+    on."""
     ends = [int(f["end"].max()) for f in (activity.copies, activity.kernels) if len(f)]
-    gpu_end = max(ends) if ends else int(edges[-1])
-    return {**per.iloc[-1].to_dict(), "after_gpu_s": max(0, int(edges[-1]) - gpu_end) / 1e9}
+    return max(0, end - max(ends)) / 1e9 if ends else 0.0
 
 
 def _odd_iterations(seq: np.ndarray, bounds: np.ndarray, wall_s: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -205,8 +205,9 @@ class WorkloadError(UsageError):
 def _check(w: Workload) -> None:
     """Raise WorkloadError naming the key, what is expected and what was given (``_check_sizes``, then
     ``_check_host``)."""
-    _check_sizes(w, partial(_bad, w))
-    _check_host(w, partial(_bad, w))
+    bad = partial(_bad, w)
+    _check_sizes(w, bad)
+    _check_host(w, bad)
 
 
 def _bad(w: Workload, key: str, expected) -> None:

@@ -41,13 +41,13 @@ def test_a_last_iteration_that_runs_on_to_the_program_s_exit_with_the_gpu_idle_i
     # a PyTorch program's libraries unloaded at exit, 0.6 s after its loop's last kernel: the last iteration's 0.61 s
     # beyond a steady one is as much the program's own as its first iteration's setup
     L = loop(4.0)
-    L.last = {"wall_s": 0.62, "busy_s": 0.001, "after_gpu_s": 0.615}
+    L.last, L.after_gpu_s = {"wall_s": 0.62, "busy_s": 0.001}, 0.615
     now = 4.0 + 99 * 0.01 + 0.62
     assert priced_s(L, now) == pytest.approx(now - (4.0 - 0.01) - (0.62 - 0.01))
-    L.last = {"wall_s": 0.62, "busy_s": 0.601, "after_gpu_s": 0.015}  # a final readback of 0.6 s: the ways price it
+    L.last, L.after_gpu_s = {"wall_s": 0.62, "busy_s": 0.601}, 0.015  # a final readback of 0.6 s: priced
     assert priced_s(L, now) == pytest.approx(now - (4.0 - 0.01) - (0.62 - 0.01 - 0.6))
     # host work the GPU takes part in again before the run ends (a trace of part of a loop): priced
-    L.last = {"wall_s": 0.62, "busy_s": 0.001, "after_gpu_s": 0.0}
+    L.last, L.after_gpu_s = {"wall_s": 0.62, "busy_s": 0.001}, 0.0
     assert priced_s(L, now) == pytest.approx(now - (4.0 - 0.01))
 
 

@@ -178,8 +178,13 @@ def first_setup_s(loop: Loop | None) -> float:
         return 0.0
     if loop.lead is not None:
         return first_setup_s(loop.lead)
-    gpu_more = max(0.0, loop.first.get("busy_s", 0.0) - loop.per_iteration.get("busy_s", 0.0))
-    return max(0.0, loop.first["wall_s"] - loop.steady_s - gpu_more)
+    return _beyond_steady_s(loop, loop.first)
+
+
+def _beyond_steady_s(loop: Loop, iteration: dict) -> float:
+    """An iteration's wall time beyond a steady one's, less what the GPU did beyond a steady iteration's work."""
+    gpu_more = max(0.0, iteration.get("busy_s", 0.0) - loop.per_iteration.get("busy_s", 0.0))
+    return max(0.0, iteration["wall_s"] - loop.steady_s - gpu_more)
 
 
 def last_teardown_s(loop: Loop | None) -> float:
@@ -190,9 +195,7 @@ def last_teardown_s(loop: Loop | None) -> float:
     two iterations or more."""
     if loop is None or not loop.last:
         return 0.0
-    gpu_more = max(0.0, loop.last.get("busy_s", 0.0) - loop.per_iteration.get("busy_s", 0.0))
-    beyond = max(0.0, loop.last["wall_s"] - loop.steady_s - gpu_more)
-    return min(beyond, loop.last.get("after_gpu_s", 0.0))
+    return min(_beyond_steady_s(loop, loop.last), loop.after_gpu_s)
 
 
 def priced_s(loop: Loop | None, now_s: float, setup_s: float = 0.0) -> float:
