@@ -48,6 +48,11 @@ SMALL = {
     # 9 MiB in 2 MiB chunks: the last chunk short
     "chunked_stream.py": (("as_written", "pinned_once", "double_buffered", "on_gpu"),
                           ["--mib", "9", "--chunk-mib", "2", "--cols", "256", "--passes", "3"]),
+    # 9 MiB in 2 MiB batches: the last batch short
+    "memmap_batches.py": (("as_written", "pinned_staging", "pinned_double", "loaded_pinned", "on_gpu"),
+                          ["--mib", "9", "--batch-mib", "2", "--features", "256", "--hidden", "64", "--epochs", "2"]),
+    "cpu_adam_offload.py": (("as_written", "pinned_buffers", "flat_pinned", "gpu_optimizer"),
+                            ["--steps", "5", "--width", "64", "--depth", "3", "--batch", "16"]),
 }
 
 

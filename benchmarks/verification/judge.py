@@ -109,6 +109,16 @@ MODES = {
     "chunked_stream": {**_pinned_or_gpu("pinned_once", "on_gpu"),
                        **{c: "double_buffered" for c in ("pinned-pipelined", "side-stream", "offload-prefetched",
                                                           "pageable-staged")}},
+    # batches from a memory map: one pinned staging buffer for the pinning codes a batch at a time, a side stream or
+    # prefetch its double-buffered mode, pinning the whole array once its loaded_pinned
+    "memmap_batches": {**_pinned_or_gpu("pinned_staging", "on_gpu", "pageable-staged"),
+                       **{c: "pinned_double" for c in ("pinned-pipelined", "side-stream", "offload-prefetched")},
+                       **{c: "loaded_pinned" for c in ("pin-once", "dataset-pinned-once", "offload-pinned")}},
+    # an optimizer on the host: every pinning its pinned buffers, packing its flat buffers, keeping on the GPU the
+    # optimizer there
+    "cpu_adam_offload": {**_pinned_or_gpu("pinned_buffers", "gpu_optimizer", "async-readback", "pinned-pipelined",
+                                          "side-stream", "pageable-staged"),
+                         "packed-copy": "flat_pinned"},
     # a readback only: the pinning codes that name its direction, and the two pinned buffers in turn its pinned_out is
     "cupy_readback": {KEEP: "as_written", "pageable": "as_written", "pinned": "pinned_out", "pinned-out": "pinned_out",
                       "async-readback": "pinned_out", "pageable-registered": "pinned_out",

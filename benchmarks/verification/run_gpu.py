@@ -72,6 +72,10 @@ PROGRAMS = {
     "cupy_readback": ("cupy", "cupy_readback.py", [], ["as_written", "pinned_out", "reduce_on_gpu"]),
     "seq_padding": ("torch", "seq_padding.py", [], ["as_written", "pinned_loader", "on_gpu"]),
     "chunked_stream": ("torch", "chunked_stream.py", [], ["as_written", "pinned_once", "double_buffered", "on_gpu"]),
+    "memmap_batches": ("torch", "memmap_batches.py", [], ["as_written", "pinned_staging", "pinned_double",
+                                                          "loaded_pinned", "on_gpu"]),
+    "cpu_adam_offload": ("torch", "cpu_adam_offload.py", [], ["as_written", "pinned_buffers", "flat_pinned",
+                                                              "gpu_optimizer"]),
 }
 # --dry: small sizes for the CPU check
 DRY_ARGS = {
@@ -95,6 +99,8 @@ DRY_ARGS = {
     "seq_padding": ["--sequences", "64", "--batch", "16", "--epochs", "1", "--min-len", "4", "--max-len", "24",
                     "--dim", "16", "--layers", "1"],
     "chunked_stream": ["--mib", "8", "--chunk-mib", "1", "--cols", "256", "--passes", "2"],
+    "memmap_batches": ["--mib", "8", "--batch-mib", "1", "--features", "256", "--hidden", "32", "--epochs", "1"],
+    "cpu_adam_offload": ["--steps", "3", "--width", "64", "--depth", "3", "--batch", "16"],
 }
 
 
