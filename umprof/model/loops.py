@@ -6,8 +6,10 @@ thread makes, and what each iteration does.
   cudaStreamIsCapturing: a framework makes a varying number of them). The period is the shortest that repeats over
   the run (else over its later half, then its earlier one: a run of two phases; then its middle) and holds every
   call that recurs; a loop found in part of the run runs on over the periods around it that repeat its calls.
-  Where no period holds, the copies are named by their direction alone: batches padded to their own length each
-  step copy in sizes that differ from step to step.
+  Failing those, the loop is the longest stretch of the run that repeats itself one period later (a dozen steps
+  between a long setup and a long ending), where it holds at least half the run's calls. Where no period holds,
+  the copies are named by their direction alone: batches padded to their own length each step copy in sizes that
+  differ from step to step.
 * **the iterations**: cut at one call of each period, one that moves data or launches work; each gets its copies,
   kernels, unified-memory migrations and wall time. The steady iteration is their median (their mean where they
   move very different amounts), the first kept apart.
@@ -38,6 +40,11 @@ GPU_WORK = ["h2d_copies", "d2h_copies", "kernels", "um_h2d_bytes", "um_d2h_bytes
 # pass for calls made every iteration
 EDGE_SHARE = 0.1
 MAX_PERIOD_MULTIPLE = 64  # periods tried: the run's length over a call's count, times 1..this
+# a loop found as the longest stretch that repeats (``_stretch``) repeats at least this many periods (two like
+# iterations are a pair, not a loop) and holds at least this share of the run's calls (a shorter repeat is a burst
+# of like calls, a model's parameters copied one by one, not the program's loop)
+STRETCH_ITERATIONS = 3
+STRETCH_SHARE = 0.5
 # where a candidate period's windows are looked at, as shares of the loop: no round fractions, which a
 # loop of a round number of iterations would meet at its iterations' edges (where every call is near)
 WINDOWS = (0.113, 0.287, 0.431, 0.509, 0.673, 0.811, 0.947)
@@ -152,33 +159,93 @@ def find_period(codes: np.ndarray) -> tuple[int, int, int] | None:
     PERIOD_MATCH of the calls between ``first`` and ``last`` (the span of the calls that recur about
     once an iteration or more) equal one period later, and whose windows each hold every such call;
     None if there is none. Calls made once or twice (setup) are the caller's to leave out."""
-    n = len(codes)
-    if n < 4:
+    if len(codes) < 4:
         return None
     counts = np.bincount(codes)
+    for p in _candidate_periods(codes):
+        held = _holds(codes, p, counts)
+        if held is not None:
+            return p, *held
+    return None
+
+
+def _holds(codes: np.ndarray, p: int, counts: np.ndarray | None = None) -> tuple[int, int] | None:
+    """Whether period ``p`` holds in ``codes`` (see ``find_period``; ``counts``: their ``np.bincount``, where the
+    caller has it): the span it holds over, ``(first, last)``, or None."""
+    n = len(codes)
+    counts = np.bincount(codes) if counts is None else counts
     recurring = np.flatnonzero(counts >= 2)
-    if not len(recurring):
+    wanted = recurring[counts[recurring] >= n / p / 2]
+    if not len(wanted):
         return None
+    is_wanted = np.zeros(len(counts), bool)
+    is_wanted[wanted] = True
+    where = np.flatnonzero(is_wanted[codes])
+    first, last = int(where[0]), int(where[-1]) + 1
+    span = codes[first:last]
+    if len(span) < 2 * p or np.mean(span[:-p] == span[p:]) < PERIOD_MATCH:
+        return None
+    starts = [int(f * (len(span) - p)) for f in WINDOWS]
+    if all(len(np.intersect1d(wanted, span[i:i + p])) == len(wanted) for i in starts):
+        return first, last
+    return None
+
+
+def _candidate_periods(codes: np.ndarray) -> list[int]:
+    """The periods a loop in ``codes`` may have, shortest first: the run's length over each recurring call's count,
+    times 1 to MAX_PERIOD_MULTIPLE (a call made k times an iteration), at most half the run."""
+    n = len(codes)
+    counts = np.bincount(codes) if n else np.zeros(0, np.int64)
     candidates = set()
-    for c in np.unique(counts[recurring]):
+    for c in np.unique(counts[counts >= 2]):
         base = n / c
         for k in range(1, MAX_PERIOD_MULTIPLE + 1):
             p = int(round(base * k))
             if 1 <= p <= n // 2:
                 candidates.add(p)
-    for p in sorted(candidates):
-        wanted = recurring[counts[recurring] >= n / p / 2]
-        is_wanted = np.zeros(len(counts), bool)
-        is_wanted[wanted] = True
-        where = np.flatnonzero(is_wanted[codes])
-        first, last = int(where[0]), int(where[-1]) + 1
-        span = codes[first:last]
-        if len(span) < 2 * p or np.mean(span[:-p] == span[p:]) < PERIOD_MATCH:
-            continue
-        starts = [int(f * (len(span) - p)) for f in WINDOWS]
-        if all(len(np.intersect1d(wanted, span[i:i + p])) == len(wanted) for i in starts):
-            return p, first, last
+    return sorted(candidates)
+
+
+def _stretch(codes: np.ndarray) -> tuple[int, int, int] | None:
+    """The loop in the longest stretch of ``codes`` that repeats itself one period later, for a short loop between a
+    long setup and ending (a dozen training steps after a model is built and checked): ``(period, first, last)``
+    as ``find_period`` gives it over that stretch. Of the candidate periods, the stretch is the longest that
+    PERIOD_MATCH of every period-long window repeats, at least STRETCH_ITERATIONS periods and STRETCH_SHARE of the
+    run; a period's multiples repeat over nearly the same stretch, so the shortest period within a period of the
+    longest stretch is taken."""
+    n = len(codes)
+    found = []  # (first, last, period)
+    for p in _candidate_periods(codes):
+        if STRETCH_ITERATIONS * p > n:
+            break
+        repeats = np.concatenate([[0], np.cumsum(codes[:-p] == codes[p:])])
+        good = (repeats[p:] - repeats[:-p]) >= PERIOD_MATCH * p  # window i: calls i..i+p repeat at i+p..i+2p
+        first, last = _longest_run(good)
+        if last > first:
+            found.append((first, last - 1 + 2 * p, p))
+    found = [f for f in found if f[1] - f[0] >= max(STRETCH_ITERATIONS * f[2], STRETCH_SHARE * n)]
+    if not found:
+        return None
+    longest = max(f[1] - f[0] for f in found)
+    first, last, p = min((f for f in found if f[1] - f[0] >= longest - f[2]), key=lambda f: f[2])
+    if last - first >= (STRETCH_ITERATIONS + 2) * p:  # its edges may hold a setup's or an ending's calls still
+        first, last = first + p, last - p
+    stretch = codes[first:last]
+    for d in [d for d in range(1, p + 1) if p % d == 0]:  # the period, where a divisor of p repeats too
+        held = _holds(stretch, d)
+        if held is not None:
+            return (d, *_extended(codes, d, held[0] + first, held[1] + first))
     return None
+
+
+def _longest_run(flags: np.ndarray) -> tuple[int, int]:
+    """The longest run of True in ``flags``: ``(start, end)``, end exclusive; (0, 0) where there is none."""
+    edges = np.diff(np.concatenate([[0], flags.astype(np.int8), [0]]))
+    starts, ends = np.flatnonzero(edges == 1), np.flatnonzero(edges == -1)
+    if not len(starts):
+        return 0, 0
+    i = int(np.argmax(ends - starts))
+    return int(starts[i]), int(ends[i])
 
 
 def _recurring(codes: np.ndarray) -> np.ndarray:
@@ -235,7 +302,7 @@ def _loop_period(codes: np.ndarray) -> tuple[int, int, int] | None:
         part = find_period(codes[lo:hi])
         if part is not None:
             return (part[0], *_extended(codes, part[0], part[1] + lo, part[2] + lo))
-    return found
+    return found if found is not None else _stretch(codes)
 
 
 def _extended(codes: np.ndarray, p: int, first: int, last: int) -> tuple[int, int]:

@@ -7,7 +7,7 @@ from tests.unit.nsight.synthetic_trace import App, Op, write_trace
 from umprof.model.application import NO_STAGING, applications
 import numpy as np
 
-from umprof.model.loops import QUERY_CALL, WORK_CALL, _group_starts, _loop_period, find_period
+from umprof.model.loops import EDGE_SHARE, QUERY_CALL, WORK_CALL, _group_starts, _loop_period, find_period
 from umprof.nsight.trace_db import open_trace
 
 MiB = 2**20
@@ -125,6 +125,32 @@ def test_a_loop_found_in_part_of_the_run_runs_on_to_where_its_calls_stop_repeati
     assert p == len(step) and hi == len(codes)
     assert len(first) - len(step) < lo <= len(first)  # the first step's own calls stay outside it
     assert find_period(codes) is None and find_period(codes[len(codes) // 2:]) is not None
+
+
+def test_a_dozen_steps_between_a_long_setup_and_ending_are_found_as_the_longest_stretch_that_repeats():
+    # 12 steps of 44 calls (copies out and back, each waited on, launches, a memset) after a setup of 96 calls that
+    # copies in and out as the steps do and launches between allocations, and before an ending that reads the
+    # parameters back: no period holds over the run, either half or its middle
+    step = [0, 0] + [1, 2] * 8 + [3, 2] * 8 + [4] * 9 + [5]
+    setup = [6, 3, 2] * 10 + [1, 2] * 8 + [8, 4] * 25
+    ending = [4] * 30 + [1, 2] * 8
+    codes = np.array(setup + step * 12 + ending)
+    n, edge = len(codes), int(len(codes) * EDGE_SHARE)
+    assert all(find_period(codes[lo:hi]) is None for lo, hi in ((0, n), (n // 2, n), (0, n // 2), (edge, n - edge)))
+    p, lo, hi = _loop_period(codes)
+    assert p == len(step)
+    assert lo <= len(setup) + len(step) and hi >= len(setup) + 11 * len(step)
+
+
+def test_a_burst_of_like_calls_in_a_run_without_a_loop_is_no_loop():
+    # 20 calls made three times in a row (parameters set up one by one) amid 130 calls that never repeat in order
+    # and one (code 0) made 10 times at random, which makes 20 a candidate period: the burst repeats three periods,
+    # far less than STRETCH_SHARE of the run
+    rng = np.random.default_rng(0)
+    rest = np.concatenate([np.zeros(10, np.int64), np.arange(100, 230)])
+    rng.shuffle(rest)
+    codes = np.concatenate([rest[:70], np.tile(np.arange(1, 21), 3), rest[70:]])
+    assert _loop_period(codes) is None
 
 
 def test_an_outer_loops_edges_survive_a_one_off_odd_iteration():
