@@ -173,10 +173,11 @@ def page() -> str:
         t0 = programs[0]
         dates = sorted({d[:10] for t in programs for d in (t.get("dates") or [t.get("date", "")]) if d})
         heading = f"{t0['gpu']}, {', '.join(dates)}"
-        # another machine of a GPU already shown: its timings judge the advice on the first one's fixture traces
+        # another folder of a GPU and day already shown: its timings judge the advice on that GPU's fixture traces,
+        # which may have been taken on either machine
         again = heading in seen
-        other = (" The advice judged in the first table is that on the fixture traces, taken on another machine of "
-                 "this GPU; the folder's own traces follow, as judged when they came back.") if again and loop else ""
+        other = (" The advice judged in the first table is that on this GPU's fixture traces (their golden advice); "
+                 "the folder's own traces follow, as judged when they came back.") if again and loop else ""
         lines += [f"## {heading}{f' ({folder.name})' if again else ''}", "",
                   f"Driver {t0.get('driver', '?')}, {t0.get('cpu_count', '?')} CPU cores; timings in "
                   f"`results/verification-programs/{folder.name}/` (its README says how they were taken).{other}", "",
