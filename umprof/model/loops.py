@@ -6,10 +6,11 @@ thread makes, and what each iteration does.
   cudaStreamIsCapturing: a framework makes a varying number of them). The period is the shortest that repeats over
   the run (else over its later half, then its earlier one: a run of two phases; then its middle) and holds every
   call that recurs; a loop found in part of the run runs on over the periods around it that repeat its calls.
-  Failing those, the loop is the longest stretch of the run that repeats itself one period later (a dozen steps
-  between a long setup and a long ending), where it holds at least half the run's calls. Where no period holds,
-  the copies are named by their direction alone: batches padded to their own length each step copy in sizes that
-  differ from step to step.
+  The periods tried are the run's length over each call's count, times 1 to 64, and over each divisor of it (a call
+  made hundreds of times an iteration). Failing those, the loop is the longest stretch of the run that repeats
+  itself one period later (a dozen steps between a long setup and a long ending), where it holds at least half the
+  run's calls. Where no period holds, the copies are named by their direction alone: batches padded to their own
+  length each step copy in sizes that differ from step to step.
 * **the iterations**: cut at one call of each period, one that moves data or launches work; each gets its copies,
   kernels, unified-memory migrations and wall time. The steady iteration is their median (their mean where they
   move very different amounts), the first kept apart.
@@ -192,18 +193,25 @@ def _holds(codes: np.ndarray, p: int, counts: np.ndarray | None = None) -> tuple
 
 
 def _candidate_periods(codes: np.ndarray) -> list[int]:
-    """The periods a loop in ``codes`` may have, shortest first: the run's length over each recurring call's count,
-    times 1 to MAX_PERIOD_MULTIPLE (a call made k times an iteration), at most half the run."""
+    """The periods a loop in ``codes`` may have, shortest first, at most half the run: the run's length over each
+    recurring call's count, times 1 to MAX_PERIOD_MULTIPLE (a call made k times an iteration); and the run's length
+    over each divisor of a call's count (a call made exactly k times every iteration, k beyond MAX_PERIOD_MULTIPLE:
+    a model's 256 parameters copied one by one each step)."""
     n = len(codes)
     counts = np.bincount(codes) if n else np.zeros(0, np.int64)
     candidates = set()
-    for c in np.unique(counts[counts >= 2]):
+    for c in np.unique(counts[counts >= 2]).tolist():
         base = n / c
         for k in range(1, MAX_PERIOD_MULTIPLE + 1):
-            p = int(round(base * k))
-            if 1 <= p <= n // 2:
-                candidates.add(p)
-    return sorted(candidates)
+            candidates.add(int(round(base * k)))
+        candidates.update(int(round(n / i)) for i in _divisors(c) if i >= 2)
+    return sorted(p for p in candidates if 1 <= p <= n // 2)
+
+
+def _divisors(c: int) -> list[int]:
+    """Every divisor of ``c`` (a positive integer)."""
+    small = [i for i in range(1, int(c ** 0.5) + 1) if c % i == 0]
+    return small + [c // i for i in small if c // i != i]
 
 
 def _stretch(codes: np.ndarray) -> tuple[int, int, int] | None:

@@ -142,6 +142,14 @@ def test_a_dozen_steps_between_a_long_setup_and_ending_are_found_as_the_longest_
     assert lo <= len(setup) + len(step) and hi >= len(setup) + 11 * len(step)
 
 
+def test_a_loop_whose_every_call_is_made_hundreds_of_times_a_step_is_found():
+    # 20 steps of 128 parameters copied one by one, each waited on, then 128 launches: no call is made once a step,
+    # and its period (384) is more than MAX_PERIOD_MULTIPLE times the run's length over any call's count
+    step = [0, 1] * 128 + [2] * 128
+    codes = np.array([3, 4, 5] + step * 20)
+    assert _loop_period(codes) == (len(step), 3, len(codes))
+
+
 def test_a_burst_of_like_calls_in_a_run_without_a_loop_is_no_loop():
     # 20 calls made three times in a row (parameters set up one by one) amid 130 calls that never repeat in order
     # and one (code 0) made 10 times at random, which makes 20 a candidate period: the burst repeats three periods,
