@@ -45,7 +45,7 @@ MAX_PERIOD_MULTIPLE = 64  # periods tried: the run's length over a call's count,
 # iterations are a pair, not a loop) and holds at least this share of the run's calls (a shorter repeat is a burst
 # of like calls, a model's parameters copied one by one, not the program's loop)
 STRETCH_ITERATIONS = 3
-STRETCH_SHARE = 0.5
+STRETCH_SHARE = 0.5  # no less: ``_repeats_near_middle`` skips periods by a stretch of half the run holding the middle
 # where a candidate period's windows are looked at, as shares of the loop: no round fractions, which a
 # loop of a round number of iterations would meet at its iterations' edges (where every call is near)
 WINDOWS = (0.113, 0.287, 0.431, 0.509, 0.673, 0.811, 0.947)
@@ -204,7 +204,8 @@ def _candidate_periods(codes: np.ndarray) -> list[int]:
         base = n / c
         for k in range(1, MAX_PERIOD_MULTIPLE + 1):
             candidates.add(int(round(base * k)))
-        candidates.update(int(round(n / i)) for i in _divisors(c) if i >= 2)
+        # only where the multiples above fall short: a call made more than MAX_PERIOD_MULTIPLE times an iteration
+        candidates.update(int(round(n / i)) for i in _divisors(c) if 2 <= i < c / MAX_PERIOD_MULTIPLE)
     return sorted(p for p in candidates if 1 <= p <= n // 2)
 
 
@@ -226,6 +227,8 @@ def _stretch(codes: np.ndarray) -> tuple[int, int, int] | None:
     for p in _candidate_periods(codes):
         if STRETCH_ITERATIONS * p > n:
             break
+        if not _repeats_near_middle(codes, p):
+            continue
         repeats = np.concatenate([[0], np.cumsum(codes[:-p] == codes[p:])])
         good = (repeats[p:] - repeats[:-p]) >= PERIOD_MATCH * p  # window i: calls i..i+p repeat at i+p..i+2p
         first, last = _longest_run(good)
@@ -244,6 +247,18 @@ def _stretch(codes: np.ndarray) -> tuple[int, int, int] | None:
         if held is not None:
             return (d, *_extended(codes, d, held[0] + first, held[1] + first))
     return None
+
+
+def _repeats_near_middle(codes: np.ndarray, p: int) -> bool:
+    """Whether a period-long window starting within 2p before the run's middle repeats one period later
+    (PERIOD_MATCH of it): a stretch of half the run or more holds one (it starts at or before the middle and its
+    windows run to 2p before its end, at or after the middle), so a period without one need not be searched."""
+    n, mid = len(codes), len(codes) // 2
+    lo, hi = max(0, mid - 2 * p), min(mid + p, len(codes) - p)
+    if hi - lo < p:
+        return False
+    repeats = np.concatenate([[0], np.cumsum(codes[lo:hi] == codes[lo + p:hi + p])])
+    return bool(((repeats[p:] - repeats[:-p]) >= PERIOD_MATCH * p).any())
 
 
 def _longest_run(flags: np.ndarray) -> tuple[int, int]:
