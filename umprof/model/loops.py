@@ -229,9 +229,7 @@ def _stretch(codes: np.ndarray) -> tuple[int, int, int] | None:
             break
         if not _repeats_near_middle(codes, p):
             continue
-        repeats = np.concatenate([[0], np.cumsum(codes[:-p] == codes[p:])])
-        good = (repeats[p:] - repeats[:-p]) >= PERIOD_MATCH * p  # window i: calls i..i+p repeat at i+p..i+2p
-        first, last = _longest_run(good)
+        first, last = _longest_run(_repeating_windows(codes, p, 0, n - p))
         if last > first:
             found.append((first, last - 1 + 2 * p, p))
     found = [f for f in found if f[1] - f[0] >= max(STRETCH_ITERATIONS * f[2], STRETCH_SHARE * n)]
@@ -242,8 +240,9 @@ def _stretch(codes: np.ndarray) -> tuple[int, int, int] | None:
     if last - first >= (STRETCH_ITERATIONS + 2) * p:  # its edges may hold a setup's or an ending's calls still
         first, last = first + p, last - p
     stretch = codes[first:last]
-    for d in [d for d in range(1, p + 1) if p % d == 0]:  # the period, where a divisor of p repeats too
-        held = _holds(stretch, d)
+    counts = np.bincount(stretch)
+    for d in sorted(_divisors(p)):  # the period, where a divisor of p repeats too
+        held = _holds(stretch, d, counts)
         if held is not None:
             return (d, *_extended(codes, d, held[0] + first, held[1] + first))
     return None
@@ -253,12 +252,16 @@ def _repeats_near_middle(codes: np.ndarray, p: int) -> bool:
     """Whether a period-long window starting within 2p before the run's middle repeats one period later
     (PERIOD_MATCH of it): a stretch of half the run or more holds one (it starts at or before the middle and its
     windows run to 2p before its end, at or after the middle), so a period without one need not be searched."""
-    n, mid = len(codes), len(codes) // 2
+    mid = len(codes) // 2
     lo, hi = max(0, mid - 2 * p), min(mid + p, len(codes) - p)
-    if hi - lo < p:
-        return False
+    return hi - lo >= p and bool(_repeating_windows(codes, p, lo, hi).any())
+
+
+def _repeating_windows(codes: np.ndarray, p: int, lo: int, hi: int) -> np.ndarray:
+    """For each period-long window of calls starting at ``lo`` and after, whose calls up to ``hi`` (at most the run's
+    length less p) are compared with those one period later: whether PERIOD_MATCH of it repeats there."""
     repeats = np.concatenate([[0], np.cumsum(codes[lo:hi] == codes[lo + p:hi + p])])
-    return bool(((repeats[p:] - repeats[:-p]) >= PERIOD_MATCH * p).any())
+    return (repeats[p:] - repeats[:-p]) >= PERIOD_MATCH * p
 
 
 def _longest_run(flags: np.ndarray) -> tuple[int, int]:
