@@ -33,6 +33,9 @@ SAVING_WITHIN = 0.25  # a predicted saving within this share of the measured one
 PINNED_CODES = ("pinned", "pageable-registered", "preallocated-pinned", "pinned-in", "pinned-out", "pin-once",
                 "offload-pinned", "offload-prefetched", "dataset-pinned-once")
 GPU_CODES = ("resident", "keep-on-gpu", "device-resident")
+# the advice to upload the next piece while this one computes: a held-out program's double-buffered mode, where it
+# has one
+PIPELINED_CODES = ("pinned-pipelined", "side-stream", "offload-prefetched")
 
 
 def _pinned_or_gpu(pinned: str, gpu: str, *more_pinned: str) -> dict:
@@ -107,12 +110,11 @@ MODES = {
     # a stream of chunks: staging through pinned buffers, a side stream or a prefetch is its double-buffered mode,
     # every other pinning the array pinned once
     "chunked_stream": {**_pinned_or_gpu("pinned_once", "on_gpu"),
-                       **{c: "double_buffered" for c in ("pinned-pipelined", "side-stream", "offload-prefetched",
-                                                          "pageable-staged")}},
+                       **{c: "double_buffered" for c in PIPELINED_CODES + ("pageable-staged",)}},
     # batches from a memory map: one pinned staging buffer for the pinning codes a batch at a time, a side stream or
     # prefetch its double-buffered mode, pinning the whole array once its loaded_pinned
     "memmap_batches": {**_pinned_or_gpu("pinned_staging", "on_gpu", "pageable-staged"),
-                       **{c: "pinned_double" for c in ("pinned-pipelined", "side-stream", "offload-prefetched")},
+                       **{c: "pinned_double" for c in PIPELINED_CODES},
                        **{c: "loaded_pinned" for c in ("pin-once", "dataset-pinned-once", "offload-pinned")}},
     # an optimizer on the host: every pinning its pinned buffers, packing its flat buffers, keeping on the GPU the
     # optimizer there
