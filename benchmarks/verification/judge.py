@@ -121,6 +121,16 @@ MODES = {
     "cpu_adam_offload": {**_pinned_or_gpu("pinned_buffers", "gpu_optimizer", "async-readback", "pinned-pipelined",
                                           "side-stream", "pageable-staged"),
                          "packed-copy": "flat_pinned"},
+    # an evaluation collecting logits: pinning the read-backs its pinned_out, pinning the inputs (the dataset once,
+    # a pinned buffer, all host memory) its pinned_in_out, which pins both; keeping data on the GPU was not measured
+    # (its gpu_collect keeps the results there, not the dataset)
+    "eval_collect": {**{c: m for c, m in _pinned_or_gpu("pinned_in_out", "", "dataloader-pinned", "pageable-staged",
+                                                        "pinned-pipelined", "side-stream").items() if m},
+                     **{c: "pinned_out" for c in ("pinned-out", "preallocated-pinned", "async-readback")}},
+    # snapshots of the weights: every pinning its pinned snapshot, a side stream or pipelining its side_stream,
+    # keeping them on the GPU its gpu_clone
+    "checkpoint_copies": {**_pinned_or_gpu("pinned_snapshot", "gpu_clone", "async-readback", "pageable-staged"),
+                          **{c: "side_stream" for c in PIPELINED_CODES}},
     # a readback only: the pinning codes that name its direction, and the two pinned buffers in turn its pinned_out is
     "cupy_readback": {KEEP: "as_written", "pageable": "as_written", "pinned": "pinned_out", "pinned-out": "pinned_out",
                       "async-readback": "pinned_out", "pageable-registered": "pinned_out",

@@ -76,6 +76,9 @@ PROGRAMS = {
                                                           "loaded_pinned", "on_gpu"]),
     "cpu_adam_offload": ("torch", "cpu_adam_offload.py", [], ["as_written", "pinned_buffers", "flat_pinned",
                                                               "gpu_optimizer"]),
+    "eval_collect": ("torch", "eval_collect.py", [], ["as_written", "pinned_out", "gpu_collect", "pinned_in_out"]),
+    "checkpoint_copies": ("torch", "checkpoint_copies.py", [], ["as_written", "pinned_snapshot", "side_stream",
+                                                                "gpu_clone"]),
 }
 # --dry: small sizes for the CPU check
 DRY_ARGS = {
@@ -101,6 +104,9 @@ DRY_ARGS = {
     "chunked_stream": ["--mib", "8", "--chunk-mib", "1", "--cols", "256", "--passes", "2"],
     "memmap_batches": ["--mib", "8", "--batch-mib", "1", "--features", "256", "--hidden", "32", "--epochs", "1"],
     "cpu_adam_offload": ["--steps", "3", "--width", "64", "--depth", "3", "--batch", "16"],
+    "eval_collect": ["--mib", "8", "--batch-mib", "1", "--features", "256", "--hidden", "32", "--classes", "100",
+                     "--passes", "1"],
+    "checkpoint_copies": ["--steps", "8", "--every", "4", "--width", "64", "--depth", "3", "--batch", "16"],
 }
 
 
