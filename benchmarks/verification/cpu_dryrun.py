@@ -54,7 +54,7 @@ SMALL = {
     "cpu_adam_offload.py": (("as_written", "pinned_buffers", "flat_pinned", "gpu_optimizer"),
                             ["--steps", "5", "--width", "64", "--depth", "3", "--batch", "16"]),
     # 9 MiB in 2 MiB batches: the last batch short
-    "eval_collect.py": (("as_written", "pinned_out", "gpu_collect", "pinned_in_out"),
+    "eval_collect.py": (("as_written", "pinned_out", "gpu_collect", "pinned_in_out", "dataset_on_gpu"),
                         ["--mib", "9", "--batch-mib", "2", "--features", "256", "--hidden", "64", "--classes", "100",
                          "--passes", "2"]),
     # snapshots after steps 3, 6 and 9 of 10: the last snapshot older than the final weights

@@ -122,10 +122,10 @@ MODES = {
                                           "side-stream", "pageable-staged"),
                          "packed-copy": "flat_pinned"},
     # an evaluation collecting logits: pinning the read-backs its pinned_out, pinning the inputs (the dataset once,
-    # a pinned buffer, all host memory) its pinned_in_out, which pins both; keeping data on the GPU was not measured
-    # (its gpu_collect keeps the results there, not the dataset)
-    "eval_collect": {**{c: m for c, m in _pinned_or_gpu("pinned_in_out", "", "dataloader-pinned", "pageable-staged",
-                                                        "pinned-pipelined", "side-stream").items() if m},
+    # a pinned buffer, all host memory) its pinned_in_out, which pins both; keeping the data on the GPU its
+    # dataset_on_gpu (its gpu_collect keeps the results there, which no code names)
+    "eval_collect": {**_pinned_or_gpu("pinned_in_out", "dataset_on_gpu", "dataloader-pinned", "pageable-staged",
+                                      "pinned-pipelined", "side-stream"),
                      **{c: "pinned_out" for c in ("pinned-out", "preallocated-pinned", "async-readback")}},
     # snapshots of the weights: every pinning its pinned snapshot, a side stream or pipelining its side_stream,
     # keeping them on the GPU its gpu_clone

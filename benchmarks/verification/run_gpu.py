@@ -76,7 +76,8 @@ PROGRAMS = {
                                                           "loaded_pinned", "on_gpu"]),
     "cpu_adam_offload": ("torch", "cpu_adam_offload.py", [], ["as_written", "pinned_buffers", "flat_pinned",
                                                               "gpu_optimizer"]),
-    "eval_collect": ("torch", "eval_collect.py", [], ["as_written", "pinned_out", "gpu_collect", "pinned_in_out"]),
+    "eval_collect": ("torch", "eval_collect.py", [], ["as_written", "pinned_out", "gpu_collect", "pinned_in_out",
+                                                      "dataset_on_gpu"]),
     "checkpoint_copies": ("torch", "checkpoint_copies.py", [], ["as_written", "pinned_snapshot", "side_stream",
                                                                 "gpu_clone"]),
 }
