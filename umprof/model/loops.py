@@ -46,6 +46,12 @@ MAX_PERIOD_MULTIPLE = 64  # periods tried: the run's length over a call's count,
 # of like calls, a model's parameters copied one by one, not the program's loop)
 STRETCH_ITERATIONS = 3
 STRETCH_SHARE = 0.5  # no less: ``_repeats_near_middle`` skips periods by a stretch of half the run holding the middle
+# a call's distance to its k-th next one is a period tried (``_spaced_periods``) where this share of those distances
+# is one value: a loop over half the run or more makes it so
+SPACED_SHARE = 0.5
+# and at least this many of them: a few like gaps (three allocations, two copies and their frees in a sample's run)
+# are a coincidence, not a loop
+SPACED_LEAST = 8
 # where a candidate period's windows are looked at, as shares of the loop: no round fractions, which a
 # loop of a round number of iterations would meet at its iterations' edges (where every call is near)
 WINDOWS = (0.113, 0.287, 0.431, 0.509, 0.673, 0.811, 0.947)
@@ -155,15 +161,16 @@ def _tokens(calls: pd.DataFrame, copies: pd.DataFrame, sized: bool = True) -> _T
     return _Tokens(mine, codes.astype(np.int64), labels)
 
 
-def find_period(codes: np.ndarray) -> tuple[int, int, int] | None:
+def find_period(codes: np.ndarray, periods: list[int] | None = None) -> tuple[int, int, int] | None:
     """The loop in a sequence of call codes: ``(period, first, last)``, the shortest period that
     PERIOD_MATCH of the calls between ``first`` and ``last`` (the span of the calls that recur about
     once an iteration or more) equal one period later, and whose windows each hold every such call;
-    None if there is none. Calls made once or twice (setup) are the caller's to leave out."""
+    None if there is none. Calls made once or twice (setup) are the caller's to leave out. ``periods``: those
+    tried, shortest first (else ``_candidate_periods``)."""
     if len(codes) < 4:
         return None
     counts = np.bincount(codes)
-    for p in _candidate_periods(codes):
+    for p in _tried(codes, periods):
         held = _holds(codes, p, counts)
         if held is not None:
             return p, *held
@@ -192,6 +199,29 @@ def _holds(codes: np.ndarray, p: int, counts: np.ndarray | None = None) -> tuple
     return None
 
 
+def _tried(codes: np.ndarray, periods: list[int] | None) -> list[int]:
+    """The periods tried in ``codes``: ``periods`` (those of at most half of it), else ``_candidate_periods``."""
+    return _candidate_periods(codes) if periods is None else [p for p in periods if p <= len(codes) // 2]
+
+
+def _spaced_periods(codes: np.ndarray) -> list[int]:
+    """Periods read from how far apart each call recurs, shortest first: for a call made k times an iteration (k up
+    to MAX_PERIOD_MULTIPLE), the distance from each of its calls to its k-th next one, where SPACED_SHARE of those
+    distances are one value. Unlike ``_candidate_periods``, no setup or ending shifts them (a loop of 10 iterations
+    of 263 calls after a setup of 285 lies between two of the run's length over a count)."""
+    order = np.argsort(codes, kind="stable")
+    bounds = np.flatnonzero(np.diff(codes[order])) + 1
+    found = set()
+    for where in np.split(order, bounds):
+        for k in range(1, min(MAX_PERIOD_MULTIPLE, len(where) - STRETCH_ITERATIONS + 1) + 1):
+            gaps = where[k:] - where[:-k]
+            gap = int(np.median(gaps))
+            same = np.count_nonzero(gaps == gap)
+            if same >= SPACED_SHARE * len(gaps) and same >= SPACED_LEAST:
+                found.add(gap)
+    return sorted(p for p in found if 1 <= p <= len(codes) // 2)
+
+
 def _candidate_periods(codes: np.ndarray) -> list[int]:
     """The periods a loop in ``codes`` may have, shortest first, at most half the run: the run's length over each
     recurring call's count, times 1 to MAX_PERIOD_MULTIPLE (a call made k times an iteration); and the run's length
@@ -215,16 +245,16 @@ def _divisors(c: int) -> list[int]:
     return small + [c // i for i in small if c // i != i]
 
 
-def _stretch(codes: np.ndarray) -> tuple[int, int, int] | None:
+def _stretch(codes: np.ndarray, periods: list[int] | None = None) -> tuple[int, int, int] | None:
     """The loop in the longest stretch of ``codes`` that repeats itself one period later, for a short loop between a
     long setup and ending (a dozen training steps after a model is built and checked): ``(period, first, last)``
     as ``find_period`` gives it over that stretch. Of the candidate periods, the stretch is the longest that
     PERIOD_MATCH of every period-long window repeats, at least STRETCH_ITERATIONS periods and STRETCH_SHARE of the
     run; a period's multiples repeat over nearly the same stretch, so the shortest period within a period of the
-    longest stretch is taken."""
+    longest stretch is taken. ``periods``: those tried (else ``_candidate_periods``)."""
     n = len(codes)
     found = []  # (first, last, period)
-    for p in _candidate_periods(codes):
+    for p in _tried(codes, periods):
         if STRETCH_ITERATIONS * p > n:
             break
         if not _repeats_near_middle(codes, p):
@@ -317,18 +347,29 @@ def _anchor(span: np.ndarray, window: np.ndarray, labels: list) -> int:
 
 
 def _loop_period(codes: np.ndarray) -> tuple[int, int, int] | None:
-    """``find_period`` over the run, else over its later half, then its earlier one, then its middle: a run of two
-    phases (a warm-up loop, then the loop it times) repeats in each half, the later one's the loop an application
-    usually times; a short loop whose first and last iterations make calls of their own (a framework's libraries
-    loaded, a checksum read) repeats in its middle (EDGE_SHARE)."""
-    found = find_period(codes)
+    """``_period_in_parts`` with the periods the run's length over its calls' counts gives, else with those how far
+    apart its calls recur gives (``_spaced_periods``)."""
+    found = _period_in_parts(codes)
+    if found is None:
+        spaced = _spaced_periods(codes)
+        found = _period_in_parts(codes, spaced) if spaced else None
+    return found
+
+
+def _period_in_parts(codes: np.ndarray, periods: list[int] | None = None) -> tuple[int, int, int] | None:
+    """``find_period`` over the run, else over its later half, then its earlier one, then its middle, else its longest
+    repeating stretch (``_stretch``): a run of two phases (a warm-up loop, then the loop it times) repeats in each
+    half, the later one's the loop an application usually times; a short loop whose first and last iterations make
+    calls of their own (a framework's libraries loaded, a checksum read) repeats in its middle (EDGE_SHARE).
+    ``periods``: those tried (else each part's ``_candidate_periods``)."""
+    found = find_period(codes, periods)
     n, edge = len(codes), int(len(codes) * EDGE_SHARE)
     parts = ((n // 2, n), (0, n // 2), (edge, n - edge))
     for lo, hi in parts if found is None else ():
-        part = find_period(codes[lo:hi])
+        part = find_period(codes[lo:hi], periods)
         if part is not None:
             return (part[0], *_extended(codes, part[0], part[1] + lo, part[2] + lo))
-    return found if found is not None else _stretch(codes)
+    return found if found is not None else _stretch(codes, periods)
 
 
 def _extended(codes: np.ndarray, p: int, first: int, last: int) -> tuple[int, int]:

@@ -7,6 +7,7 @@ from tests.unit.nsight.synthetic_trace import App, Op, write_trace
 from umprof.model.application import NO_STAGING, applications
 import numpy as np
 
+from umprof.model import loops
 from umprof.model.loops import EDGE_SHARE, QUERY_CALL, WORK_CALL, _group_starts, _loop_period, find_period
 from umprof.nsight.trace_db import open_trace
 
@@ -148,6 +149,26 @@ def test_a_loop_whose_every_call_is_made_hundreds_of_times_a_step_is_found():
     step = [0, 1] * 128 + [2] * 128
     codes = np.array([3, 4, 5] + step * 20)
     assert _loop_period(codes) == (len(step), 3, len(codes))
+
+
+def test_a_loop_after_a_setup_of_its_own_calls_is_found_by_how_far_apart_its_calls_recur(monkeypatch):
+    # 10 snapshots, each after 4 training steps of 70 calls (launches, a memset, six launch pairs), 24 copies out each
+    # waited on, and 5 sums of the weights: 356 calls; before them a setup of 203 calls made of the loop's own calls
+    # (allocations, copies in and out, launches). The run's length over no call's count, times 1 to
+    # MAX_PERIOD_MULTIPLE, is the period, in the whole run or any part of it; each call's distance to its k-th next
+    # one is (``_spaced_periods``)
+    launch, pair, memset, out_a, out_b, wait, alloc, copy_in, free, init, other = range(11)
+    step = [launch] * 25 + [pair, launch] * 6 + [memset] + [launch] * 37
+    snapshot = [out_a, wait, out_b, wait] * 6 + [launch] + ([memset] + [launch] * 4) * 5 + [launch] * 6
+    body = step * 4 + snapshot
+    setup = ([alloc, copy_in, wait] * 3 + [alloc, copy_in, wait, copy_in, wait] * 6 + [alloc, free, free] * 6
+             + [out_a, wait, out_b, wait] * 6 + [alloc, launch, alloc, launch, alloc, init, init, other, other, alloc]
+             + [alloc, launch, alloc, launch, launch, launch] * 12 + [launch] * 40)
+    codes = np.array(setup + body * 10 + [out_a, wait, out_b, wait] * 3)
+    p, lo, hi = _loop_period(codes)
+    assert p == len(body) and lo <= len(setup) + len(body) and hi >= len(setup) + 9 * len(body)
+    monkeypatch.setattr(loops, "_spaced_periods", lambda c: [])
+    assert _loop_period(codes) is None
 
 
 def test_a_burst_of_like_calls_in_a_run_without_a_loop_is_no_loop():
