@@ -142,6 +142,11 @@ TORCH_SIDE_STREAM = ("upload the next batch or layer on a side stream while this
                      "torch.cuda.Stream()`; `with torch.cuda.stream(s): nxt = buf.to(device, non_blocking=True)`; "
                      "before using it `torch.cuda.current_stream().wait_stream(s)` and `nxt.record_stream("
                      "torch.cuda.current_stream())`")
+TORCH_SIDE_STREAM_OUT = ("copy the results out on a side stream while the next step computes: `s = "
+                         "torch.cuda.Stream()`; `s.wait_stream(torch.cuda.current_stream())`; `with torch.cuda.stream("
+                         "s): out.copy_(y, non_blocking=True)` into a preallocated pinned `out`; `y.record_stream(s)`, "
+                         "and where the next step changes `y` in place (weights an optimizer updates) copy it into a "
+                         "GPU buffer first and copy that out")
 TORCH_NO_MANAGED = ("PyTorch has no managed-memory tensors (its caching allocator hands out cudaMalloc'd memory); "
                     "instead keep the data on the GPU where it fits in free memory (`data = data.to(device)` once, "
                     "before the loop), else pin it once (`data = data.pin_memory()`) and copy each part with "
@@ -169,6 +174,8 @@ PYTORCH_CHANGES = {
                        "`torch.cuda.Stream`, an event per buffer (`ev.record(s)`, `ev.synchronize()` before "
                        "refilling it)",
     "pinned-pipelined": "pinned tensors, each iteration's copies and compute in {chunks}: " + TORCH_SIDE_STREAM,
+    # a loop that only copies out (snapshots, results): the side stream carries the copies back
+    "pinned-pipelined-out": "pinned tensors, each iteration's copies in {chunks}: " + TORCH_SIDE_STREAM_OUT,
     "managed": TORCH_NO_MANAGED,
     "managed-prefetch": TORCH_NO_MANAGED,
     **{f"managed-advise-{w}": TORCH_NO_MANAGED
@@ -283,10 +290,13 @@ def change_for(framework: str, strategy: str, context: dict | None = None) -> st
     """The change to ``strategy`` in ``framework``'s idiom ('' where this module has none: pycuda's and CUDA C's
     texts other than ``resident`` are the advice's own). ``context``: ``chunks`` (how a pipelined way cuts an
     iteration, in words), ``d2h`` (True where the host reads what it copies back: the wait that needs is said),
+    ``h2d`` (False where the host writes nothing it copies in: a pipelined way's side stream carries the copies out),
     ``data_bytes`` and ``free_bytes`` (what ``resident`` keeps, and the GPU memory it fits in), ``count`` (how many
     copies ``packed`` makes one)."""
     context = context or {}
-    text = CHANGES.get(framework, {}).get(strategy, "")
+    own = CHANGES.get(framework, {})
+    out_only = context.get("h2d") is False and f"{strategy}-out" in own
+    text = own[f"{strategy}-out"] if out_only else own.get(strategy, "")
     if not text:
         return ""
     text = text.replace("{chunks}", str(context.get("chunks") or "chunks")).replace("{fits}", _fits(context)) \

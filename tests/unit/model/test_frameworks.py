@@ -104,6 +104,10 @@ def test_pytorchs_idioms():
     pipelined = change_for("pytorch", "pinned-pipelined", {"chunks": "4 chunks"})
     assert "torch.cuda.Stream()" in pipelined and "4 chunks" in pipelined and "wait_stream" in pipelined
     assert "no managed-memory tensors" in change_for("pytorch", "managed-prefetch")
+    # a loop that copies nothing in (weights snapshotted to the host): the side stream copies out, not up
+    out = change_for("pytorch", "pinned-pipelined", {"chunks": "4 chunks", "h2d": False, "d2h": True})
+    assert "copy the results out on a side stream" in out and "upload" not in out and "synchronize()" in out
+    assert "upload the next batch" in change_for("pytorch", "pinned-pipelined", {"chunks": "4 chunks", "h2d": True})
     assert "to(device)" in change_for("pytorch", "resident", {"data_bytes": 2**30, "free_bytes": 70 * 2**30})
     assert "1GiB" in change_for("pytorch", "resident", {"data_bytes": 2**30, "free_bytes": 70 * 2**30}).replace(" ", "")
 

@@ -155,5 +155,6 @@ def _own_text(strategy: str, w: Workload, framework: str) -> str:
     """The change in PyTorch's or CuPy's own calls (frameworks.change_for), the wait before the host reads what an
     asynchronous copy brings back said where it reads it; the CUDA runtime's words only where it has none."""
     chunks = strategies.get(strategy).describe_chunking(w.bytes) if strategy == "pinned-pipelined" else None
-    text = frameworks.change_for(framework, strategy, {"chunks": chunks, "d2h": w.host_reads > 0})
+    text = frameworks.change_for(framework, strategy, {"chunks": chunks, "d2h": w.host_reads > 0,
+                                                       "h2d": w.host_writes > 0})
     return text or CHANGES.get(strategy, strategy)
