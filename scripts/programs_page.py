@@ -87,7 +87,7 @@ def _judge_table(loop: list[dict], wall: list[dict]) -> list[str]:
            "| --- | --- | --- | --- | ---: | ---: | --- | --- | ---: | ---: | --- | ---: | --- |"]
     for r, w in zip(loop, wall):
         cap = lambda x: "-" if x["captured"] is None else f"{x['captured']:.0%}"  # noqa: E731
-        out.append(f"| {r['program']} | {r['tracer']} | {r['advised']} | {r['mode']} | {_s(r['as_written_s'])} | "
+        out.append(f"| {r['program']} | {r['tracer']} | {r['advised']} | {r['mode'] or '-'} | {_s(r['as_written_s'])} | "
                    f"{_s(r['mode_s'])} | {r['best_mode']} ({_s(r['best_s'])}) | {r['verdict']} | {cap(r)} | "
                    f"{_saving(r)} | {w['verdict']} | {cap(w)} | {r['idiom']} |")
     return out
@@ -146,7 +146,7 @@ def _own_traces(folder: Path, judge) -> list[str]:
                 "| --- | --- | --- | --- | ---: | ---: | --- | --- | ---: | ---: | --- |"]
         for r in rows:
             cap = "-" if r["captured"] is None else f"{r['captured']:.0%}"
-            out.append(f"| {r['program']} | {r['tracer']} | {r['advised']} | {r['mode']} | {_s(r['as_written_s'])} | "
+            out.append(f"| {r['program']} | {r['tracer']} | {r['advised']} | {r['mode'] or '-'} | {_s(r['as_written_s'])} | "
                        f"{_s(r['mode_s'])} | {r['best_mode']} ({_s(r['best_s'])}) | {r['verdict']} | {cap} | "
                        f"{_saving(r)} | {r['idiom']} |")
         out += ["", _summary(rows, judge, "the loop's own time"), "", _savings_summary(rows, judge), ""]
