@@ -207,13 +207,13 @@ def _tried(codes: np.ndarray, periods: list[int] | None) -> list[int]:
 def _spaced_periods(codes: np.ndarray) -> list[int]:
     """Periods read from how far apart each call recurs, shortest first: for a call made k times an iteration (k up
     to MAX_PERIOD_MULTIPLE), the distance from each of its calls to its k-th next one, where SPACED_SHARE of those
-    distances are one value. Unlike ``_candidate_periods``, no setup or ending shifts them (a loop of 10 iterations
-    of 263 calls after a setup of 285 lies between two of the run's length over a count)."""
+    distances are one value. Unlike ``_candidate_periods``, no setup or ending shifts them: 10 iterations of 263 calls
+    after a setup of 285 make a run of 2915, over which no call's count, times 1 to MAX_PERIOD_MULTIPLE, gives 263."""
     order = np.argsort(codes, kind="stable")
     bounds = np.flatnonzero(np.diff(codes[order])) + 1
     found = set()
     for where in np.split(order, bounds):
-        for k in range(1, min(MAX_PERIOD_MULTIPLE, len(where) - STRETCH_ITERATIONS + 1) + 1):
+        for k in range(1, min(MAX_PERIOD_MULTIPLE, len(where) - SPACED_LEAST) + 1):
             gaps = where[k:] - where[:-k]
             gap = int(np.median(gaps))
             same = np.count_nonzero(gaps == gap)
