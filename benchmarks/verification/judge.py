@@ -122,8 +122,9 @@ MODES = {
                                           "side-stream", "pageable-staged"),
                          "packed-copy": "flat_pinned"},
     # an evaluation collecting logits: pinning the read-backs its pinned_out, pinning the inputs (the dataset once,
-    # a pinned buffer, all host memory) its pinned_in_out, which pins both; keeping the data on the GPU its
-    # dataset_on_gpu (its gpu_collect keeps the results there, which no code names)
+    # a pinned buffer, all host memory) its pinned_in_out, which pins both, and the nearest mode to a side stream,
+    # which none adds; keeping the data on the GPU its dataset_on_gpu (its gpu_collect keeps the results there,
+    # which no code names)
     "eval_collect": {**_pinned_or_gpu("pinned_in_out", "dataset_on_gpu", "dataloader-pinned", "pageable-staged",
                                       "pinned-pipelined", "side-stream"),
                      **{c: "pinned_out" for c in ("pinned-out", "preallocated-pinned", "async-readback")}},
