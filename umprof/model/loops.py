@@ -9,8 +9,9 @@ thread makes, and what each iteration does.
   The periods tried are the run's length over each call's count, times 1 to 64, and over each divisor of it (a call
   made hundreds of times an iteration). Failing those, the loop is the longest stretch of the run that repeats
   itself one period later (a dozen steps between a long setup and a long ending), where it holds at least half the
-  run's calls. Where no period holds, the copies are named by their direction alone: batches padded to their own
-  length each step copy in sizes that differ from step to step.
+  run's calls. Failing those too, all of it again with the periods read from how far apart each call recurs,
+  which a setup made of the loop's own calls does not shift. Where no period holds, the copies are named by their
+  direction alone: batches padded to their own length each step copy in sizes that differ from step to step.
 * **the iterations**: cut at one call of each period, one that moves data or launches work; each gets its copies,
   kernels, unified-memory migrations and wall time. The steady iteration is their median (their mean where they
   move very different amounts), the first kept apart.
