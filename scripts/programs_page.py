@@ -86,11 +86,19 @@ def _judge_table(loop: list[dict], wall: list[dict]) -> list[str]:
            "captured | saving s: predicted / measured | wall: verdict | captured | idiom |",
            "| --- | --- | --- | --- | ---: | ---: | --- | --- | ---: | ---: | --- | ---: | --- |"]
     for r, w in zip(loop, wall):
-        cap = lambda x: "-" if x["captured"] is None else f"{x['captured']:.0%}"  # noqa: E731
-        out.append(f"| {r['program']} | {r['tracer']} | {r['advised']} | {r['mode'] or '-'} | {_s(r['as_written_s'])} | "
-                   f"{_s(r['mode_s'])} | {r['best_mode']} ({_s(r['best_s'])}) | {r['verdict']} | {cap(r)} | "
-                   f"{_saving(r)} | {w['verdict']} | {cap(w)} | {r['idiom']} |")
+        out.append(f"{_judged_cells(r)} | {w['verdict']} | {_captured(w)} | {r['idiom']} |")
     return out
+
+
+def _captured(r: dict) -> str:
+    return "-" if r["captured"] is None else f"{r['captured']:.0%}"
+
+
+def _judged_cells(r: dict) -> str:
+    """A judged advice's row up to its saving: program, trace, advice, mode, times, verdict, share captured."""
+    return (f"| {r['program']} | {r['tracer']} | {r['advised']} | {r['mode'] or '-'} | {_s(r['as_written_s'])} | "
+            f"{_s(r['mode_s'])} | {r['best_mode']} ({_s(r['best_s'])}) | {r['verdict']} | {_captured(r)} | "
+            f"{_saving(r)}")
 
 
 def _saving(r: dict) -> str:
@@ -141,14 +149,10 @@ def _own_traces(folder: Path, judge) -> list[str]:
     for jf in sorted(folder.glob("judge-held-out-*.json")) + ([full] if full else []):
         rows = json.loads(jf.read_text())
         out += [f"### Its own traces, as `{jf.name}` judged them", "",
-                "| program | trace | advised | applied as mode | loop: as written s | mode s | best mode (s) | verdict | "
-                "captured | saving s: predicted / measured | idiom |",
+                "| program | trace | advised | applied as mode | loop: as written s | mode s | best mode (s) | "
+                "verdict | captured | saving s: predicted / measured | idiom |",
                 "| --- | --- | --- | --- | ---: | ---: | --- | --- | ---: | ---: | --- |"]
-        for r in rows:
-            cap = "-" if r["captured"] is None else f"{r['captured']:.0%}"
-            out.append(f"| {r['program']} | {r['tracer']} | {r['advised']} | {r['mode'] or '-'} | {_s(r['as_written_s'])} | "
-                       f"{_s(r['mode_s'])} | {r['best_mode']} ({_s(r['best_s'])}) | {r['verdict']} | {cap} | "
-                       f"{_saving(r)} | {r['idiom']} |")
+        out += [f"{_judged_cells(r)} | {r['idiom']} |" for r in rows]
         out += ["", _summary(rows, judge, "the loop's own time"), "", _savings_summary(rows, judge), ""]
     return out
 
