@@ -60,6 +60,12 @@ SMALL = {
     # snapshots after steps 3, 6 and 9 of 10: the last snapshot older than the final weights
     "checkpoint_copies.py": (("as_written", "pinned_snapshot", "side_stream", "gpu_clone"),
                              ["--steps", "10", "--every", "3", "--width", "64", "--depth", "3", "--batch", "16"]),
+    # 300 frames in batches of 64: the last batch short
+    "uint8_frames.py": (("as_written", "pinned_float", "uint8_to_gpu", "uint8_pinned", "frames_on_gpu"),
+                        ["--frames", "300", "--batch", "64", "--side", "64", "--passes", "2"]),
+    "metrics_logging.py": (("as_written", "pinned_async", "gpu_metrics", "side_stream"),
+                           ["--epochs", "2", "--steps", "5", "--batch", "64", "--features", "16", "--hidden", "32",
+                            "--classes", "50"]),
 }
 
 
@@ -112,6 +118,7 @@ def _patch_torch() -> None:
         def record_event(self, event=None): return event or Event()
 
     torch.cuda.Event, torch.cuda.Stream = Event, Stream
+    torch.Tensor.record_stream = lambda self, stream: None
     torch.cuda.stream = lambda s: contextlib.nullcontext()
     torch.cuda.current_stream = lambda *a: Stream()
     torch.cuda.synchronize = lambda *a: None

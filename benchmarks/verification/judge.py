@@ -132,6 +132,15 @@ MODES = {
     # keeping them on the GPU its gpu_clone
     "checkpoint_copies": {**_pinned_or_gpu("pinned_snapshot", "gpu_clone", "async-readback", "pageable-staged"),
                           **{c: "side_stream" for c in PIPELINED_CODES}},
+    # uint8 frames normalised on the host: every pinning its pinned_float (pinned without changing the data type; its
+    # uint8_to_gpu and uint8_pinned, which move uint8 and convert on the GPU, no code names), keeping the frames on
+    # the GPU its frames_on_gpu; it has no side stream: the pipelining codes its pinned_float, the nearest
+    "uint8_frames": _pinned_or_gpu("pinned_float", "frames_on_gpu", "pageable-staged", "pinned-pipelined",
+                                   "side-stream"),
+    # metrics read back each step: every pinning its pinned_async, a side stream or pipelining its side_stream,
+    # keeping the metrics on the GPU its gpu_metrics
+    "metrics_logging": {**_pinned_or_gpu("pinned_async", "gpu_metrics", "async-readback", "pageable-staged"),
+                        **{c: "side_stream" for c in PIPELINED_CODES}},
     # a readback only: the pinning codes that name its direction, and the two pinned buffers in turn its pinned_out is
     "cupy_readback": {KEEP: "as_written", "pageable": "as_written", "pinned": "pinned_out", "pinned-out": "pinned_out",
                       "async-readback": "pinned_out", "pageable-registered": "pinned_out",

@@ -80,6 +80,10 @@ PROGRAMS = {
                                                       "dataset_on_gpu"]),
     "checkpoint_copies": ("torch", "checkpoint_copies.py", [], ["as_written", "pinned_snapshot", "side_stream",
                                                                 "gpu_clone"]),
+    "uint8_frames": ("torch", "uint8_frames.py", [], ["as_written", "pinned_float", "uint8_to_gpu", "uint8_pinned",
+                                                      "frames_on_gpu"]),
+    "metrics_logging": ("torch", "metrics_logging.py", [], ["as_written", "pinned_async", "gpu_metrics",
+                                                            "side_stream"]),
 }
 # --dry: small sizes for the CPU check
 DRY_ARGS = {
@@ -108,6 +112,9 @@ DRY_ARGS = {
     "eval_collect": ["--mib", "8", "--batch-mib", "1", "--features", "256", "--hidden", "32", "--classes", "100",
                      "--passes", "1"],
     "checkpoint_copies": ["--steps", "8", "--every", "4", "--width", "64", "--depth", "3", "--batch", "16"],
+    "uint8_frames": ["--frames", "160", "--batch", "64", "--side", "32", "--passes", "1"],
+    "metrics_logging": ["--epochs", "1", "--steps", "3", "--batch", "64", "--features", "16", "--hidden", "32",
+                        "--classes", "50"],
 }
 
 
