@@ -138,9 +138,10 @@ MODES = {
     "uint8_frames": _pinned_or_gpu("pinned_float", "frames_on_gpu", "pageable-staged", "pinned-pipelined",
                                    "side-stream"),
     # metrics read back each step: every pinning its pinned_async, a side stream or pipelining its side_stream,
-    # keeping the metrics on the GPU its gpu_metrics
-    "metrics_logging": {**_pinned_or_gpu("pinned_async", "gpu_metrics", "async-readback", "pageable-staged"),
-                        **{c: "side_stream" for c in PIPELINED_CODES}},
+    # keeping the metrics on the GPU its gpu_metrics, and so async-readback ("keep the values on the GPU and read them
+    # once after the loop", its first way; pinned_async still waits on each step's copies before reading them)
+    "metrics_logging": {**_pinned_or_gpu("pinned_async", "gpu_metrics", "pageable-staged"),
+                        **{c: "side_stream" for c in PIPELINED_CODES}, "async-readback": "gpu_metrics"},
     # a readback only: the pinning codes that name its direction, and the two pinned buffers in turn its pinned_out is
     "cupy_readback": {KEEP: "as_written", "pageable": "as_written", "pinned": "pinned_out", "pinned-out": "pinned_out",
                       "async-readback": "pinned_out", "pageable-registered": "pinned_out",

@@ -1,5 +1,6 @@
 """Merge the timings of several run_gpu.py calls on one machine (same GPU, driver and CPU count) into one
-NAME.json a program: each mode's runs put together, the calls' dates listed.
+NAME.json a program: each mode's runs put together, the calls' dates listed. A TIMINGS_DIR may hold merged documents
+(a results folder) and other JSON files, which are passed over.
 
     python3 merge_timings.py OUT_DIR TIMINGS_DIR [TIMINGS_DIR...]
 """
@@ -23,9 +24,9 @@ def merge(docs: list[dict]) -> dict:
                 raise ValueError(f"{first['program']}: key {k!r}: expected {first[k]!r} in every call, got {d[k]!r}")
     out = {k: v for k, v in first.items() if k not in ("date", "modes", "checksums_agree")}
     out["command"] = command_text(first["program"])
-    out["dates"] = [d["date"] for d in docs]
+    out["dates"] = [date for d in docs for date in d.get("dates", [d.get("date")])]  # a merged document's too
     out["modes"] = {}
-    for mode in first["modes"]:
+    for mode in dict.fromkeys(m for d in docs for m in d["modes"]):
         runs = [d["modes"][mode] for d in docs if mode in d["modes"]]
         out["modes"][mode] = {
             "wall_s": [s for r in runs for s in r["wall_s"]],
@@ -45,9 +46,11 @@ def main() -> int:
     out = Path(sys.argv[1])
     out.mkdir(parents=True, exist_ok=True)
     dirs = [Path(p) for p in sys.argv[2:]]
-    for f in sorted(dirs[0].glob("*.json")):
-        docs = [json.loads((d / f.name).read_text()) for d in dirs if (d / f.name).exists()]
-        (out / f.name).write_text(json.dumps(merge(docs), indent=1) + "\n")
+    for name in sorted({f.name for d in dirs for f in d.glob("*.json")}):
+        docs = [json.loads((d / name).read_text()) for d in dirs if (d / name).exists()]
+        docs = [doc for doc in docs if isinstance(doc, dict) and "modes" in doc]  # not a judge's file beside them
+        if docs:
+            (out / name).write_text(json.dumps(merge(docs), indent=1) + "\n")
     return 0
 
 
