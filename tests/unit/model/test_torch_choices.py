@@ -247,6 +247,21 @@ def test_a_dataset_read_in_epochs_is_kept_on_the_gpu_conditionally_unless_the_ep
     assert not [c for c in choices(app, ranges, cal, free_bytes=64 * MiB) if c.code == "resident"]  # does not fit
 
 
+def test_a_dataset_read_in_two_passes_of_many_batches_is_kept_on_the_gpu(tmp_path, cal):
+    tr = Trace()
+    for _ in range(2):  # two passes (epochs) of 8 batches of 16 MiB, each pass opening with its order's upload
+        tr.copy("Memcpy HtoD (Pageable -> Device)", 4096, 3, op="aten::to")
+        tr.kernel(40)
+        tr.kernel(40)
+        for _ in range(8):
+            tr.copy("Memcpy HtoD (Pageable -> Device)", 16 * MiB, 2300, op="aten::to")
+            tr.kernel(500)
+    app, ranges = tr.read(tmp_path)
+    assert app.loop.iterations == 2 and app.loop.inner is not None  # two passes: fewer than RECURRING
+    resident = by_code(choices(app, ranges, cal, epochs=2))["resident"]  # the batches recur, not the passes
+    assert resident.saving_s > 0 and "128MiB" in resident.idiom  # one pass of the uploads
+
+
 def test_batches_made_on_the_host_are_priced_gone_with_the_dataset_on_the_gpu(tmp_path, cal):
     # no DataLoader in the trace: each 16 MiB batch made by the host in 6 ms while the GPU idles, then uploaded
     tr = Trace()
