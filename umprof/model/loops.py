@@ -456,7 +456,7 @@ def _loop_of(iterations: _Iterations, period: int, anchor: str, ahead: int | Non
     """The Loop of the ``iterations``, its steady iteration their typical one; ``ahead``: where a loop before it ended
     (its first iteration is then what follows that)."""
     edges, per = iterations
-    steady = per.iloc[1:] if len(per) > 2 else per
+    steady = per.iloc[1:] if len(per) > 1 else per  # not the first, which holds what came before the loop
     med = _typical_iteration(steady)
     first = per.iloc[0]
     if ahead is not None:

@@ -247,8 +247,12 @@ def test_a_dataset_read_in_epochs_is_kept_on_the_gpu_conditionally_unless_the_ep
     assert not [c for c in choices(app, ranges, cal, free_bytes=64 * MiB) if c.code == "resident"]  # does not fit
 
 
-def test_a_dataset_read_in_two_passes_of_many_batches_is_kept_on_the_gpu(tmp_path, cal):
+def two_passes(tmp_path, setup_us=0.0):
+    """Two passes (epochs) of 8 batches of 16 MiB, each pass opening with its order's upload, after ``setup_us`` of
+    the program's start (a call, then the host's own work)."""
     tr = Trace()
+    tr._call("cudaMalloc", 50)
+    tr.t += 50 + setup_us
     for _ in range(2):  # two passes (epochs) of 8 batches of 16 MiB, each pass opening with its order's upload
         tr.copy("Memcpy HtoD (Pageable -> Device)", 4096, 3, op="aten::to")
         tr.kernel(40)
@@ -256,10 +260,21 @@ def test_a_dataset_read_in_two_passes_of_many_batches_is_kept_on_the_gpu(tmp_pat
         for _ in range(8):
             tr.copy("Memcpy HtoD (Pageable -> Device)", 16 * MiB, 2300, op="aten::to")
             tr.kernel(500)
-    app, ranges = tr.read(tmp_path)
+    return tr.read(tmp_path)
+
+
+def test_a_dataset_read_in_two_passes_of_many_batches_is_kept_on_the_gpu(tmp_path, cal):
+    app, ranges = two_passes(tmp_path)
     assert app.loop.iterations == 2 and app.loop.inner is not None  # two passes: fewer than RECURRING
     resident = by_code(choices(app, ranges, cal, epochs=2))["resident"]  # the batches recur, not the passes
     assert resident.saving_s > 0 and "128MiB" in resident.idiom  # one pass of the uploads
+
+
+def test_a_loop_of_two_passes_after_a_long_start_is_priced_by_its_second(tmp_path):
+    app, _ = two_passes(tmp_path, setup_us=2e6)  # 2 s of the program's start, held by the first pass
+    one_pass = 8 * (2300 + 12 + 506) + 3 + 12 + 2 * 46  # µs
+    assert app.loop.iterations == 2 and app.loop.first_s > 2.0
+    assert app.loop.steady_s == pytest.approx(one_pass / 1e6, rel=0.05)
 
 
 def test_batches_made_on_the_host_are_priced_gone_with_the_dataset_on_the_gpu(tmp_path, cal):
