@@ -66,6 +66,13 @@ SMALL = {
     "metrics_logging.py": (("as_written", "pinned_async", "gpu_metrics", "side_stream"),
                            ["--epochs", "2", "--steps", "5", "--batch", "64", "--features", "16", "--hidden", "32",
                             "--classes", "50"]),
+    "kv_offload.py": (("as_written", "pinned_cache", "prefetch_next_layer", "cache_on_gpu"),
+                      ["--layers", "3", "--dim", "64", "--heads", "4", "--batch", "2", "--prompt", "16", "--new", "6",
+                       "--vocab", "500"]),
+    # 100 sequences in batches of 16: the last batch short
+    "token_batches.py": (("as_written", "pinned_nonblocking", "pretokenized_gpu", "packed"),
+                         ["--sequences", "100", "--batch", "16", "--epochs", "2", "--min-len", "4", "--max-len", "24",
+                          "--dim", "16", "--layers", "1"]),
 }
 
 

@@ -142,6 +142,16 @@ MODES = {
     # once after the loop", its first way; pinned_async still waits on each step's copies before reading them)
     "metrics_logging": {**_pinned_or_gpu("pinned_async", "gpu_metrics", "pageable-staged"),
                         **{c: "side_stream" for c in PIPELINED_CODES}, "async-readback": "gpu_metrics"},
+    # a KV cache offloaded to the host: every pinning its pinned cache (preallocated, only the new position written
+    # back), uploading the next layer while this one computes its prefetch_next_layer, keeping it on the GPU its
+    # cache_on_gpu
+    "kv_offload": {**_pinned_or_gpu("pinned_cache", "cache_on_gpu"),
+                   **{c: "prefetch_next_layer" for c in PIPELINED_CODES}},
+    # batches padded on the host from Python lists: every pinning, and staging through pinned buffers (what its pinned
+    # mode does), its pinned_nonblocking, packing ids and mask into one copy its packed, keeping the corpus on the
+    # GPU its pretokenized_gpu; it has no side stream (loss.item() each step): the pipelining codes unmeasured
+    "token_batches": {**_pinned_or_gpu("pinned_nonblocking", "pretokenized_gpu", "pageable-staged"),
+                      "packed-copy": "packed"},
     # a readback only: the pinning codes that name its direction, and the two pinned buffers in turn its pinned_out is
     "cupy_readback": {KEEP: "as_written", "pageable": "as_written", "pinned": "pinned_out", "pinned-out": "pinned_out",
                       "async-readback": "pinned_out", "pageable-registered": "pinned_out",

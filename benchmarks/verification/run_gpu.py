@@ -84,6 +84,10 @@ PROGRAMS = {
                                                       "frames_on_gpu"]),
     "metrics_logging": ("torch", "metrics_logging.py", [], ["as_written", "pinned_async", "gpu_metrics",
                                                             "side_stream"]),
+    "kv_offload": ("torch", "kv_offload.py", [], ["as_written", "pinned_cache", "prefetch_next_layer",
+                                                  "cache_on_gpu"]),
+    "token_batches": ("torch", "token_batches.py", [], ["as_written", "pinned_nonblocking", "pretokenized_gpu",
+                                                        "packed"]),
 }
 # --dry: small sizes for the CPU check
 DRY_ARGS = {
@@ -115,6 +119,10 @@ DRY_ARGS = {
     "uint8_frames": ["--frames", "160", "--batch", "64", "--side", "32", "--passes", "1"],
     "metrics_logging": ["--epochs", "1", "--steps", "3", "--batch", "64", "--features", "16", "--hidden", "32",
                         "--classes", "50"],
+    "kv_offload": ["--layers", "2", "--dim", "64", "--heads", "4", "--batch", "2", "--prompt", "16", "--new", "4",
+                   "--vocab", "500"],
+    "token_batches": ["--sequences", "80", "--batch", "16", "--epochs", "1", "--min-len", "4", "--max-len", "24",
+                      "--dim", "16", "--layers", "1"],
 }
 
 
