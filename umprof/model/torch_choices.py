@@ -298,8 +298,8 @@ def _resident(ctx: _Context, cal, epochs: int | None, free_bytes: int | None) ->
     """A loop's uploads against the data uploaded once and kept on the GPU, where it fits (uploads made once, outside
     a loop, are already that); the batches then indexed there, without the host's making of each (``_batch_making``)."""
     loop = ctx.app.loop
-    # steps, not passes: two passes of many batches each recur (the first pass may be read as setup)
-    if loop is None or loop.iterations * (loop.inner.iterations if loop.inner else 1) < RECURRING:
+    # its steps recur, not only its passes: two passes of many batches (the first pass may be read as setup) do
+    if loop is None or (loop.inner or loop).iterations < RECURRING:
         return []
     copies = ctx.app.explicit_copies_within(loop.span)
     copies = copies[copies["direction"] == "h2d"]

@@ -253,7 +253,7 @@ def two_passes(tmp_path, setup_us=0.0):
     tr = Trace()
     tr._call("cudaMalloc", 50)
     tr.t += 50 + setup_us
-    for _ in range(2):  # two passes (epochs) of 8 batches of 16 MiB, each pass opening with its order's upload
+    for _ in range(2):
         tr.copy("Memcpy HtoD (Pageable -> Device)", 4096, 3, op="aten::to")
         tr.kernel(40)
         tr.kernel(40)
