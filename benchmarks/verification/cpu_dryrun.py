@@ -1,6 +1,6 @@
 """Check the PyTorch verification programs' logic without a GPU: run every mode of each on a CPU build of
-torch, with small sizes, ``cuda`` devices mapped to the CPU, pinning a no-op and ``torch.cuda`` streams and
-events stand-ins; the checksums of a program's modes must agree.
+torch, with small sizes, ``cuda`` devices mapped to the CPU, pinning a no-op and ``torch.cuda`` streams,
+events and CUDA graphs stand-ins; the checksums of a program's modes must agree.
 
     python3 cpu_dryrun.py            # every program, every mode
     python3 cpu_dryrun.py PROGRAM.py --mode MODE [ARGS...]   # one run, its JSON line printed
@@ -73,6 +73,13 @@ SMALL = {
     "token_batches.py": (("as_written", "pinned_nonblocking", "pretokenized_gpu", "packed"),
                          ["--sequences", "100", "--batch", "16", "--epochs", "2", "--min-len", "4", "--max-len", "24",
                           "--dim", "16", "--layers", "1"]),
+    # 64 batches of 64 rows, 12 steps: a batch drawn twice or more
+    "graph_replay.py": (("as_written", "pinned_staging", "dataset_pinned", "dataset_on_gpu"),
+                        ["--mib", "4", "--features", "256", "--batch", "64", "--hidden", "64", "--outputs", "32",
+                         "--steps", "12"]),
+    "nonblocking_pageable.py": (("as_written", "pinned_buffer", "side_stream_prefetch", "augment_on_gpu"),
+                                ["--rows", "512", "--noise-rows", "256", "--features", "64", "--batch", "64",
+                                 "--hidden", "32", "--steps", "12"]),
 }
 
 
@@ -125,10 +132,58 @@ def _patch_torch() -> None:
         def record_event(self, event=None): return event or Event()
 
     torch.cuda.Event, torch.cuda.Stream = Event, Stream
+    torch.cuda.CUDAGraph, torch.cuda.graph = _graph_stand_ins()
     torch.Tensor.record_stream = lambda self, stream: None
     torch.cuda.stream = lambda s: contextlib.nullcontext()
     torch.cuda.current_stream = lambda *a: Stream()
     torch.cuda.synchronize = lambda *a: None
+
+
+def _graph_stand_ins():
+    """``torch.cuda.CUDAGraph`` and ``torch.cuda.graph`` on the CPU: the capture runs its block once (a real capture
+    runs nothing: the programs zero what that leaves) recording every aten op with the tensors it took and made; a
+    replay runs the recorded ops again on those tensors, copying each result into the tensor the capture made (the
+    static outputs and intermediates keep their identity, as a graph's memory does)."""
+    import torch
+    from torch.utils._python_dispatch import TorchDispatchMode
+    from torch.utils._pytree import tree_flatten
+
+    class Recorder(TorchDispatchMode):
+        def __init__(self, ops):
+            super().__init__()
+            self.ops = ops
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            kwargs = kwargs or {}
+            out = func(*args, **kwargs)
+            self.ops.append((func, args, kwargs, out))
+            return out
+
+    class CUDAGraph:
+        def __init__(self, *a, **k):
+            self.ops = []
+
+        def replay(self):
+            with torch.no_grad():  # a graph's replay records nothing for autograd
+                for func, args, kwargs, out in self.ops:
+                    res = func(*args, **kwargs)
+                    for old, new in zip(tree_flatten(out)[0], tree_flatten(res)[0]):
+                        if not isinstance(old, torch.Tensor) or (
+                                old.data_ptr() == new.data_ptr() and old.stride() == new.stride()):
+                            continue  # not a tensor, or the same memory (an in-place op's, a view's)
+                        old.copy_(new)
+
+    class graph:
+        def __init__(self, cuda_graph, *a, **k):
+            self.mode = Recorder(cuda_graph.ops)
+
+        def __enter__(self):
+            self.mode.__enter__()
+
+        def __exit__(self, *exc):
+            return self.mode.__exit__(*exc)
+
+    return CUDAGraph, graph
 
 
 def run_one(argv: list[str]) -> None:

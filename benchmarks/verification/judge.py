@@ -152,6 +152,19 @@ MODES = {
     # GPU its pretokenized_gpu; it has no side stream (loss.item() each step): the pipelining codes unmeasured
     "token_batches": {**_pinned_or_gpu("pinned_nonblocking", "pretokenized_gpu", "pageable-staged"),
                       "packed-copy": "packed"},
+    # a CUDA graph replayed on batches copied in from pageable memory, its outputs read back: every pinning its
+    # pinned_staging (pinned input and output buffers), pinning the dataset once its dataset_pinned (which pins the
+    # outputs as pinned_staging does; the nearest to offload-prefetched, as ddp_train's), keeping the data on the GPU
+    # its dataset_on_gpu (the outputs accumulated there too); it has no side stream: the other pipelining codes
+    # unmeasured
+    "graph_replay": {**_pinned_or_gpu("pinned_staging", "dataset_on_gpu", "pageable-staged"),
+                     **{c: "dataset_pinned" for c in ("pin-once", "dataset-pinned-once", "offload-pinned",
+                                                      "offload-prefetched")}},
+    # batches augmented on the host and uploaded with non_blocking=True from pageable memory: every pinning its
+    # pinned_buffer (the augmentation written into two pinned buffers in turn), a side stream or pipelining its
+    # side_stream_prefetch, keeping the data on the GPU its augment_on_gpu (the augmentation done there)
+    "nonblocking_pageable": {**_pinned_or_gpu("pinned_buffer", "augment_on_gpu", "pageable-staged"),
+                             **{c: "side_stream_prefetch" for c in PIPELINED_CODES}},
     # a readback only: the pinning codes that name its direction, and the two pinned buffers in turn its pinned_out is
     "cupy_readback": {KEEP: "as_written", "pageable": "as_written", "pinned": "pinned_out", "pinned-out": "pinned_out",
                       "async-readback": "pinned_out", "pageable-registered": "pinned_out",

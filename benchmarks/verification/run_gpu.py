@@ -88,6 +88,10 @@ PROGRAMS = {
                                                   "cache_on_gpu"]),
     "token_batches": ("torch", "token_batches.py", [], ["as_written", "pinned_nonblocking", "pretokenized_gpu",
                                                         "packed"]),
+    "graph_replay": ("torch", "graph_replay.py", [], ["as_written", "pinned_staging", "dataset_pinned",
+                                                      "dataset_on_gpu"]),
+    "nonblocking_pageable": ("torch", "nonblocking_pageable.py", [], ["as_written", "pinned_buffer",
+                                                                      "side_stream_prefetch", "augment_on_gpu"]),
 }
 # --dry: small sizes for the CPU check
 DRY_ARGS = {
@@ -123,6 +127,10 @@ DRY_ARGS = {
                    "--vocab", "500"],
     "token_batches": ["--sequences", "80", "--batch", "16", "--epochs", "1", "--min-len", "4", "--max-len", "24",
                       "--dim", "16", "--layers", "1"],
+    "graph_replay": ["--mib", "2", "--features", "256", "--batch", "64", "--hidden", "64", "--outputs", "32",
+                     "--steps", "8"],
+    "nonblocking_pageable": ["--rows", "256", "--noise-rows", "128", "--features", "64", "--batch", "64", "--hidden",
+                             "32", "--steps", "8"],
 }
 
 
