@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
+import re
 import statistics
 import sys
 from pathlib import Path
@@ -26,6 +27,7 @@ TIMINGS = ROOT / "results" / "verification-programs"
 GOLDEN = ROOT / "tests" / "fixtures" / "golden" / "torch"
 PREFIX = {"NVIDIA H100 80GB HBM3": "h100", "NVIDIA H200": "h200"}  # a GPU's fixture traces' file prefix
 SHORTENED = ROOT / "tests" / "fixtures" / "traces" / "torch" / "shortened.json"  # the fixtures that hold part of a loop
+PROGRAMS_README = ROOT / "benchmarks" / "verification" / "README.md"  # marks the held-out programs
 
 
 def _judge():
@@ -109,15 +111,16 @@ def _saving(r: dict) -> str:
     return f"{r['predicted_saving_s']:.3f} / {r['measured_saving_s']:.3f}{error}"
 
 
-def _savings_summary(rows: list[dict], judge) -> str:
-    """How often the predicted saving came within judge.SAVING_WITHIN of the measured one."""
+def _savings_summary(rows: list[dict], judge, fixtures: bool = True) -> str:
+    """How often the predicted saving came within judge.SAVING_WITHIN of the measured one (``fixtures``: the rows
+    may hold shortened fixtures' advice, which is not compared)."""
     judged = [r for r in rows if r.get("saving_error") is not None]
     held = sum(abs(r["saving_error"]) <= judge.SAVING_WITHIN for r in judged)
     under = sum(r["saving_error"] < -judge.SAVING_WITHIN for r in judged)
     return (f"Where an advised change measured a saving, on traces of the whole loop ({len(judged)}), the predicted "
             f"saving came within {judge.SAVING_WITHIN:.0%} of the measured one in {held}; {under} predicted less than "
-            f"that, {len(judged) - held - under} more. The shortened fixtures' predictions are of their part of the "
-            "loop and are not compared.")
+            f"that, {len(judged) - held - under} more." + (" The shortened fixtures' predictions are of their part "
+                                                            "of the loop and are not compared." if fixtures else ""))
 
 
 def _summary(rows: list[dict], judge, what: str) -> str:
@@ -142,11 +145,12 @@ def _version(path: Path) -> tuple:
 
 def _own_traces(folder: Path, judge) -> list[str]:
     """The folder's own full traces as judged (its committed judgements on the loop's time): the held-out programs'
-    as they came (``judge-held-out-*.json``) and the newest umprof's (``judge-full-traces-X.Y.Z.json``), each with
-    how it fared; the folder's README tells the older ones."""
+    as they came (``judge-held-out-*.json``), after a change they led to (``judge-after-*.json``) and the newest
+    umprof's (``judge-full-traces-X.Y.Z.json``), each with how it fared; the folder's README tells the older ones."""
     full = max(folder.glob("judge-full-traces*.json"), key=_version, default=None)
     out = []
-    for jf in sorted(folder.glob("judge-held-out-*.json")) + ([full] if full else []):
+    for jf in sorted(folder.glob("judge-held-out-*.json")) + sorted(folder.glob("judge-after-*.json")) \
+            + ([full] if full else []):
         rows = json.loads(jf.read_text())
         out += [f"### Its own traces, as `{jf.name}` judged them", "",
                 "| program | trace | advised | applied as mode | loop: as written s | mode s | best mode (s) | "
@@ -155,6 +159,44 @@ def _own_traces(folder: Path, judge) -> list[str]:
         out += [f"{_judged_cells(r)} | {r['idiom']} |" for r in rows]
         out += ["", _summary(rows, judge, "the loop's own time"), "", _savings_summary(rows, judge), ""]
     return out
+
+
+def _held_out_programs() -> set[str]:
+    """The programs the verification programs' README marks held out (written by someone who had not read the
+    model): its table's rows "| `NAME.py` (held out..."."""
+    return set(re.findall(r"^\| `(\w+)\.py` \(held out", PROGRAMS_README.read_text(), flags=re.MULTILINE))
+
+
+def _first_held_out() -> list[dict]:
+    """Each held-out program's first judgement on each GPU, as its traces came: the rows of the earliest folder (the
+    folders' names begin with the GPU and the date) whose ``judge-held-out-*.json`` judges it, each with its GPU and
+    folder."""
+    held, rows, seen = _held_out_programs(), [], set()
+    for folder in sorted(p for p in TIMINGS.iterdir() if p.is_dir()):
+        timings = [json.loads(f.read_text()) for f in sorted(folder.glob("*.json"))]
+        gpu = next((t["gpu"] for t in timings if isinstance(t, dict) and "gpu" in t), folder.name)
+        for jf in sorted(folder.glob("judge-held-out-*.json")):
+            judged = json.loads(jf.read_text())
+            for program in dict.fromkeys(r["program"] for r in judged):
+                if program not in held or (gpu, program) in seen:
+                    continue
+                seen.add((gpu, program))
+                rows += [dict(r, gpu=gpu, folder=folder.name) for r in judged if r["program"] == program]
+    return rows
+
+
+def _held_out_section(judge) -> list[str]:
+    """The held-out programs as they came: a row a trace, and how the advice fared over them."""
+    rows = _first_held_out()
+    out = ["## Held-out programs, as they came", "",
+           "Programs written by someone who had not read the model, traced and judged with umprof as it was then: "
+           "each program's first judgement on each GPU (the earliest folder's `judge-held-out-*.json` that judges "
+           "it; a later judgement, after a change it led to, is no longer a held-out figure).", "",
+           "| GPU | program | trace | advised | applied as mode | verdict | captured | saving s: predicted / measured "
+           "| folder |", "| --- | --- | --- | --- | --- | --- | ---: | ---: | --- |"]
+    out += [f"| {r['gpu']} | {r['program']} | {r['tracer']} | {r['advised'] or '-'} | {r['mode'] or '-'} | "
+            f"{r['verdict']} | {_captured(r)} | {_saving(r)} | {r['folder']} |" for r in rows]
+    return out + ["", _summary(rows, judge, "the loop's own time"), "", _savings_summary(rows, judge, False), ""]
 
 
 def page() -> str:
@@ -169,6 +211,7 @@ def page() -> str:
              "and the test suite's golden advice; `captured` is the share of the best mode's saving that the "
              "advised mode measured, where the best saves more than 5%; `saving s` compares the saving umprof "
              "predicted on the trace with the one the advised mode measured on the loop.", ""]
+    lines += _held_out_section(judge)
     seen, shortened = set(), json.loads(SHORTENED.read_text())
     for folder in sorted(p for p in TIMINGS.iterdir() if p.is_dir()):
         programs, loop, wall = _judged(judge, folder, shortened)

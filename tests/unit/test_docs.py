@@ -24,6 +24,20 @@ def test_the_verification_programs_page_matches_their_timings_and_the_golden_adv
     assert r.returncode == 0, r.stdout + r.stderr
 
 
+def test_the_held_out_programs_are_counted_once_a_gpu_as_they_first_came():
+    """The page's held-out section: only the programs the verification README marks held out, each on each GPU from
+    one folder, its earliest (checkpoint_copies' H100 traces were judged again, after a change they led to, in a
+    later folder: that judgement is not a held-out one)."""
+    page = load_script("scripts/programs_page.py")
+    rows = page._first_held_out()
+    assert rows and {r["program"] for r in rows} <= page._held_out_programs()
+    folders = {}
+    for r in rows:
+        folders.setdefault((r["gpu"], r["program"]), set()).add(r["folder"])
+    assert all(len(f) == 1 for f in folders.values())
+    assert folders[("NVIDIA H100 80GB HBM3", "checkpoint_copies")] == {"nvidia-h100-2026-12-07-c"}
+
+
 @pytest.mark.parametrize("gpu", ["h100", "h200"])
 def test_held_json_keeps_what_todays_model_gives_the_shipped_calibration(gpu):
     """held.json keeps every calibration's judgement of the verification sets, so that the pages are written in
