@@ -8,7 +8,8 @@ from either.
 The advice is the golden advice of each trace (tests/fixtures/golden/torch/GPU-NAME.TRACER.json), which the test
 suite holds equal to what umprof answers on that trace today; the timings are results/verification-programs/*/
 (each folder one machine's, its GPU named in its timings). Each advice is judged by benchmarks/verification/judge.py
-on the loop's own time and on the process's wall time.
+on the loop's own time and on the process's wall time. The page opens with the held-out programs as they came: each
+one's first committed judgement (``judge-held-out-*.json``) on each GPU.
 """
 
 from __future__ import annotations
