@@ -363,14 +363,15 @@ def _period_in_parts(codes: np.ndarray, periods: list[int] | None = None) -> tup
     half, the later one's the loop an application usually times; a short loop whose first and last iterations make
     calls of their own (a framework's libraries loaded, a checksum read) repeats in its middle (EDGE_SHARE).
     ``periods``: those tried (else each part's ``_candidate_periods``)."""
-    found = find_period(codes, periods)
+    whole = _tried(codes, periods)  # the whole run's, for find_period and _stretch alike
+    found = find_period(codes, whole)
     n, edge = len(codes), int(len(codes) * EDGE_SHARE)
     parts = ((n // 2, n), (0, n // 2), (edge, n - edge))
     for lo, hi in parts if found is None else ():
         part = find_period(codes[lo:hi], periods)
         if part is not None:
             return (part[0], *_extended(codes, part[0], part[1] + lo, part[2] + lo))
-    return found if found is not None else _stretch(codes, periods)
+    return found if found is not None else _stretch(codes, whole)
 
 
 def _extended(codes: np.ndarray, p: int, first: int, last: int) -> tuple[int, int]:
@@ -408,6 +409,8 @@ def find_loop(calls: pd.DataFrame, copies: pd.DataFrame, kernels: pd.DataFrame, 
     activity = Activity(calls, copies, kernels)
     edges = _edges(starts[where[cut_at]], activity)
     per = _per_iteration(edges, activity)
+    # whether the GPU works in half its iterations: the first counts where there are only two (``_loop_of`` prices
+    # such a loop by its second alone)
     steady = per.iloc[1:] if len(per) > 2 else per
     if (steady[GPU_WORK].sum(axis=1) > 0).mean() < 0.5:
         # calls repeated in its setup (streams, events created one by one), the GPU's work after the last
