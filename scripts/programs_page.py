@@ -174,9 +174,12 @@ def _first_held_out() -> list[dict]:
     folder."""
     held, rows, seen = _held_out_programs(), [], set()
     for folder in sorted(p for p in TIMINGS.iterdir() if p.is_dir()):
-        timings = [json.loads(f.read_text()) for f in sorted(folder.glob("*.json"))]
-        gpu = next((t["gpu"] for t in timings if isinstance(t, dict) and "gpu" in t), folder.name)
-        for jf in sorted(folder.glob("judge-held-out-*.json")):
+        held_out = sorted(folder.glob("judge-held-out-*.json"))
+        if not held_out:
+            continue
+        docs = (json.loads(f.read_text()) for f in sorted(folder.glob("*.json")))
+        gpu = next((d["gpu"] for d in docs if isinstance(d, dict) and "gpu" in d), folder.name)  # its first timings'
+        for jf in held_out:
             judged = json.loads(jf.read_text())
             for program in dict.fromkeys(r["program"] for r in judged):
                 if program not in held or (gpu, program) in seen:
