@@ -81,6 +81,31 @@ def moving_limits(app: Application, saving: float, host_now: float, advised: Pre
     return []
 
 
+def host_bound_limit(app: Application, out: AppAdvice) -> list[Limit]:
+    """Where no change is advised to a Python program and the loop's GPU is idle past HOST_BOUND_SHARE of a steady
+    iteration: the host's own work between CUDA calls paces the loop, which no host-memory change removes. Where that
+    work makes the batches from data the host holds, making them once, or on the GPU from the data kept there, saves
+    at most the GPU's idle time over the loop less the tracing's overhead; the trace cannot say how much of it is
+    theirs. Python programs only: a compiled program's host work is read as its accesses to what it copies, and
+    priced under every way already."""
+    loop, advice = app.loop, out.loop_advice
+    if loop is None or advice is None or advice.saving_s > 0 or not is_python(app):
+        return []
+    steady = float(loop.per_iteration.get("wall_s", 0.0))
+    if steady <= 0 or loop.idle_s <= th.HOST_BOUND_SHARE * steady:
+        return []
+    at_most = min(max(0.0, loop.iterations * loop.idle_s - out.tracing_overhead_s), advice.now_s)
+    if at_most <= th.SAVING_ERROR * out.priced_s:  # the idle time is the tracer's, or within the prediction's error
+        return []
+    return [Limit("host-bound", f"its GPU is idle {format_time(loop.idle_s)} of each {format_time(steady)} step "
+                                f"({loop.idle_s / steady:.0%}): the host's own work between CUDA calls paces the loop, "
+                                "and no host-memory change removes it. Where that work makes the batches from data "
+                                "the host holds (padding, collating, augmenting, converting lists to tensors), making "
+                                "them once, or on the GPU from the data kept there, saves at most "
+                                f"{format_time(at_most)} (the GPU's idle time over the loop, less the tracing's); the "
+                                "trace cannot say how much of that time is theirs")]
+
+
 def run_limits(app: Application, idle, one_pass: bool, carried: bool) -> list[Limit]:
     """What the trace says of the run as a whole: a loop whose host does not touch what it copies, CUDA graph
     launches traced whole, no loop found."""

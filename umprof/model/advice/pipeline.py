@@ -102,6 +102,7 @@ def advise(app: Application, cal: Calibration, source: str = "", wall_s: float |
         add_pytorch_choices(app, cal, ranges, out)
     add_packing(app, cal, out)
     add_readback_waits(app, out)
+    out.limits += explain.host_bound_limit(app, out)
     if _advised_for_setup(out, now_s):
         out.verdict += " " + explain.priced_sentence(out.priced_s, now_s)
     return out

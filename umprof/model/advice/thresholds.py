@@ -68,6 +68,9 @@ OTHER_SHARE = 0.1
 SETUP_SHARE = 0.5
 # below this share of the run, copies and migrations are said to bound what any strategy could save
 SMALL_MOVING_SHARE = 0.25
+# past this share of a steady iteration the GPU waits on the host: the host's own work, not the copies or kernels,
+# paces the loop (said where no change is advised)
+HOST_BOUND_SHARE = 0.5
 # the calibration's prediction of the loop as it runs now this far (a share) from the traced time is said in the
 # verdict: savings are the prediction's differences, the rest of the run is the program's own
 MODEL_MISS = 0.3
