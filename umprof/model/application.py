@@ -330,7 +330,7 @@ def _enclosing_ranges(copies: pd.DataFrame, ranges: pd.DataFrame) -> list[str]:
     call_starts = copies["call_start"].to_numpy()
     for tid, rs in ranges.groupby("tid"):
         rs = rs.sort_values("start")
-        mine = np.flatnonzero((copies["tid"] == tid).to_numpy())
+        mine = np.flatnonzero((copies["tid"] == tid).fillna(False).to_numpy(bool))  # a copy without its call: none
         at = latest_open(rs["start"].to_numpy(), rs["end"].to_numpy(), call_starts[mine])
         inside = at >= 0
         out[mine[inside]] = rs["name"].to_numpy()[at[inside]]

@@ -164,6 +164,22 @@ def test_a_gpu_event_without_correlation_takes_its_flows(tmp_path):
         (42, "d2h", "pinned", 5, 13000, 17000)
 
 
+def test_a_copy_whose_call_the_trace_left_out_is_read_with_its_range_empty(tmp_path):
+    # a trace cut short or sampled (HTA's trace_compare data) keeps copies whose runtime call it dropped: the
+    # copy has no thread, and the ranges around the calls it does have are still found
+    events = [{"ph": "X", "cat": "cpu_op", "name": "aten::copy_", "pid": 5, "tid": 5, "ts": 0, "dur": 50},
+              {"ph": "X", "cat": "cuda_runtime", "name": "cudaMemcpyAsync", "pid": 5, "tid": 5, "ts": 10, "dur": 2,
+               "args": {"correlation": 1}},
+              {"ph": "X", "cat": "gpu_memcpy", "name": "Memcpy HtoD (Pinned -> Device)", "pid": 0, "tid": 7,
+               "ts": 13, "dur": 4, "args": {"device": 0, "stream": 7, "bytes": 4096, "correlation": 1}},
+              {"ph": "X", "cat": "gpu_memcpy", "name": "Memcpy HtoD (Pinned -> Device)", "pid": 0, "tid": 7,
+               "ts": 30, "dur": 4, "args": {"device": 0, "stream": 7, "bytes": 4096, "correlation": 2}}]
+    path = tmp_path / "t.json"
+    path.write_bytes(orjson.dumps({"traceEvents": events}))
+    copies = applications(read_kineto(path))[0].explicit_copies.sort_values("start")
+    assert copies["range"].tolist() == ["aten::copy_", ""]
+
+
 def test_a_device_or_stream_named_instead_of_numbered_is_left_empty(tmp_path):
     events = [{"ph": "X", "cat": "kernel", "name": "k", "pid": "GPU 0", "tid": "stream 7", "ts": 1, "dur": 2,
                "args": {"correlation": 3}},
