@@ -1,9 +1,9 @@
 """The advice's own error on a saving, measured: how far each advised change's predicted saving missed the saving
 measured by wall clock, as a share of the program's measured time as written, over every judged program on the H100
-and the H200 (results/advise/tie-policy.json's rows: each program's modes timed by wall clock on one machine, and the
+and the H200 (results/advise/tie-policy.json.xz's rows: each program's modes timed by wall clock on one machine, and the
 time umprof predicted for each way from that machine's trace).
 
-    python3 benchmarks/apps/prediction_error.py [results/advise/tie-policy.json]
+    python3 benchmarks/apps/prediction_error.py [results/advise/tie-policy.json.xz]
 
 Prints the median and the 75th percentile over the advised changes (and per GPU) and over every measured pair of
 ways; umprof.model.advice.thresholds.SAVING_ERROR is the advised changes' 75th percentile: a predicted saving is
@@ -13,6 +13,7 @@ within it of the measured one in three cases of four.
 from __future__ import annotations
 
 import json
+import lzma
 import statistics
 import sys
 from pathlib import Path
@@ -46,8 +47,13 @@ def errors(rows: list[dict]) -> tuple[list[float], dict, list[float]]:
     return advised, by_gpu, pairs
 
 
+def _text(path: Path) -> str:
+    """The rows file's text, xz-compressed as committed (``.xz``) or plain."""
+    return lzma.decompress(path.read_bytes()).decode() if path.suffix == ".xz" else path.read_text()
+
+
 def main(path: Path) -> None:
-    advised, by_gpu, pairs = errors(json.loads(path.read_text())["rows"])
+    advised, by_gpu, pairs = errors(json.loads(_text(path))["rows"])
     for name, xs in [("advised changes", advised), *((f"  {g.upper()}", x) for g, x in sorted(by_gpu.items())),
                      ("every measured pair", pairs)]:
         print(f"{name}: {len(xs)}, median {statistics.median(xs):.3f}, 75th percentile {quantile(xs, 0.75):.3f} "
@@ -56,4 +62,4 @@ def main(path: Path) -> None:
 
 
 if __name__ == "__main__":
-    main(Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT / "results" / "advise" / "tie-policy.json")
+    main(Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT / "results" / "advise" / "tie-policy.json.xz")

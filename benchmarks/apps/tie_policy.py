@@ -4,7 +4,7 @@ measured faster?
 
     # the traces of every judged run (scripts/device.sh apps writes each run's to $OUT/GPU-traces.tar.gz;
     # the repository keeps none), one folder a judgement file: /tmp/tr/h100/traces/b/APP.sqlite, ...
-    python3 benchmarks/apps/tie_policy.py /tmp/tr --json results/advise/tie-policy.json
+    python3 benchmarks/apps/tie_policy.py /tmp/tr --json results/advise/tie-policy.json.xz
     python3 benchmarks/apps/tie_policy.py /tmp/tr --error 0.06     # the tie narrower than the prediction's error
 
 Each judged file (results/advise/nvidia-*-judged-*.json) gives an application's modes measured by wall clock in one
@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import lzma
 import math
 import statistics
 import sys
@@ -221,7 +222,11 @@ def main():
               f"the prediction in {s['predicted']}; the one mode that held most often, chosen afterwards, held in "
               f"{k['best_mode_afterwards']} of {k['run_apps']}, the advice in {k['advised']}")
     if a.json:
-        a.json.write_text(rows_a_line({**result, "rows": rows}))
+        text = rows_a_line({**result, "rows": rows})
+        if a.json.suffix == ".xz":  # as committed: the rows compress tenfold
+            a.json.write_bytes(lzma.compress(text.encode(), preset=9 | lzma.PRESET_EXTREME))
+        else:
+            a.json.write_text(text)
 
 
 if __name__ == "__main__":

@@ -16,7 +16,7 @@ def test_the_error_constant_is_the_figure_the_script_measures():
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
         load_script("benchmarks/apps/prediction_error.py").main(
-            traced.ROOT / "results" / "advise" / "tie-policy.json")
+            traced.ROOT / "results" / "advise" / "tie-policy.json.xz")
     assert f"SAVING_ERROR = {thresholds.SAVING_ERROR:.3f}" in out.getvalue()
 
 

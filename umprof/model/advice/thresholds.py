@@ -4,7 +4,7 @@ PREDICTION_ERROR = 0.10  # verification: median errors 5-15% per set on both GPU
 NOISE = 0.05  # a saving under this share of the time the ways price (result.priced_s) is not worth a change
 # the prediction's own error on a saving, a share of the time the ways price (result.priced_s: the time now less its
 # first iteration's one-off setup): how far each advised change's predicted saving missed the one measured by wall
-# clock, over the 256 judged program-machine pairs of results/advise/tie-policy.json (H100 and H200, 2026-11-25 to
+# clock, over the 256 judged program-machine pairs of results/advise/tie-policy.json.xz (H100 and H200, 2026-11-25 to
 # -12-02); its 75th percentile (the median is 0.053; H100 0.103, H200 0.095), printed by
 # benchmarks/apps/prediction_error.py. Those are C programs' misses as a share of their whole wall time as written;
 # on the 106 of them whose program has a fixture trace, taken as a share of the time the ways price instead (the
