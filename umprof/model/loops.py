@@ -139,8 +139,8 @@ class _Tokens(NamedTuple):
 def _tokens(calls: pd.DataFrame, copies: pd.DataFrame, sized: bool = True) -> _Tokens:
     """The calls of the thread that makes most of them as ``_Tokens``; ``sized``: a copy's size part of its label
     (else its direction alone)."""
-    tid = calls["tid"].value_counts().index[0]
-    mine = calls[calls["tid"] == tid]
+    busiest = calls["tid"].value_counts()
+    mine = calls[calls["tid"] == busiest.index[0]] if len(busiest) else calls  # no thread named: all one thread
     what = copies.dropna(subset=["correlation"]).drop_duplicates("correlation").set_index("correlation")
     corr = mine["correlation"]
     direction = corr.map(what["direction"]).astype(object).fillna("") if len(what) else pd.Series("", index=mine.index)

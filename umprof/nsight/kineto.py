@@ -271,8 +271,10 @@ def _tids(evs: list) -> pd.arrays.IntegerArray:
 
 
 def _ints(values: list) -> pd.arrays.IntegerArray:
-    """Integers, a name where a trace gives one instead ('GPU 0', Kineto's own spans) left empty."""
-    return pd.array([v if type(v) is int else None for v in values], dtype="Int64")
+    """Integers, also where a trace writes them as text (Kineto's 2021 traces write thread ids as "25738"); a name
+    where a trace gives one instead ('GPU 0', 'stream 7', Kineto's own spans) left empty."""
+    return pd.array([v if type(v) is int else int(v) if isinstance(v, str) and v.isdigit() else None
+                     for v in values], dtype="Int64")
 
 
 def _ranges(evs: list, pid: int) -> pd.DataFrame:

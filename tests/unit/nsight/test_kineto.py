@@ -180,6 +180,34 @@ def test_a_copy_whose_call_the_trace_left_out_is_read_with_its_range_empty(tmp_p
     assert copies["range"].tolist() == ["aten::copy_", ""]
 
 
+def test_thread_ids_written_as_text_are_read_as_numbers(tmp_path):
+    # Kineto's 2021 traces (TensorBoard's ResNet-50 samples) write "tid": "25738" and the old category names
+    calls = [{"ph": "X", "cat": "Runtime", "name": "cudaMemcpyAsync", "pid": 5, "tid": "5", "ts": 10 * i, "dur": 2,
+              "args": {"correlation": i}} for i in range(1, 13)]
+    copies = [{"ph": "X", "cat": "Memcpy", "name": "Memcpy HtoD (Pageable -> Device)", "pid": 0, "tid": "stream 7",
+               "ts": 10 * i + 3, "dur": 4, "args": {"device": 0, "stream": 7, "bytes": 4096, "correlation": i}}
+              for i in range(1, 13)]
+    path = tmp_path / "t.json"
+    path.write_bytes(orjson.dumps({"traceEvents": calls + copies}))
+    t = read_kineto(path)
+    assert set(t.calls["tid"]) == {5} and t.copies["stream"].tolist() == [7] * 12
+    app = applications(t)[0]
+    assert app.loop is not None and app.loop.iterations == 12
+
+
+def test_calls_on_no_named_thread_are_read_as_one_threads(tmp_path):
+    calls = [{"ph": "X", "cat": "cuda_runtime", "name": "cudaMemcpyAsync", "pid": 5, "tid": "main", "ts": 10 * i,
+              "dur": 2, "args": {"correlation": i}} for i in range(1, 13)]
+    copies = [{"ph": "X", "cat": "gpu_memcpy", "name": "Memcpy HtoD (Pageable -> Device)", "pid": 0, "tid": 7,
+               "ts": 10 * i + 3, "dur": 4, "args": {"device": 0, "stream": 7, "bytes": 4096, "correlation": i}}
+              for i in range(1, 13)]
+    path = tmp_path / "t.json"
+    path.write_bytes(orjson.dumps({"traceEvents": calls + copies}))
+    t = read_kineto(path)
+    assert t.calls["tid"].isna().all()
+    assert applications(t)[0].loop.iterations == 12
+
+
 def test_a_device_or_stream_named_instead_of_numbered_is_left_empty(tmp_path):
     events = [{"ph": "X", "cat": "kernel", "name": "k", "pid": "GPU 0", "tid": "stream 7", "ts": 1, "dur": 2,
                "args": {"correlation": 3}},
