@@ -36,7 +36,8 @@ def print_group(g: dict, console: Console) -> None:
                       f"{format_time(f['time_s'])} at {format_rate(f['bytes_per_s'])}", markup=False)
     loop = g.get("loop")
     if loop:
-        console.print(f"  loop: {loop['iterations']} iterations of {loop['calls_per_iteration']} calls, "
+        calls = loop["calls_per_iteration"]
+        console.print(f"  loop: {loop['iterations']} iterations of {calls} call{'' if calls == 1 else 's'}, "
                       f"{format_time(loop['steady_s'])} each", markup=False)
     for a in g["advice"]:
         console.print(f"  advice ({a['flow']}): {a['strategy']}: {a['change']}; saves {format_time(a['saving_s'])} "
