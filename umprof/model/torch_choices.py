@@ -13,8 +13,9 @@ instead:
   and sliced, instead of the loader;
 * ``resident``: a dataset read in several epochs kept on the GPU where it fits, its batches indexed there: the
   uploads go, and the host's making of each batch (a DataLoader's and ``pin_memory()``'s time where torch.profiler
-  shows them; else a host copy of its bytes at least, the GPU's idle time in the loop at most, conditional on the
-  batches being cut from the dataset on the host);
+  shows them, conditional on the loader's per-sample work being done once or on the GPU; else a host copy of its
+  bytes at least, the GPU's idle time in the loop at most, conditional on the batches being cut from the dataset on
+  the host);
 * ``offload-pinned``, ``offload-prefetched``: weights or activations moved to the GPU layer by layer, from pinned
   memory, and uploaded on a side stream while the previous layer computes;
 * ``pinned-out``: ``.cpu()`` into a fresh pageable tensor each call against a preallocated pinned one;
@@ -197,6 +198,23 @@ def _loader_ranges(ctx: _Context) -> pd.DataFrame:
     return main if len(main) else r
 
 
+# the iterator a DataLoader with num_workers=0 makes: its batches are built in the loop's own thread
+SINGLE_PROCESS_LOADER = "_SingleProcessDataLoaderIter"
+
+
+def loader_in_loop(app: Application, ranges: pd.DataFrame | None) -> tuple[float, int]:
+    """The time the loop's own thread spends building a DataLoader's batches (``num_workers=0``: the ranges
+    torch.profiler names ``enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__``) within the loop, and how
+    many batches."""
+    if ranges is None or ranges.empty or app.loop is None:
+        return 0.0, 0
+    r = _loader_ranges(_Context(app, ranges))
+    r = r[r["name"].astype(str).str.contains(SINGLE_PROCESS_LOADER, regex=False)]
+    lo, hi = app.loop.span
+    r = r[(r["start"] >= lo) & (r["start"] < hi)]
+    return _span_s(r), len(r)
+
+
 def _within(a: pd.DataFrame, b: pd.DataFrame) -> np.ndarray:
     """Which of ranges ``a`` lie within one of ranges ``b`` (on any thread)."""
     if a.empty or b.empty:
@@ -327,10 +345,16 @@ def _resident(ctx: _Context, cal, epochs: int | None, free_bytes: int | None) ->
                     waits + made_low - once, waits + made_high - largest, conditional=True, why=why)]
 
 
+# what keeping the data on the GPU asks of a DataLoader's per-batch work, whose time it removes
+LOADER_WORK = ("its DataLoader's work on each sample (loading, decoding, transforms) done once, or on the GPU on "
+               "each batch, which the trace cannot show")
+
+
 def _batch_making(ctx: _Context, cal, copies: pd.DataFrame, memory: str) -> tuple[float, float, str]:
     """The host's making of the batches it uploads, which indexing a dataset kept on the GPU removes: (low, high,
     the condition it rests on). Where torch.profiler shows a DataLoader or ``pin_memory()`` calls, their ranges' time
-    (measured: a batch indexed on the GPU is neither loaded nor pinned); else, where each batch is cut from a dataset
+    (measured: a batch indexed on the GPU is neither loaded nor pinned; a loader's conditional on its per-sample work
+    done once or on the GPU); else, where each batch is cut from a dataset
     on the host (a collate, a numpy slice), at least a host copy of its bytes at the calibration's host-write rate
     and at most the GPU's idle time in the loop (the host's own work there), both held to that idle time: the trace
     cannot say how the host makes them."""
@@ -340,7 +364,7 @@ def _batch_making(ctx: _Context, cal, copies: pd.DataFrame, memory: str) -> tupl
     seen = [r for r in (loader, pins) if len(r) >= RECURRING]
     if seen:
         measured = sum(_span_s(r) for r in seen)
-        return measured, measured, ""
+        return measured, measured, LOADER_WORK if len(loader) >= RECURRING else ""
     loop = ctx.app.loop
     idle = loop.iterations * loop.idle_s
     batches = copies[copies["bytes"] >= BATCH_MIN_BYTES]

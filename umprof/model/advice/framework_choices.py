@@ -3,14 +3,16 @@ umprof's ways. The loop's advice becomes the best of them, in PyTorch's idiom, w
 beats the way's; every one is listed with its band (``AppAdvice.choices``). The do-no-harm rule holds for them as
 for the ways: a choice is advised only where the low end of its band is above the prediction's own error on a
 saving (thresholds.SAVING_ERROR of the time the ways price, ``result.priced_s``); one whose saving rests on what
-the trace cannot show is said as conditional, with the condition."""
+the trace cannot show is said as conditional, with the condition. A DataLoader that builds its batches in the loop's
+own thread (``num_workers=0``) is said with worker processes as the change, bounded, not priced (``loader_limit``)."""
 
 from __future__ import annotations
 
 from umprof.model import torch_choices
 from umprof.model.advice import explain
 from umprof.model.advice import thresholds as th
-from umprof.model.advice.result import Advice, AppAdvice
+from umprof.core.units import format_time
+from umprof.model.advice.result import Advice, AppAdvice, Limit
 from umprof.model.application import Application
 
 # the way of umprof's each choice amounts to (what its host memory becomes), for tools that read strategies
@@ -61,3 +63,22 @@ def _as_advice(c: torch_choices.TorchChoice, now_s: float) -> Advice:
                   note=c.why if c.conditional else "", saving_low_s=min(c.low_s, saving),
                   saving_high_s=min(c.high_s, now_s), idiom=c.code, conditional=c.conditional,
                   weighed_s=c.low_s, must_clear=th.SAVING_ERROR)
+
+
+def loader_limit(app: Application, ranges, out: AppAdvice) -> list[Limit]:
+    """Where a PyTorch loop builds its DataLoader's batches in its own thread (``num_workers=0``) for more than the
+    prediction's error: that time said, with worker processes as the change that can hide it behind the GPU's work,
+    bounded by that time and the GPU's idle time over the loop (less the tracing's); the trace cannot say how fast
+    workers would keep up, so it is said, not priced."""
+    seconds, batches = torch_choices.loader_in_loop(app, ranges)
+    loop = app.loop
+    if batches < torch_choices.RECURRING or seconds <= th.SAVING_ERROR * out.priced_s:
+        return []
+    at_most = min(seconds, max(0.0, loop.iterations * loop.idle_s - out.tracing_overhead_s))
+    return [Limit("loader-in-loop-thread",
+                  f"its DataLoader builds each batch in the loop's own thread (num_workers=0): "
+                  f"{format_time(seconds / batches)} a batch, {format_time(seconds)} over {batches} batches; "
+                  "`DataLoader(..., num_workers=4, persistent_workers=True)` builds them in worker processes while "
+                  f"the GPU works, and can save up to {format_time(at_most)} (that time, no more than the GPU's idle "
+                  "time over the loop); the trace cannot say how fast the workers keep up (the cores they share with "
+                  "the loop, each batch's passage from them): time it")]

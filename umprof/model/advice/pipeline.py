@@ -21,7 +21,7 @@ from umprof.model.advice import thresholds as th
 from umprof.model.advice.bounds import Bounds, bound_limit, bounded_saving, bounds
 from umprof.model.advice.changes import change_text, framework_of, is_python
 from umprof.model.advice.flows import flow_advice
-from umprof.model.advice.framework_choices import add_pytorch_choices
+from umprof.model.advice.framework_choices import add_pytorch_choices, loader_limit
 from umprof.model.advice.packing import add_packing
 from umprof.model.advice.read import Reading, choose_reading
 from umprof.model.advice.readback_waits import add_readback_waits
@@ -100,6 +100,7 @@ def advise(app: Application, cal: Calibration, source: str = "", wall_s: float |
     _explain(app, cal, r, a, c, out, idle, n_threads, now_s)
     if out.framework == "pytorch":
         add_pytorch_choices(app, cal, ranges, out)
+        out.limits += loader_limit(app, ranges, out)
     add_packing(app, cal, out)
     add_readback_waits(app, out)
     out.limits += explain.host_bound_limit(app, out)
