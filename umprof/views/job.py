@@ -106,6 +106,11 @@ def _alone(s: dict) -> str:
 def print_job(doc: dict, console: Console) -> None:
     """Everything `umprof advise` says about a job of several traces."""
     job, tot = doc["job"], doc["job"]["totals"]
+    if not tot["advised"]:  # nothing to tabulate: the problems, on stderr, say why each rank was not advised
+        console.print(f"[bold]0 of {tot['traces']} traces advised[/]")
+        for lim in job["limits"]:
+            console.print(f"[yellow]{escape(lim['code'])}[/]: {escape(lim['text'])}")
+        return
     console.print(f"[bold]{tot['advised']} of {tot['traces']} traces advised[/], {tot['hosts']} host(s), "
                   f"{escape(', '.join(f'{g} ×{n}' for g, n in tot['gpus'].items()))}; copies {format_time(tot['copy_s'])} "
                   f"({format_size(tot['h2d_bytes'])} in, {format_size(tot['d2h_bytes'])} out)")

@@ -132,6 +132,16 @@ def test_advise_of_several_traces_prints_the_job_and_exits_1_for_a_failed_rank(t
     assert "missing_rank.sqlite: no such trace file" in r.stderr
 
 
+def test_a_job_of_which_no_trace_can_be_advised_says_so_in_one_line_and_exits_1(tmp_path):
+    for rank in (0, 1):
+        (tmp_path / f"rank-{rank}.json").write_text('{"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "x", '
+                                                    '"pid": 1, "tid": 1, "ts": 0, "dur": 5}]}')
+    r = CliRunner().invoke(cli, ["advise", str(tmp_path), "--workers", "1"])
+    assert r.exit_code == 1
+    assert r.stdout.strip().splitlines() == ["0 of 2 traces advised"]
+    assert r.stderr.count("without CUDA activity") == 2
+
+
 def test_all_processes_is_one_traces_option(traces):
     r = CliRunner().invoke(cli, ["advise", *traces[:2], "--all"])
     assert r.exit_code == 2 and "--all: a job's traces" in r.output
