@@ -353,11 +353,11 @@ LOADER_WORK = ("its DataLoader's work on each sample (loading, decoding, transfo
 def _batch_making(ctx: _Context, cal, copies: pd.DataFrame, memory: str) -> tuple[float, float, str]:
     """The host's making of the batches it uploads, which indexing a dataset kept on the GPU removes: (low, high,
     the condition it rests on). Where torch.profiler shows a DataLoader or ``pin_memory()`` calls, their ranges' time
-    (measured: a batch indexed on the GPU is neither loaded nor pinned; a loader's conditional on its per-sample work
-    done once or on the GPU); else, where each batch is cut from a dataset
-    on the host (a collate, a numpy slice), at least a host copy of its bytes at the calibration's host-write rate
-    and at most the GPU's idle time in the loop (the host's own work there), both held to that idle time: the trace
-    cannot say how the host makes them."""
+    (measured: a batch indexed on the GPU is neither loaded nor pinned; a loader's, on condition that its per-sample
+    work is done once or on the GPU); else, where each batch is cut from a dataset on the host (a collate, a numpy
+    slice), at least a host copy of its bytes at the calibration's host-write rate and at most the GPU's idle time in
+    the loop (the host's own work there), both held to that idle time: the trace cannot say how the host makes
+    them."""
     loader = _loader_ranges(ctx)
     pins = ctx.ops(PIN_OPS, main=None)
     pins = pins[~_within(pins, loader)]  # a loader's pinning is its own time already

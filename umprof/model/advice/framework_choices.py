@@ -8,10 +8,10 @@ own thread (``num_workers=0``) is said with worker processes as the change, boun
 
 from __future__ import annotations
 
+from umprof.core.units import format_time
 from umprof.model import torch_choices
 from umprof.model.advice import explain
 from umprof.model.advice import thresholds as th
-from umprof.core.units import format_time
 from umprof.model.advice.result import Advice, AppAdvice, Limit
 from umprof.model.application import Application
 
