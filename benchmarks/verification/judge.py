@@ -170,12 +170,31 @@ MODES = {
                       "async-readback": "pinned_out", "pageable-registered": "pinned_out",
                       "preallocated-pinned": "pinned_out", "pageable-staged": "pinned_out",
                       "resident": "reduce_on_gpu", "keep-on-gpu": "reduce_on_gpu", "device-resident": "reduce_on_gpu"},
+    # a sensor's frames made in malloc'd memory, copied in and their binned results back: each way its mode (mapped,
+    # a registered buffer the kernels read in place, its zero_copy, the nearest; its managed mode prefetches)
+    "sensor_frames": {KEEP: "as_written", "pageable": "as_written", "pinned": "pinned", "write-combined": "pinned",
+                      "pageable-registered": "registered", "pinned-pipelined": "pipelined", "zero-copy": "zero_copy",
+                      "mapped": "zero_copy", "managed-prefetch": "managed"},
+    # a managed simulation whose host reads and writes a few pages between kernels: prefetching its prefetch, the GPU
+    # preferred its advise_accessed (the host's accesses mapped), the explicit ways its device grids with only what
+    # the host touches copied (pinned or pageable small buffers: the nearest to a whole buffer copied, unmeasured)
+    "heat_managed": {KEEP: "as_written", "managed": "as_written", "managed-prefetch": "prefetch",
+                     "managed-advise-prefer-gpu": "advise_accessed", "pinned": "explicit",
+                     "pageable-registered": "explicit", "pinned-pipelined": "explicit", "pageable": "explicit_pageable"},
+    # gpuarray batches from a numpy dataset: pinning its pinned staging buffer (also what staging through pinned
+    # memory does), registering the dataset in place its registered, pipelining its pinned_async, keeping the data on
+    # the GPU its resident
+    "pycuda_batches": {KEEP: "as_written", "pageable": "as_written", "pinned": "pinned", "write-combined": "pinned",
+                       "pageable-staged": "pinned", "pageable-registered": "registered",
+                       "pinned-pipelined": "pinned_async", "resident": "resident", "keep-on-gpu": "resident",
+                       "device-resident": "resident"},
     "pycuda_frames": {KEEP: "as_written", "pageable": "as_written", "pinned": "pinned",
                       "pageable-registered": "pinned", "pageable-staged": "pinned_async",
                       "pinned-pipelined": "pinned_async", "mapped": "mapped", "zero-copy": "mapped"},
 }
 FRAMEWORK = {"cupy_batches": "cupy", "cupy_readback": "cupy", "managed_loop": "cuda", "batch_loop": "cuda",
-             "pycuda_frames": "pycuda"}  # else pytorch
+             "pycuda_frames": "pycuda", "sensor_frames": "cuda", "heat_managed": "cuda",
+             "pycuda_batches": "pycuda"}  # else pytorch
 # words that name another framework's API: a change naming one is not written in this program's idiom
 FOREIGN = {
     "pytorch": ("pycuda", "pagelocked_empty", "memcpy_htod", "memcpy_dtoh", "cuda-bindings", "cuMemHostRegister",

@@ -92,7 +92,15 @@ PROGRAMS = {
                                                       "dataset_on_gpu"]),
     "nonblocking_pageable": ("torch", "nonblocking_pageable.py", [], ["as_written", "pinned_buffer",
                                                                       "side_stream_prefetch", "augment_on_gpu"]),
+    "sensor_frames": ("c", "sensor_frames.cu", [], ["as_written", "pinned", "registered", "pipelined", "zero_copy",
+                                                    "managed"]),
+    "heat_managed": ("c", "heat_managed.cu", [], ["as_written", "prefetch", "advise_accessed", "explicit",
+                                                  "explicit_pageable"]),
+    "pycuda_batches": ("pycuda", "pycuda_batches.py", [], ["as_written", "preallocated", "pinned", "pinned_async",
+                                                           "registered", "resident"]),
 }
+# the programs whose as_written mode uses managed memory: their unified-memory faults traced too
+MANAGED_PROGRAMS = ("managed_loop", "heat_managed")
 # --dry: small sizes for the CPU check
 DRY_ARGS = {
     "train_loader": ["--mib", "16", "--batch", "64", "--epochs", "1"],
@@ -202,7 +210,7 @@ def trace_nsys(name: str, out: Path, dry: bool, exports: list) -> None:
     how = PROGRAMS[name][0]
     tdir = out / "traces"
     cmd = command(name, "as_written", out, dry)
-    flags = NSYS_TRACE + (NSYS_UM if name == "managed_loop" else [])
+    flags = NSYS_TRACE + (NSYS_UM if name in MANAGED_PROGRAMS else [])
     if dry:
         log(f"nsys {name} (dry: not traced): {shlex.join(cmd)}")
         return

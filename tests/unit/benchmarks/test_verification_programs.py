@@ -1,5 +1,5 @@
-"""benchmarks/verification/: the judge, the timings merge and the trace shortening without a GPU; the C
-programs compile (where nvcc is), the Python ones parse."""
+"""benchmarks/verification/: the judge, the timings merge and the trace shortening without a GPU; every program run
+judged by modes it has; the C programs compile (where nvcc is), the Python ones parse."""
 
 import gzip
 import json
@@ -136,8 +136,16 @@ def test_the_python_programs_parse():
         py_compile.compile(str(p), doraise=True)
 
 
+def test_every_program_run_is_judged_by_modes_it_has():
+    programs = load_script("benchmarks/verification/run_gpu.py").PROGRAMS
+    judge = load_script("benchmarks/verification/judge.py")
+    assert set(programs) == set(judge.MODES)
+    for name, table in judge.MODES.items():
+        assert set(table.values()) <= set(programs[name][3]), name
+
+
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc")
-@pytest.mark.parametrize("name", ["managed_loop", "batch_loop"])
+@pytest.mark.parametrize("name", sorted(p.stem for p in HERE.glob("*.cu")))
 def test_the_c_programs_compile(tmp_path, name):
     cmd = ["nvcc", "-O2", "-arch=sm_90", "-o", str(tmp_path / name), str(HERE / f"{name}.cu")]
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
