@@ -80,6 +80,9 @@ SMALL = {
     "nonblocking_pageable.py": (("as_written", "pinned_buffer", "side_stream_prefetch", "augment_on_gpu"),
                                 ["--rows", "512", "--noise-rows", "256", "--features", "64", "--batch", "64",
                                  "--hidden", "32", "--steps", "12"]),
+    "tile_inference.py": (("as_written", "pinned_batches", "gpu_tiling", "side_stream"),
+                          ["--images", "2", "--side", "200", "--tile", "64", "--overlap", "16", "--batch", "5",
+                           "--width", "8"]),
 }
 
 

@@ -170,6 +170,11 @@ MODES = {
                       "async-readback": "pinned_out", "pageable-registered": "pinned_out",
                       "preallocated-pinned": "pinned_out", "pageable-staged": "pinned_out",
                       "resident": "reduce_on_gpu", "keep-on-gpu": "reduce_on_gpu", "device-resident": "reduce_on_gpu"},
+    # tiles cut and normalised on the host, batches uploaded and logits read back: every pinning its pinned_batches
+    # (pinned batch and logits buffers), a side stream or pipelining its side_stream, keeping the images on the GPU
+    # (cut, normalised and stitched there) its gpu_tiling
+    "tile_inference": {**_pinned_or_gpu("pinned_batches", "gpu_tiling", "pageable-staged", "async-readback"),
+                       **{c: "side_stream" for c in PIPELINED_CODES}},
     # a sensor's frames made in malloc'd memory, copied in and their binned results back: each way its mode (mapped,
     # a registered buffer the kernels read in place, its zero_copy, the nearest; its managed mode prefetches)
     "sensor_frames": {KEEP: "as_written", "pageable": "as_written", "pinned": "pinned", "write-combined": "pinned",

@@ -92,6 +92,7 @@ PROGRAMS = {
                                                       "dataset_on_gpu"]),
     "nonblocking_pageable": ("torch", "nonblocking_pageable.py", [], ["as_written", "pinned_buffer",
                                                                       "side_stream_prefetch", "augment_on_gpu"]),
+    "tile_inference": ("torch", "tile_inference.py", [], ["as_written", "pinned_batches", "gpu_tiling", "side_stream"]),
     "sensor_frames": ("c", "sensor_frames.cu", [], ["as_written", "pinned", "registered", "pipelined", "zero_copy",
                                                     "managed"]),
     "heat_managed": ("c", "heat_managed.cu", [], ["as_written", "prefetch", "advise_accessed", "explicit",
@@ -139,6 +140,8 @@ DRY_ARGS = {
                      "--steps", "8"],
     "nonblocking_pageable": ["--rows", "256", "--noise-rows", "128", "--features", "64", "--batch", "64", "--hidden",
                              "32", "--steps", "8"],
+    "tile_inference": ["--images", "2", "--side", "200", "--tile", "64", "--overlap", "16", "--batch", "5", "--width",
+                       "8"],
 }
 
 
