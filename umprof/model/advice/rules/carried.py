@@ -26,7 +26,7 @@ def adjust(app: Application, cal: Calibration, r: Reading, idle, now_s: float,
 def round_trip(app: Application, idle: tuple[float, float] | None) -> bool:
     """Whether the loop reads as carrying one dataset out and back unchanged: its host thread does not touch what it
     moves (``untouched``), and each steady iteration copies out as much as it copies in (within th.ROUND_TRIP), so that
-    what goes out comes back in the next. an out-of-core filter (four passes over a
+    what goes out comes back in the next. An out-of-core filter (four passes over a
     512 MiB image, 16 MiB tiles in and out) was priced with its host rewriting the image every pass, managed memory
     1.27 s against 0.46-0.85 s for the others; on two H200 runs every managed way measured fastest, 0.72-0.86 s
     against 0.95-1.20 s for pinned and registered memory, as the image moves once each way under them."""

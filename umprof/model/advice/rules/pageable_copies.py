@@ -37,8 +37,8 @@ def pageable_copies_s(app: Application, base: Prediction, one_pass: bool,
     A pageable copy runs at the host's pace: the driver copies through small pinned buffers of its own, and a
     destination never touched before faults its pages in as the copy lands. The trace measures that pace; the
     calibration, from another run of another host's memory, only estimates it. A page-locked copy runs at the link's,
-    which the calibration prices within a few percent. a pycuda loop whose
-    ``.get()`` copies back into a new numpy array every step) copied back at 3.5 GB/s in its trace on an H200, 746 ms
+    which the calibration prices within a few percent. A pycuda loop whose
+    ``.get()`` copies back into a new numpy array every step copied back at 3.5 GB/s in its trace on an H200, 746 ms
     of copies where the model priced 400 ms, and pinned arrays measured 0.72 s faster where 0.33 s had been
     predicted; a loop of 16 MiB in every step and 32 MiB out every 8th copied 463 ms where the model priced 655 ms, and
     registered memory measured 0.34 s faster where 0.56 s had been predicted (2026-12-02). A small copy's time is
@@ -65,7 +65,7 @@ def waits_at_steady_pace_s(app: Application, copies: pd.DataFrame, fresh_bytes: 
     first copy back into malloc'd pages never touched faults them in as it lands, and a first copy of all pays the
     driver's own first use: the model prices those as the buffer's first write and the first iteration's extra
     (``host_init``, ``first_extra``) under every way, the current one too, so the trace's figure must not hold them
-    again. a loop of 16 MiB in and 512 MiB out, 3 iterations, copied its first 512 MiB back in 341 ms
+    again: a loop of 16 MiB in and 512 MiB out, 3 iterations, copied its first 512 MiB back in 341 ms
     and the next two in 36 ms each in its trace on an H200; counted whole, every way's saving came out 0.28 s above
     the 0.51 s measured (2026-12-02). Copies into new arrays every step fault every time, first or not: their
     first copy is like the others, and all of it counts.
