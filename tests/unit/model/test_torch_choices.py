@@ -293,6 +293,8 @@ def test_batches_made_on_the_host_are_priced_gone_with_the_dataset_on_the_gpu(tm
     assert resident.low_s == pytest.approx(24 * 2300e-6 + min(copy_s, 24 * 6e-3) - once * (1 + PREDICTION_ERROR), rel=0.05, abs=1e-3)
     assert resident.high_s >= 24 * 2300e-6 + 24 * 6e-3 - once
     assert resident.low_s < resident.saving_s < resident.high_s <= resident.now_s
+    # the point: all of the host's making gone, the one upload left (the band's high end but for its error)
+    assert resident.predicted_s == pytest.approx(once)
 
 
 def test_the_pinned_allocators_rounding_is_a_host_memory_cost(tmp_path, cal):
