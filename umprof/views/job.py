@@ -108,8 +108,7 @@ def print_job(doc: dict, console: Console) -> None:
     job, tot = doc["job"], doc["job"]["totals"]
     if not tot["advised"]:  # nothing to tabulate: the problems, on stderr, say why each rank was not advised
         console.print(f"[bold]0 of {tot['traces']} traces advised[/]")
-        for lim in job["limits"]:
-            console.print(f"[yellow]{escape(lim['code'])}[/]: {escape(lim['text'])}")
+        print_limits(job["limits"], console)
         return
     console.print(f"[bold]{tot['advised']} of {tot['traces']} traces advised[/], {tot['hosts']} host(s), "
                   f"{escape(', '.join(f'{g} ×{n}' for g, n in tot['gpus'].items()))}; copies {format_time(tot['copy_s'])} "
@@ -121,5 +120,10 @@ def print_job(doc: dict, console: Console) -> None:
     print_shared(job.get("shared_links", []), console)
     print_stragglers(job["stragglers"], console)
     print_saving(job["saving"], console)
-    for lim in job["limits"]:
+    print_limits(job["limits"], console)
+
+
+def print_limits(limits: list, console: Console) -> None:
+    """The job's limits, a line each: its code, then its text."""
+    for lim in limits:
         console.print(f"[yellow]{escape(lim['code'])}[/]: {escape(lim['text'])}")

@@ -81,6 +81,13 @@ def moving_limits(app: Application, saving: float, host_now: float, advised: Pre
     return []
 
 
+def idle_untraced_s(app: Application, out: AppAdvice) -> float:
+    """The GPU's idle time over the loop, less what the tracer added to it (``out.tracing_overhead_s``): the most that
+    moving the host's own work off the loop's path can save."""
+    loop = app.loop
+    return max(0.0, loop.iterations * loop.idle_s - out.tracing_overhead_s) if loop is not None else 0.0
+
+
 def host_bound_limit(app: Application, out: AppAdvice) -> list[Limit]:
     """Where no change is advised to a Python program and the loop's GPU is idle past HOST_BOUND_SHARE of a steady
     iteration: the host's own work between CUDA calls paces the loop, which no host-memory change removes. Where that
@@ -94,7 +101,7 @@ def host_bound_limit(app: Application, out: AppAdvice) -> list[Limit]:
     steady = float(loop.per_iteration.get("wall_s", 0.0))
     if steady <= 0 or loop.idle_s <= th.HOST_BOUND_SHARE * steady:
         return []
-    at_most = min(max(0.0, loop.iterations * loop.idle_s - out.tracing_overhead_s), advice.now_s)
+    at_most = min(idle_untraced_s(app, out), advice.now_s)
     if at_most <= th.SAVING_ERROR * out.priced_s:  # the idle time is the tracer's, or within the prediction's error
         return []
     return [Limit("host-bound", f"its GPU is idle {format_time(loop.idle_s)} of each {format_time(steady)} step "

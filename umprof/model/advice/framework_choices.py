@@ -71,10 +71,9 @@ def loader_limit(app: Application, ranges, out: AppAdvice) -> list[Limit]:
     bounded by that time and the GPU's idle time over the loop (less the tracing's); the trace cannot say how fast
     workers would keep up, so it is said, not priced."""
     seconds, batches = torch_choices.loader_in_loop(app, ranges)
-    loop = app.loop
     if batches < torch_choices.RECURRING or seconds <= th.SAVING_ERROR * out.priced_s:
         return []
-    at_most = min(seconds, max(0.0, loop.iterations * loop.idle_s - out.tracing_overhead_s))
+    at_most = min(seconds, explain.idle_untraced_s(app, out))
     return [Limit("loader-in-loop-thread",
                   f"its DataLoader builds each batch in the loop's own thread (num_workers=0): "
                   f"{format_time(seconds / batches)} a batch, {format_time(seconds)} over {batches} batches; "
