@@ -83,6 +83,17 @@ SMALL = {
     "tile_inference.py": (("as_written", "pinned_batches", "gpu_tiling", "side_stream"),
                           ["--images", "2", "--side", "200", "--tile", "64", "--overlap", "16", "--batch", "5",
                            "--width", "8"]),
+    # 1365 samples in batches of 64: an epoch's last batch short
+    "shuffled_epochs.py": (("as_written", "loader_pinned", "loader_workers", "dataset_on_gpu", "gpu_epoch_loss"),
+                           ["--mib", "16", "--batch", "64", "--epochs", "2", "--workers", "2", "--hidden", "64"]),
+    # episodes of 5 steps and a noise table of 6 rows: resets and reused noise rows within the run
+    "rl_rollouts.py": (("as_written", "pinned_buffers", "gpu_storage", "pinned_gpu_storage", "env_on_gpu"),
+                       ["--envs", "16", "--horizon", "8", "--rollouts", "3", "--epochs", "2", "--minibatches", "2",
+                        "--episode", "5", "--noise-steps", "6"]),
+    # 37 frames in batches of 8: the last batch short
+    "video_pipeline.py": (("as_written", "pinned_float", "gpu_normalize", "pinned_ring", "side_stream"),
+                          ["--frames", "37", "--batch", "8", "--height", "96", "--width", "160", "--queue", "8",
+                           "--channels", "8"]),
 }
 
 

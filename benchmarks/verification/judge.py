@@ -193,6 +193,22 @@ MODES = {
                        "pageable-staged": "pinned", "pageable-registered": "registered",
                        "pinned-pipelined": "pinned_async", "resident": "resident", "keep-on-gpu": "resident",
                        "device-resident": "resident"},
+    # a shuffled DataLoader over a TensorDataset: every pinning, and uploading ahead, its loader_pinned (the loader's
+    # pin thread runs ahead of the GPU, as seq_padding's), keeping the dataset on the GPU its dataset_on_gpu; reading
+    # the losses once an epoch was measured only with the dataset on the GPU (gpu_epoch_loss): not a mode of its own
+    "shuffled_epochs": {**_pinned_or_gpu("loader_pinned", "dataset_on_gpu", "dataloader-pinned",
+                                         "dataloader-pin-memory", "pageable-staged", "pinned-pipelined",
+                                         "side-stream")},
+    # PPO rollouts, small copies each way every step: every pinning, and uploading ahead, its pinned_buffers; keeping
+    # the data on the GPU its gpu_storage (the rollout kept there; the environment still on the host)
+    "rl_rollouts": _pinned_or_gpu("pinned_buffers", "gpu_storage", "pageable-staged", "pinned-pipelined",
+                                  "side-stream"),
+    # frames decoded on the host as the loop runs: every pinning its pinned_float (the batch normalised into pinned
+    # memory), uploading the next batch while this one computes its side_stream; no mode keeps frames that are still
+    # being decoded on the GPU: keeping the data there is unmeasured
+    "video_pipeline": {KEEP: "as_written", "pageable": "as_written",
+                       **{c: "pinned_float" for c in PINNED_CODES + ("pageable-staged",)},
+                       **{c: "side_stream" for c in ("pinned-pipelined", "side-stream", "offload-prefetched")}},
     "pycuda_frames": {KEEP: "as_written", "pageable": "as_written", "pinned": "pinned",
                       "pageable-registered": "pinned", "pageable-staged": "pinned_async",
                       "pinned-pipelined": "pinned_async", "mapped": "mapped", "zero-copy": "mapped"},

@@ -99,6 +99,12 @@ PROGRAMS = {
                                                   "explicit_pageable"]),
     "pycuda_batches": ("pycuda", "pycuda_batches.py", [], ["as_written", "preallocated", "pinned", "pinned_async",
                                                            "registered", "resident"]),
+    "shuffled_epochs": ("torch", "shuffled_epochs.py", [], ["as_written", "loader_pinned", "loader_workers",
+                                                            "dataset_on_gpu", "gpu_epoch_loss"]),
+    "rl_rollouts": ("torch", "rl_rollouts.py", [], ["as_written", "pinned_buffers", "gpu_storage", "pinned_gpu_storage",
+                                                    "env_on_gpu"]),
+    "video_pipeline": ("torch", "video_pipeline.py", [], ["as_written", "pinned_float", "gpu_normalize", "pinned_ring",
+                                                          "side_stream"]),
 }
 # the programs whose as_written mode uses managed memory: their unified-memory faults traced too
 MANAGED_PROGRAMS = ("managed_loop", "heat_managed")
@@ -142,6 +148,11 @@ DRY_ARGS = {
                              "32", "--steps", "8"],
     "tile_inference": ["--images", "2", "--side", "200", "--tile", "64", "--overlap", "16", "--batch", "5", "--width",
                        "8"],
+    "shuffled_epochs": ["--mib", "16", "--batch", "64", "--epochs", "1", "--workers", "2", "--hidden", "64"],
+    "rl_rollouts": ["--envs", "16", "--horizon", "8", "--rollouts", "2", "--epochs", "2", "--minibatches", "2",
+                    "--episode", "5", "--noise-steps", "6"],
+    "video_pipeline": ["--frames", "21", "--batch", "8", "--height", "96", "--width", "160", "--queue", "8",
+                       "--channels", "8"],
 }
 
 
