@@ -238,9 +238,12 @@ def _within_error_note(a: Adjusted, r: Reading, now_s: float, priced: float, pin
     if not names:
         return f"no way is predicted faster than {r.base.strategy} as it runs"
     most = max(saving.values())
-    return (f"{', '.join(names)}: predicted to save at most {format_time(most)} ({most / priced:.1%} of "
-            f"{explain.priced_words(priced, now_s)}), within the prediction's own error on a saving "
-            f"({th.SAVING_ERROR:.1%} of it)")
+    said = (f"{', '.join(names)}: predicted to save at most {format_time(most)} ({most / priced:.1%} of "
+            f"{explain.priced_words(priced, now_s)})")
+    if most > th.SAVING_ERROR * priced:  # kept by the tie: the way it has is within the prediction's error of them
+        return (f"{said}, but {r.base.strategy} as it runs is predicted within the prediction's own error "
+                f"({th.PREDICTION_ERROR:.0%}) of the fastest: a tie, and the way it has changes no code")
+    return f"{said}, within the prediction's own error on a saving ({th.SAVING_ERROR:.1%} of it)"
 
 
 def _change(app: Application, r: Reading, a: Adjusted, c: Choice, framework: str) -> str:
