@@ -359,9 +359,9 @@ def _batch_making(ctx: _Context, cal, copies: pd.DataFrame, memory: str) -> tupl
     the condition it rests on). Where torch.profiler shows a DataLoader or ``pin_memory()`` calls, their ranges' time
     (measured: a batch indexed on the GPU is neither loaded nor pinned; a loader's, on condition that its per-sample
     work is done once or on the GPU); else, where each batch is cut from a dataset on the host (a collate, a numpy
-    slice), at least a host copy of its bytes at the calibration's host-write rate and at most the GPU's idle time in
-    the loop (the host's own work there), both held to that idle time: the trace cannot say how the host makes
-    them."""
+    slice), at least a host copy of its bytes (read from its source and written, at the calibration's host rates)
+    and at most the GPU's idle time in the loop (the host's own work there), both held to that idle time: the trace
+    cannot say how the host makes them."""
     loader = _loader_ranges(ctx)
     pins = ctx.ops(PIN_OPS, main=None)
     pins = pins[~_within(pins, loader)]  # a loader's pinning is its own time already
@@ -374,7 +374,9 @@ def _batch_making(ctx: _Context, cal, copies: pd.DataFrame, memory: str) -> tupl
     batches = copies[copies["bytes"] >= BATCH_MIN_BYTES]
     if idle <= 0 or len(batches) < RECURRING or loop.per_iteration["h2d_bytes"] < BATCH_MIN_BYTES:  # one a step
         return 0.0, 0.0, ""
-    copied = _curve_s(cal, memory, "host_write", batches["bytes"])
+    # a batch cut from data the host holds reads its source and writes the batch: a host copy's read and write
+    sizes = batches["bytes"]
+    copied = _curve_s(cal, memory, "host_read", sizes) + _curve_s(cal, memory, "host_write", sizes)
     return min(copied, idle), idle, ("each batch cut from it on the host (a DataLoader's collate, a numpy slice): "
                                      "indexing it on the GPU removes that host copy too")
 

@@ -62,14 +62,16 @@ def test_never_below_the_steady_iterations_nor_above_the_time_now_nor_without_a_
 def test_a_pytorch_loop_is_judged_on_the_iterations_the_ways_price():
     """The DataLoader training loop (H100, nsys): 192 iterations, the first 4.14 s (the process's CUDA context,
     libraries and model), then 6.17 ms each; its time now 5.51 s. Keeping the dataset on the GPU is weighed at the
-    low end of its band, about 365 ms: 6.6% of the whole loop, within an error taken on it, but 26% of the 1.38 s the
-    ways price: advised, and said why (measured untraced: 1.142 s as written, 0.376 s with the dataset on the GPU)."""
+    low end of its band, about 690 ms (each batch's host copy read and written): 50% of the 1.38 s the ways price,
+    advised, and said why (measured untraced: 1.142 s as written, 0.376 s with the dataset on the GPU); the error
+    is a share of those 1.38 s, never of the whole loop's 5.51 s, most of it the first iteration's setup."""
     (adv,) = traced.torch_advice(traced.TORCH / "h100-train_loader.sqlite.xz")
     loop_ = adv.loop_advice
     assert adv.priced_s == pytest.approx(1.38, abs=0.02)
     assert adv.to_dict()["time_now"]["priced_s"] == adv.priced_s
-    assert loop_.weighed_s > th.SAVING_ERROR * adv.priced_s and loop_.weighed_s < th.SAVING_ERROR * loop_.now_s
-    assert "setup and ending" in adv.verdict and "1.38 s the ways price" in adv.verdict
+    assert loop_.weighed_s > th.SAVING_ERROR * adv.priced_s
+    assert loop_.must_clear == th.SAVING_ERROR and loop_.now_s > 3 * adv.priced_s
+    assert loop_.saving_low_s == pytest.approx(loop_.weighed_s) and loop_.strategy == "resident"
 
 
 def test_a_c_program_s_first_write_in_its_first_iteration_stays_priced():
