@@ -209,11 +209,16 @@ MODES = {
     "video_pipeline": {KEEP: "as_written", "pageable": "as_written",
                        **{c: "pinned_float" for c in PINNED_CODES + ("pageable-staged",)},
                        **{c: "side_stream" for c in ("pinned-pipelined", "side-stream", "offload-prefetched")}},
+    # a signal filtered block by block with CuPy: every pinning its pinned_staging (pinned buffers, one stream),
+    # uploading the next block while this one computes its double_buffered, keeping the signal on the GPU its on_gpu
+    # (pinned_pool, CuPy's pool swapped, is a control no advice names)
+    "cupy_fft_blocks": {**_pinned_or_gpu("pinned_staging", "on_gpu", "pageable-staged", "write-combined"),
+                        **{c: "double_buffered" for c in PIPELINED_CODES}},
     "pycuda_frames": {KEEP: "as_written", "pageable": "as_written", "pinned": "pinned",
                       "pageable-registered": "pinned", "pageable-staged": "pinned_async",
                       "pinned-pipelined": "pinned_async", "mapped": "mapped", "zero-copy": "mapped"},
 }
-FRAMEWORK = {"cupy_batches": "cupy", "cupy_readback": "cupy", "managed_loop": "cuda", "batch_loop": "cuda",
+FRAMEWORK = {"cupy_batches": "cupy", "cupy_readback": "cupy", "cupy_fft_blocks": "cupy", "managed_loop": "cuda", "batch_loop": "cuda",
              "pycuda_frames": "pycuda", "sensor_frames": "cuda", "heat_managed": "cuda",
              "pycuda_batches": "pycuda"}  # else pytorch
 # words that name another framework's API: a change naming one is not written in this program's idiom

@@ -104,7 +104,8 @@ PROGRAMS = {
     "rl_rollouts": ("torch", "rl_rollouts.py", [], ["as_written", "pinned_buffers", "gpu_storage", "pinned_gpu_storage",
                                                     "env_on_gpu"]),
     "video_pipeline": ("torch", "video_pipeline.py", [], ["as_written", "pinned_float", "gpu_normalize", "pinned_ring",
-                                                          "side_stream"]),
+                                                          "side_stream"]),    "cupy_fft_blocks": ("cupy", "cupy_fft_blocks.py", [], ["as_written", "pinned_pool", "pinned_staging",
+                                                           "double_buffered", "on_gpu"]),
 }
 # the programs whose as_written mode uses managed memory: their unified-memory faults traced too
 MANAGED_PROGRAMS = ("managed_loop", "heat_managed")
