@@ -93,7 +93,10 @@ SMALL = {
     # 37 frames in batches of 8: the last batch short
     "video_pipeline.py": (("as_written", "pinned_float", "gpu_normalize", "pinned_ring", "side_stream"),
                           ["--frames", "37", "--batch", "8", "--height", "96", "--width", "160", "--queue", "8",
-                           "--channels", "8"]),
+                           "--channels", "8"]),    "request_batching.py": (("as_written", "pinned_prealloc", "gpu_packing", "side_stream"),
+                            ["--requests", "60", "--min-len", "4", "--max-len", "40", "--max-batch", "8",
+                             "--token-budget", "128", "--bucket", "8", "--vocab", "500", "--dim", "32", "--heads", "2",
+                             "--classes", "5"]),
 }
 
 

@@ -209,6 +209,13 @@ MODES = {
     "video_pipeline": {KEEP: "as_written", "pageable": "as_written",
                        **{c: "pinned_float" for c in PINNED_CODES + ("pageable-staged",)},
                        **{c: "side_stream" for c in ("pinned-pipelined", "side-stream", "offload-prefetched")}},
+    # requests padded into batches on the host: every pinning its pinned_prealloc, uploading the next batch while this
+    # one computes its side_stream; packing the batch's tokens into one upload its gpu_packing; no mode keeps data on
+    # the GPU (requests arrive as the loop runs): keeping it there is unmeasured
+    "request_batching": {KEEP: "as_written", "pageable": "as_written",
+                         **{c: "pinned_prealloc" for c in PINNED_CODES + ("pageable-staged",)},
+                         **{c: "side_stream" for c in ("pinned-pipelined", "side-stream", "offload-prefetched")},
+                         "packed-copy": "gpu_packing"},
     # a signal filtered block by block with CuPy: every pinning its pinned_staging (pinned buffers, one stream),
     # uploading the next block while this one computes its double_buffered, keeping the signal on the GPU its on_gpu
     # (pinned_pool, CuPy's pool swapped, is a control no advice names)

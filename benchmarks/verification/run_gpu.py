@@ -105,7 +105,8 @@ PROGRAMS = {
                                                     "env_on_gpu"]),
     "video_pipeline": ("torch", "video_pipeline.py", [], ["as_written", "pinned_float", "gpu_normalize", "pinned_ring",
                                                           "side_stream"]),    "cupy_fft_blocks": ("cupy", "cupy_fft_blocks.py", [], ["as_written", "pinned_pool", "pinned_staging",
-                                                           "double_buffered", "on_gpu"]),
+                                                           "double_buffered", "on_gpu"]),    "request_batching": ("torch", "request_batching.py", [], ["as_written", "pinned_prealloc", "gpu_packing",
+                                                              "side_stream"]),
 }
 # the programs whose as_written mode uses managed memory: their unified-memory faults traced too
 MANAGED_PROGRAMS = ("managed_loop", "heat_managed")
@@ -153,7 +154,8 @@ DRY_ARGS = {
     "rl_rollouts": ["--envs", "16", "--horizon", "8", "--rollouts", "2", "--epochs", "2", "--minibatches", "2",
                     "--episode", "5", "--noise-steps", "6"],
     "video_pipeline": ["--frames", "21", "--batch", "8", "--height", "96", "--width", "160", "--queue", "8",
-                       "--channels", "8"],
+                       "--channels", "8"],    "request_batching": ["--requests", "60", "--min-len", "4", "--max-len", "40", "--max-batch", "8", "--token-budget",
+                         "128", "--bucket", "8", "--vocab", "500", "--dim", "32", "--heads", "2", "--classes", "5"],
 }
 
 
