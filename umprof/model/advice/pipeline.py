@@ -199,7 +199,11 @@ def choose(app: Application, r: Reading, a: Adjusted, now_s: float, priced: floa
     tied_names = ties.tied([(p.strategy, level[p.strategy]) for p in a.ranked], th.PREDICTION_ERROR)
     tied = [p for p in a.ranked if p.strategy in tied_names]
     python = is_python(app)
-    pick = min(tied, key=lambda p: (p.strategy != current, ties.change_cost(p.strategy, python, current),
+    # the least change among the tied ways whose saving clears the prediction's error, where the way it has is not
+    # one of them (a tied way within the error would be kept, though a faster one in the tie clears it)
+    clear = [p for p in tied if a.now - whole[p.strategy] > th.SAVING_ERROR * priced]
+    pool = clear if clear and current not in tied_names else tied
+    pick = min(pool, key=lambda p: (p.strategy != current, ties.change_cost(p.strategy, python, current),
                                      whole[p.strategy]))
     saving = a.now - whole[pick.strategy]
     note = explain.tie_note(tied, pick, level)
