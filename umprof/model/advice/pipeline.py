@@ -3,8 +3,9 @@
 read (``read``, ``workload``): the application's loop as umprof's workload, ranked by the calibration of its GPU.
 adjust (``rules``): what the trace measured corrects the calibration's prices, rule by rule, each in seconds for the
 program as it runs now and for the ways it applies to. rank: every way's predicted time, fastest first; its saving is
-the time now less it. choose: the fastest way, or among those within the prediction's error of it (a tie) the one
-that changes least code; a saving within the prediction's own error on a saving keeps what it has. That error, and
+the time now less it. choose: the fastest way, or among those within the prediction's error of it (a tie) the way
+it has where the tie holds it, else the one that changes least code of those whose saving clears the prediction's own
+error on a saving; a saving within that error keeps what it has. That error, and
 the noise a saving must clear, are shares of the time the ways price (``result.priced_s``: the time now less its
 first iteration's one-off setup), not of the whole loop. explain (``explain``, ``changes``, ``flows``): the change in
 the program's own calls, each flow's line, what bounds the saving, and the verdict."""
@@ -184,8 +185,9 @@ def rank(a: Adjusted, now_s: float, priced: float) -> list[dict]:
 
 
 def choose(app: Application, r: Reading, a: Adjusted, now_s: float, priced: float) -> Choice:
-    """The fastest way, or among those within the prediction's error of it the current way or the one that changes
-    least code; a saving within the prediction's own error on a saving (SAVING_ERROR of the time the ways price,
+    """The fastest way, or among those within the prediction's error of it the current way, else the one that
+    changes least code of those whose saving clears the prediction's own error on a saving (of all of them where none
+    does); a saving within that error (SAVING_ERROR of the time the ways price,
     ``priced``), or any saving where the calibration prices the program as it runs above its measured time by more
     than that (``cannot_see``), keeps the way it has.
 
