@@ -163,7 +163,11 @@ class Workload:
 
 
 def _pct(f: float) -> str:
-    return f"{f:.0%}" if f == 0 or f >= 0.01 else f"{f:.2%}"
+    """A share in words: whole percents from 1%, two decimals below it, and "under 0.01%" for a share that is not
+    zero but would print as 0.00% (a kernel that writes a few KiB of a GiB does write it)."""
+    if f == 0 or f >= 0.01:
+        return f"{f:.0%}"
+    return f"{f:.2%}" if f >= 0.00005 else "under 0.01%"
 
 
 KEYS = {f.name for f in fields(Workload)}

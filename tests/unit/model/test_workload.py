@@ -144,3 +144,10 @@ def test_a_workload_s_kernel_time_reads_as_a_time_without_an_exponent():
     # a PyTorch loop read as one iteration of 72,333 launches: 1.59 s of kernels, once said "1.59e+03 ms"
     assert "kernels 1.59 s" in Workload(bytes=MiB, kernel_s=1.59).describe()
     assert "kernels 917 µs" in Workload(bytes=MiB, kernel_s=917e-6).describe()
+
+
+def test_a_share_too_small_for_two_decimals_is_said_under_them_never_as_zero():
+    from umprof.model.workload import _pct
+
+    assert _pct(0.0) == "0%" and _pct(0.5) == "50%" and _pct(0.0018) == "0.18%"
+    assert _pct(9.4e-6) == "under 0.01%"  # a few KiB read back of a GiB: written, not nothing
