@@ -32,7 +32,7 @@ SAVING_WITHIN = 0.25  # a predicted saving within this share of the measured one
 # the GPU (``_pinned_or_gpu``)
 PINNED_CODES = ("pinned", "pageable-registered", "preallocated-pinned", "pinned-in", "pinned-out", "pin-once",
                 "offload-pinned", "offload-prefetched", "dataset-pinned-once")
-GPU_CODES = ("resident", "keep-on-gpu", "device-resident")
+GPU_CODES = ("resident", "keep-on-gpu", "device-resident", "host-step-on-gpu")
 # the advice to upload the next piece while this one computes: a held-out program's double-buffered mode, where it
 # has one
 PIPELINED_CODES = ("pinned-pipelined", "side-stream", "offload-prefetched")

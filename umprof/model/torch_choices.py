@@ -18,6 +18,10 @@ instead:
   the host);
 * ``offload-pinned``, ``offload-prefetched``: weights or activations moved to the GPU layer by layer, from pinned
   memory, and uploaded on a side stream while the previous layer computes;
+* ``host-step-on-gpu``: tensors read back each step, worked on by torch ops on the host and sent up again (an
+  optimizer offloaded to the host): the step done on the GPU, where they and their state stay; the round trip's
+  copies and the host's step go, the step's work priced on the GPU at its memory's rate (conditional on the step
+  being done on the GPU, which the trace cannot show);
 * ``pinned-out``: ``.cpu()`` into a fresh pageable tensor each call against a preallocated pinned one;
   ``pinned-in``: ``.to(device)`` from pageable memory against a preallocated pinned buffer;
 * ``pinned-rounding``: the host memory the pinned caching allocator's power-of-two blocks cost.
@@ -97,7 +101,8 @@ def choices(app: Application, ranges: pd.DataFrame, cal, epochs: int | None = No
     the GPU memory free for a dataset, where known (else RESIDENT_SHARE of the GPU's)."""
     ctx = _Context(app, ranges)
     found = (_pin_per_call(ctx, cal, epochs) + _dataloader(ctx, cal, epochs) + _resident(ctx, cal, epochs, free_bytes)
-             + _offload(ctx, cal, epochs) + _pinned_out(ctx, cal) + _pinned_in(ctx, cal) + _rounding(ctx))
+             + _offload(ctx, cal, epochs) + _host_step(ctx, cal, free_bytes) + _pinned_out(ctx, cal)
+             + _pinned_in(ctx, cal) + _rounding(ctx))
     return sorted([c for c in found if c.saving_s > 0 or c.host_bytes], key=lambda c: (-c.low_s, -c.saving_s))
 
 
@@ -438,6 +443,72 @@ def _kernel_s_between(kernels: pd.DataFrame, copies: pd.DataFrame) -> np.ndarray
     nexts = np.append(copies["start"].to_numpy(np.int64)[1:], max(int(kernels["end"].max()) if len(kernels) else 0,
                                                                   int(ends[-1])))
     return (covered(k, np.maximum(nexts, ends)) - covered(k, ends)) / 1e9
+
+
+# the ops that move a tensor between host and GPU (the copies' own host time), not work on it
+COPY_OPS = ("aten::to", "aten::_to_copy", "aten::copy_", "aten::_copy_from", "aten::_copy_from_and_resize")
+# past this share of the GPU's idle time between the read-backs and the uploads that follow, the host spends it in
+# torch ops on host tensors: a step of torch's that runs on the GPU as written (an optimizer's), not the host's own
+# making of new data (numpy, decoding), which no GPU op replaces
+HOST_STEP_SHARE = 0.5
+HOST_STEP = ("do the host's step on the GPU: keep the tensors it reads back each step, and the step's state, on the "
+             "GPU (an optimizer built over the GPU's parameters, `torch.optim.Adam(model.parameters())`, not over "
+             "host copies of them), so that nothing crosses each step ({size} a step kept there)")
+
+
+def _host_step(ctx: _Context, cal, free_bytes: int | None) -> list[TorchChoice]:
+    """Tensors of 1 MiB or more read back each step and sent up again (the uploads of the sizes read back), with
+    torch ops on the host filling most of the GPU's idle time between (``HOST_STEP_SHARE``): the step done on the GPU.
+    The round trip's copies and the host's step go; the step's work is priced on the GPU at its memory's theoretical
+    rate against the host's write rate. Conditional: the trace cannot show that the step can run there."""
+    loop = ctx.app.loop
+    if loop is None or loop.iterations < RECURRING:
+        return []
+    lo, hi = loop.span
+    c = ctx.app.explicit_copies
+    c = c[(c["start"] >= lo) & (c["start"] <= hi)]
+    back = c[(c["direction"] == "d2h") & (c["bytes"] >= BATCH_MIN_BYTES)].sort_values("start")
+    up = c[(c["direction"] == "h2d") & c["bytes"].isin(back["bytes"].unique())].sort_values("start")
+    up = up[up["start"] > back["start"].min()] if len(back) else up
+    per_step = int(back["bytes"].sum()) // loop.iterations
+    room = free_bytes if free_bytes else int(ctx.app.memory_bytes * RESIDENT_SHARE)
+    if len(back) < RECURRING or len(up) < RECURRING or not room or per_step > room:
+        return []
+    step_s, ops_s = _host_step_s(ctx, c, back, up)
+    if step_s <= 0 or ops_s < HOST_STEP_SHARE * step_s:
+        return []
+    copies_s = ctx.waits_s(back) + ctx.waits_s(up)
+    rate = float(cal.device.get("dram_bytes_per_s") or 0.0)
+    host_rate = float(back["bytes"].sum()) / max(_curve_s(cal, "pageable", "host_write", back["bytes"]), 1e-12)
+    on_gpu = step_s * host_rate / rate if rate > 0 else step_s  # memory-bound work at the GPU's memory's rate
+    now = copies_s + step_s
+    why = (f"the host's step ({format_time(step_s / loop.iterations)} a step with the GPU idle between reading the "
+           "tensors back and sending them up, most of it in torch ops on host tensors) done on the GPU, which the "
+           "trace cannot show")
+    return [_choice("host-step-on-gpu", HOST_STEP.format(size=format_size(per_step)), now, on_gpu,
+                    copies_s - on_gpu * (1 + PREDICTION_ERROR), now - on_gpu * (1 - PREDICTION_ERROR),
+                    conditional=True, why=why)]
+
+
+def _host_step_s(ctx: _Context, copies: pd.DataFrame, back: pd.DataFrame, up: pd.DataFrame) -> tuple[float, float]:
+    """The GPU's idle time from each read-back's end to the next upload's start (the host's step), and the time torch
+    ops other than copies fill on the main thread in those stretches."""
+    ends = back["end"].to_numpy(np.int64)
+    starts = up["start"].to_numpy(np.int64)
+    nxt = np.searchsorted(starts, ends, side="left")
+    has = nxt < len(starts)
+    gaps = union(ends[has], starts[nxt[has]])
+    k = ctx.app.kernels
+    busy = union(np.concatenate([k["start"].to_numpy(np.int64), copies["start"].to_numpy(np.int64)]),
+                 np.concatenate([k["end"].to_numpy(np.int64), copies["end"].to_numpy(np.int64)]))
+    gap_s = float(gaps[2][-1]) / 1e9
+    idle_s = gap_s - float((covered(busy, gaps[1]) - covered(busy, gaps[0])).sum()) / 1e9
+    ops = ctx.ranges[~ctx.ranges["op"].isin(COPY_OPS)]
+    if ctx.main is not None:
+        ops = ops[ops["tid"] == ctx.main]
+    ops = union(ops["start"].to_numpy(np.int64), ops["end"].to_numpy(np.int64))
+    ops_s = float((covered(ops, gaps[1]) - covered(ops, gaps[0])).sum()) / 1e9
+    return max(0.0, idle_s), min(ops_s, gap_s)
 
 
 PINNED_OUT = ("copy results back into a preallocated pinned tensor, not `.cpu()` into a fresh pageable one each "

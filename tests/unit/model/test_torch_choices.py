@@ -215,6 +215,43 @@ def test_tensors_read_back_and_uploaded_again_are_priced_pinned_both_ways(tmp_pa
     assert "upload the tensors of those sizes through preallocated pinned tensors" in out.idiom
 
 
+def optimizer_on_the_host(tmp_path, steps=6, torch_ops=True):
+    """A step's gradients (32 MiB) read back, the host's optimizer step (8 ms, in torch ops or not), its parameters
+    (32 MiB) sent up again: an optimizer offloaded to the host."""
+    tr = Trace()
+    for _ in range(steps):
+        tr.kernel(3000)
+        tr.copy("Memcpy DtoH (Device -> Pageable)", 32 * MiB, 32 * MiB / 1.6e9 * 1e6, op="aten::_to_copy")
+        if torch_ops:
+            tr.host("Optimizer.step#Adam.step", 8000)
+        else:
+            tr.t += 8000  # the host's own work, outside torch's ops (numpy, decoding)
+        tr.copy("Memcpy HtoD (Pageable -> Device)", 32 * MiB, 32 * MiB / 8e9 * 1e6, op="aten::to")
+    return tr.read(tmp_path)
+
+
+def test_an_optimizer_stepped_on_the_host_is_priced_done_on_the_gpu(tmp_path, cal):
+    app, ranges = optimizer_on_the_host(tmp_path)
+    step = by_code(choices(app, ranges, cal))["host-step-on-gpu"]
+    copies = app.copies_waits_s(app.explicit_copies[app.explicit_copies["bytes"] == 32 * MiB]).sum()
+    host = step.now_s - copies
+    # the host's step is the GPU's idle time between the read-backs and the uploads: 8 ms a step (the steady ones)
+    assert host == pytest.approx(app.loop.iterations * 8e-3, rel=0.05)
+    assert step.conditional and "on the GPU" in step.why and "torch.optim.Adam(model.parameters())" in step.idiom
+    assert "pycuda" not in step.idiom
+    # the low end: the round trip's copies alone; the point and the high end: the host's step gone too, its work
+    # priced on the GPU (memory-bound, at the DRAM's rate against the host's write rate: a small part of it)
+    assert step.low_s == pytest.approx(copies - step.predicted_s * (1 + PREDICTION_ERROR))
+    assert step.saving_s == pytest.approx(step.now_s - step.predicted_s) and step.saving_s <= step.high_s
+    assert 0 < step.predicted_s < 0.2 * host
+
+
+def test_a_host_gap_outside_torch_ops_is_no_optimizer_to_move(tmp_path, cal):
+    # the same round trip, the host's 8 ms outside any torch op: its own making of data, which no GPU op replaces
+    app, ranges = optimizer_on_the_host(tmp_path, torch_ops=False)
+    assert "host-step-on-gpu" not in by_code(choices(app, ranges, cal))
+
+
 def test_layers_offloaded_every_request_are_priced_pinned_and_prefetched(tmp_path, cal):
     tr = Trace()
     for _ in range(2):  # requests of 8 layers: 64 MiB of weights up, pageable, then 4 ms of compute
