@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import lzma
 import statistics
 import sys
 from pathlib import Path
@@ -364,10 +365,10 @@ def _medians(ratios: dict[str, list[float]]) -> dict[str, float]:
 
 
 def advise_section(gpu: str) -> list[str]:
-    files = sorted((RESULTS / "advise").glob(f"nvidia-{gpu}-judged-*.json"))
+    files = sorted((RESULTS / "advise").glob(f"nvidia-{gpu}-judged-*.json*"))  # .json, or .json.xz as kept
     if not files:
         return [f"### `umprof advise` on the {GPUS[gpu]}", "", "Not measured on this GPU yet.", ""]
-    docs = [json.loads(f.read_text()) for f in files]
+    docs = [json.loads(lzma.decompress(f.read_bytes()) if f.suffix == ".xz" else f.read_bytes()) for f in files]
     lines = [f"### `umprof advise` on the {GPUS[gpu]}", "",
              "Each application traced as written (its own mode), advised from its trace and the shipped calibration "
              "(judged again at today's model: `benchmarks/apps/judge.py`); then every mode timed by wall clock, process "

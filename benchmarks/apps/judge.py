@@ -4,13 +4,14 @@ fastest measured or within 5% of it, and was the predicted saving within 20% of 
 
     python3 benchmarks/apps/judge.py APPS.json TRACES_DIR [--gpu NAME] [--json OUT.json]
 
-``--json`` writes the judgement with the timings it judged (results/advise/*-judged-*.json, which
-docs/verification.md is generated from). A judgement file serves as APPS.json again: to judge it again at
+``--json`` writes the judgement with the timings it judged (results/advise/*-judged-*.json, kept there
+xz-compressed, which docs/verification.md is generated from). A judgement file, plain or .xz, serves as APPS.json
+again: to judge it again at
 today's model, extract the traces of the run it judged (`scripts/device.sh apps` writes them to
 $OUT/GPU-traces.tar.gz; the repository keeps no traces of these runs) and
 
     tar xzf nvidia-h100-traces.tar.gz -C /tmp
-    python3 benchmarks/apps/judge.py results/advise/nvidia-h100-judged-b.json /tmp/traces --json OUT.json
+    python3 benchmarks/apps/judge.py results/advise/nvidia-h100-judged-b.json.xz /tmp/traces --json OUT.json
 
 Where an application's trace is not in TRACES_DIR but the advice umprof printed for it is
 (``advise-APP.json``, `umprof advise --json`), that advice is judged.
@@ -27,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import lzma
 import statistics
 import sys
 from pathlib import Path
@@ -35,6 +37,12 @@ from types import SimpleNamespace
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 from benchmarks.apps.rows_json import rows_a_line  # noqa: E402
+
+def _read_json(path: Path):
+    """A JSON file, plain or xz-compressed (the judgement files are kept compressed)."""
+    data = path.read_bytes()
+    return json.loads(lzma.decompress(data) if path.suffix == ".xz" else data)
+
 
 FASTEST_WITHIN = 0.05
 SAVING_WITHIN = 0.20
@@ -75,7 +83,7 @@ class _Printed:
 def judge(apps_json: Path, traces: Path, gpu: str | None = None) -> list[dict]:
     from umprof import api
 
-    doc = json.loads(Path(apps_json).read_text())
+    doc = _read_json(Path(apps_json))
     rows = []
     for name, app in doc["apps"].items():
         trace = Path(traces) / f"{name}.sqlite"
@@ -136,7 +144,7 @@ def main():
             print(f"{r['app']:14s} own {r['own']:16s} advised {r['advised']:16s} (not judged: one mode timed) "
                   f"{r.get('note', '')}")
     if a.json:  # the judgement beside what it judged: the GPU, the timings of every mode, the calibration
-        doc = json.loads(a.apps.read_text())
+        doc = _read_json(a.apps)
         a.json.write_text(rows_a_line({"gpu": doc["gpu"], "date": doc["date"], "rounds": doc["rounds"],
                                        "judged": rows, "apps": doc["apps"]}, default=str))
 

@@ -7,7 +7,7 @@ measured faster?
     python3 benchmarks/apps/tie_policy.py /tmp/tr --json results/advise/tie-policy.json.xz
     python3 benchmarks/apps/tie_policy.py /tmp/tr --error 0.06     # the tie narrower than the prediction's error
 
-Each judged file (results/advise/nvidia-*-judged-*.json) gives an application's modes measured by wall clock in one
+Each judged file (results/advise/nvidia-*-judged-*.json, kept xz-compressed) gives an application's modes measured by wall clock in one
 run on one GPU machine, and that run's trace is advised at today's model. Compared where both picks were measured: how often each was
 the fastest or within 5% of it (judge.py's criterion, the advice as applied), and how far behind the fastest it
 measured. Beside them, the prediction's error where a tie is decided: how far the predicted ratio between two measured
@@ -41,10 +41,11 @@ def run_apps(traces: Path) -> list[dict]:
     from umprof import api
 
     rows, missing = [], []
-    for f in sorted((ROOT / "results" / "advise").glob("nvidia-h*-judged-*.json")):
+    for f in sorted((ROOT / "results" / "advise").glob("nvidia-h*-judged-*.json*")):  # .json, or .json.xz as kept
         gpu = "h100" if "-h100-" in f.name else "h200"
-        run = f.stem.rsplit("-judged-", 1)[1]
-        for name, app in json.loads(f.read_text())["apps"].items():
+        run = f.name.split(".json")[0].rsplit("-judged-", 1)[1]
+        text = lzma.decompress(f.read_bytes()) if f.suffix == ".xz" else f.read_bytes()
+        for name, app in json.loads(text)["apps"].items():
             walls = {m: statistics.median(v["wall_s"]) for m, v in app["modes"].items() if v.get("wall_s")}
             trace = traces / gpu / "traces" / run / f"{name}.sqlite"
             if len(walls) >= 2 and not trace.is_file():

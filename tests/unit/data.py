@@ -11,6 +11,7 @@ import atexit
 import functools
 import gzip
 import importlib.util
+import json
 import lzma
 import shutil
 import tempfile
@@ -77,3 +78,9 @@ def holdout(gpu: str, n: int, *tags: str) -> list[Path]:
 
 CROSS = RESULTS / "nvidia-h200-crossovers.parquet"
 MiB = 1024**2
+
+
+def judged(name: str) -> dict:
+    """A judgement of `umprof advise` on applications (results/advise/NAME.json, kept xz-compressed)."""
+    path = ROOT / "results" / "advise" / f"{name}.json.xz"
+    return json.loads(lzma.decompress(path.read_bytes()))

@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
-from tests.unit.data import CAL7, RESULTS, ROOT
+from tests.unit.data import CAL7, RESULTS, ROOT, judged
 from tests.unit.nsight.synthetic_trace import App, Op, pageable_loop, write_trace
 from tests.unit.model import traced
 from umprof import api
@@ -177,7 +177,7 @@ def _walls(doc, name):
 def test_the_advice_applied_measured_fastest_and_saved_what_it_said(tmp_path, gpu, name):
     """Every mode of the application timed by wall clock (three rounds, median): the advised one is the
     fastest or within 5% of it, and its predicted saving is within 20% of the measured one."""
-    doc = json.loads((RESULTS / "advise" / f"nvidia-{gpu}-judged-a.json").read_text())  # the run of the fixtures
+    doc = judged(f"nvidia-{gpu}-judged-a")  # the run of the fixtures
     walls, own = _walls(doc, name), doc["apps"][name]["own_mode"]
     # advised by the calibration 0.2.0 shipped, measured on the machine the applications were judged on (a
     # calibration of another machine predicts other savings: its host memory and link differ by 10-20%)
@@ -190,7 +190,7 @@ def test_the_advice_applied_measured_fastest_and_saved_what_it_said(tmp_path, gp
         # buffers is predicted 0.22 s: this run measured 0.29 s, the eight H100 runs 0.12-0.48 s (median
         # 0.29) and two H200 runs 0.21 and 0.28 against 0.25 predicted there; without that pricing 0.34 s here
         # and 0.46 s on the H200. Judged against the runs' range, not this run's figure within 20%.
-        runs = [json.loads(f.read_text()) for f in sorted((RESULTS / "advise").glob(f"nvidia-{gpu}-judged-*.json"))]
+        runs = [judged(f.name.split(".json")[0]) for f in sorted((RESULTS / "advise").glob(f"nvidia-{gpu}-judged-*.json*"))]
         savings = [_walls(d, name)[own] - _walls(d, name)[advised] for d in runs
                    if name in d["apps"] and advised in d["apps"][name]["modes"]]  # a run of other applications
         assert min(savings) <= adv.loop_advice.saving_s <= max(savings), (adv.loop_advice.saving_s, savings)
@@ -1189,7 +1189,7 @@ def test_copies_from_pageable_memory_are_the_current_way_s_as_traced(tmp_path, n
     (adv,) = traced.advice(name, "h200")
     a = adv.loop_advice
     assert adv.app.strategy == "pageable" and a.strategy == advised and a.tie
-    walls = _walls(json.loads((RESULTS / "advise" / "nvidia-h200-judged-zz.json").read_text()), name)
+    walls = _walls(judged("nvidia-h200-judged-zz"), name)
     measured = walls["pageable"] - walls[advised]
     assert abs(a.saving_s - measured) <= 0.2 * measured, (a.saving_s, measured)
     assert any("its copies from and to pageable memory took" in line for line in adv.limits)
@@ -1320,7 +1320,7 @@ def test_a_loop_whose_copies_change_size_every_iteration_unseen(tmp_path):
     requests of 284 KiB to 30 MiB copied in from one malloc'd buffer and a quarter of each copied back. Its flows are
     its size ranges; its iteration moves what the run moves over its iterations; it is advised to page-lock its
     buffers, within 20% of the saving measured by wall clock (registered against pageable: 0.852 against 1.015 s)."""
-    walls = _walls(json.loads((RESULTS / "advise" / "nvidia-h200-judged-zze.json").read_text()), "requests")
+    walls = _walls(judged("nvidia-h200-judged-zze"), "requests")
     measured = walls["pageable"] - walls["pageable-registered"]
     (adv,) = traced.advice("requests", "h200")
     app, a = adv.app, adv.loop_advice
@@ -1343,7 +1343,7 @@ def test_passes_over_one_dataset_carried_out_and_back_price_managed_memory_movin
     pass's copies back, faulting the second image in, counted beside the model's price of that (1.00 s since), and the
     calibration prices managed memory's first write by stores at 0.20 s for the image, where the program took
     0.30-0.32 s (its traces on an H200, 2026-12-03)."""
-    walls = _walls(json.loads((RESULTS / "advise" / "nvidia-h200-judged-zzg.json").read_text()), "tiles")
+    walls = _walls(judged("nvidia-h200-judged-zzg"), "tiles")
     (adv,) = traced.advice("tiles", "h200")
     app, a = adv.app, adv.loop_advice
     per = app.loop.per_iteration
