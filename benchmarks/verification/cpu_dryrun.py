@@ -96,7 +96,9 @@ SMALL = {
                            "--channels", "8"]),    "request_batching.py": (("as_written", "pinned_prealloc", "gpu_packing", "side_stream"),
                             ["--requests", "60", "--min-len", "4", "--max-len", "40", "--max-batch", "8",
                              "--token-budget", "128", "--bucket", "8", "--vocab", "500", "--dim", "32", "--heads", "2",
-                             "--classes", "5"]),
+                             "--classes", "5"]),    "cpu_embedding_rows.py": (("as_written", "pinned_staging", "table_pinned", "side_stream", "table_on_gpu"),
+                              ["--rows", "4096", "--dim", "16", "--batch", "64", "--lookups", "4", "--steps", "6",
+                               "--hidden", "32"]),
 }
 
 

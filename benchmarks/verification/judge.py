@@ -219,6 +219,12 @@ MODES = {
                          **{c: "pinned_prealloc" for c in PINNED_CODES + ("pageable-staged",)},
                          **{c: "side_stream" for c in ("pinned-pipelined", "side-stream", "offload-prefetched")},
                          "packed-copy": "gpu_packing"},
+    # an embedding table kept in host memory, its rows gathered up and their gradients read back each step: every
+    # pinning its pinned_staging (pinning the table once its table_pinned), uploading the next step's rows ahead its
+    # side_stream, keeping the table (and its update) on the GPU its table_on_gpu
+    "cpu_embedding_rows": {**_pinned_or_gpu("pinned_staging", "table_on_gpu", "pageable-staged"),
+                           **{c: "table_pinned" for c in ("pin-once", "dataset-pinned-once", "offload-pinned")},
+                           **{c: "side_stream" for c in PIPELINED_CODES}},
     # a signal filtered block by block with CuPy: every pinning its pinned_staging (pinned buffers, one stream),
     # uploading the next block while this one computes its double_buffered, keeping the signal on the GPU its on_gpu
     # (pinned_pool, CuPy's pool swapped, is a control no advice names)
