@@ -445,6 +445,7 @@ def _kernel_s_between(kernels: pd.DataFrame, copies: pd.DataFrame) -> np.ndarray
     return (covered(k, np.maximum(nexts, ends)) - covered(k, ends)) / 1e9
 
 
+TORCH_OP = "aten::"  # an operator of torch's, as torch.profiler and emit_nvtx name it
 # the ops that move a tensor between host and GPU (the copies' own host time), not work on it
 COPY_OPS = ("aten::to", "aten::_to_copy", "aten::copy_", "aten::_copy_from", "aten::_copy_from_and_resize")
 # past this share of the GPU's idle time between the read-backs and the uploads that follow, the host spends it in
@@ -491,8 +492,8 @@ def _host_step(ctx: _Context, cal, free_bytes: int | None) -> list[TorchChoice]:
 
 
 def _host_step_s(ctx: _Context, copies: pd.DataFrame, back: pd.DataFrame, up: pd.DataFrame) -> tuple[float, float]:
-    """The GPU's idle time from each read-back's end to the next upload's start (the host's step), and the time torch
-    ops other than copies fill on the main thread in those stretches."""
+    """The GPU's idle time from each read-back's end to the next upload's start (the host's step), and the time torch's
+    operators other than copies fill on the main thread in those stretches."""
     ends = back["end"].to_numpy(np.int64)
     starts = up["start"].to_numpy(np.int64)
     nxt = np.searchsorted(starts, ends, side="left")
@@ -503,7 +504,8 @@ def _host_step_s(ctx: _Context, copies: pd.DataFrame, back: pd.DataFrame, up: pd
                  np.concatenate([k["end"].to_numpy(np.int64), copies["end"].to_numpy(np.int64)]))
     gap_s = float(gaps[2][-1]) / 1e9
     idle_s = gap_s - float((covered(busy, gaps[1]) - covered(busy, gaps[0])).sum()) / 1e9
-    ops = ctx.ranges[~ctx.ranges["op"].isin(COPY_OPS)]
+    # torch's own operators only (a user's annotation or a profiler step can span any host work)
+    ops = ctx.ranges[ctx.ranges["op"].str.startswith(TORCH_OP) & ~ctx.ranges["op"].isin(COPY_OPS)]
     if ctx.main is not None:
         ops = ops[ops["tid"] == ctx.main]
     ops = union(ops["start"].to_numpy(np.int64), ops["end"].to_numpy(np.int64))
