@@ -21,13 +21,13 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import lzma
 import statistics
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+from benchmarks.apps.rows_json import read_kept  # noqa: E402  (the kept JSON, plain or .xz)
 RESULTS = ROOT / "results"
 PAGE = ROOT / "docs" / "verification.md"
 FIGURES = ROOT / "docs" / "figures.md"
@@ -368,7 +368,7 @@ def advise_section(gpu: str) -> list[str]:
     files = sorted((RESULTS / "advise").glob(f"nvidia-{gpu}-judged-*.json*"))  # .json, or .json.xz as kept
     if not files:
         return [f"### `umprof advise` on the {GPUS[gpu]}", "", "Not measured on this GPU yet.", ""]
-    docs = [json.loads(lzma.decompress(f.read_bytes()) if f.suffix == ".xz" else f.read_bytes()) for f in files]
+    docs = [read_kept(f) for f in files]
     lines = [f"### `umprof advise` on the {GPUS[gpu]}", "",
              "Each application traced as written (its own mode), advised from its trace and the shipped calibration "
              "(judged again at today's model: `benchmarks/apps/judge.py`); then every mode timed by wall clock, process "

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import lzma
 import statistics
 import sys
 from pathlib import Path
@@ -36,13 +35,7 @@ from types import SimpleNamespace
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
-from benchmarks.apps.rows_json import rows_a_line  # noqa: E402
-
-def _read_json(path: Path):
-    """A JSON file, plain or xz-compressed (the judgement files are kept compressed)."""
-    data = path.read_bytes()
-    return json.loads(lzma.decompress(data) if path.suffix == ".xz" else data)
-
+from benchmarks.apps.rows_json import read_kept, rows_a_line  # noqa: E402
 
 FASTEST_WITHIN = 0.05
 SAVING_WITHIN = 0.20
@@ -83,7 +76,7 @@ class _Printed:
 def judge(apps_json: Path, traces: Path, gpu: str | None = None) -> list[dict]:
     from umprof import api
 
-    doc = _read_json(Path(apps_json))
+    doc = read_kept(Path(apps_json))
     rows = []
     for name, app in doc["apps"].items():
         trace = Path(traces) / f"{name}.sqlite"
@@ -144,7 +137,7 @@ def main():
             print(f"{r['app']:14s} own {r['own']:16s} advised {r['advised']:16s} (not judged: one mode timed) "
                   f"{r.get('note', '')}")
     if a.json:  # the judgement beside what it judged: the GPU, the timings of every mode, the calibration
-        doc = _read_json(a.apps)
+        doc = read_kept(a.apps)
         a.json.write_text(rows_a_line({"gpu": doc["gpu"], "date": doc["date"], "rounds": doc["rounds"],
                                        "judged": rows, "apps": doc["apps"]}, default=str))
 

@@ -12,13 +12,13 @@ within it of the measured one in three cases of four.
 
 from __future__ import annotations
 
-import json
-import lzma
 import statistics
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+from benchmarks.apps.rows_json import read_kept  # noqa: E402
 
 
 def error(row: dict, way: str, measured_as: str) -> float | None:
@@ -47,13 +47,8 @@ def errors(rows: list[dict]) -> tuple[list[float], dict, list[float]]:
     return advised, by_gpu, pairs
 
 
-def _text(path: Path) -> str:
-    """The rows file's text, xz-compressed as committed (``.xz``) or plain."""
-    return lzma.decompress(path.read_bytes()).decode() if path.suffix == ".xz" else path.read_text()
-
-
 def main(path: Path) -> None:
-    advised, by_gpu, pairs = errors(json.loads(_text(path))["rows"])
+    advised, by_gpu, pairs = errors(read_kept(path)["rows"])
     for name, xs in [("advised changes", advised), *((f"  {g.upper()}", x) for g, x in sorted(by_gpu.items())),
                      ("every measured pair", pairs)]:
         print(f"{name}: {len(xs)}, median {statistics.median(xs):.3f}, 75th percentile {quantile(xs, 0.75):.3f} "

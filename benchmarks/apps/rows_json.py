@@ -1,10 +1,18 @@
 """The judged runs' JSON as the repository keeps it: a document's top-level lists of rows (dicts) one compact row a
 line, every other key on a line of its own; about a quarter fewer bytes than indented JSON, and a diff still a row a
-line."""
+line. Files kept unchanged since they were written are xz-compressed (``.xz``); ``read_kept`` reads either."""
 
 from __future__ import annotations
 
 import json
+import lzma
+from pathlib import Path
+
+
+def read_kept(path: Path):
+    """A kept JSON file as Python: plain, or xz-compressed where its name ends in ``.xz``."""
+    data = Path(path).read_bytes()
+    return json.loads(lzma.decompress(data) if Path(path).suffix == ".xz" else data)
 
 
 def rows_a_line(doc: dict, default=None) -> str:

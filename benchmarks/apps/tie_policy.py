@@ -19,7 +19,6 @@ leaves to predict (``ceilings``).
 from __future__ import annotations
 
 import argparse
-import json
 import lzma
 import math
 import statistics
@@ -28,7 +27,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
-from benchmarks.apps.rows_json import rows_a_line  # noqa: E402
+from benchmarks.apps.rows_json import read_kept, rows_a_line  # noqa: E402
 from benchmarks.apps.judge import FASTEST_WITHIN, SAVING_WITHIN, applied_mode, held  # noqa: E402  (judge.py's criteria)
 
 RUNS = 3  # the runs an application needs to have been measured in to say what its runs agree on
@@ -44,8 +43,7 @@ def run_apps(traces: Path) -> list[dict]:
     for f in sorted((ROOT / "results" / "advise").glob("nvidia-h*-judged-*.json*")):  # .json, or .json.xz as kept
         gpu = "h100" if "-h100-" in f.name else "h200"
         run = f.name.split(".json")[0].rsplit("-judged-", 1)[1]
-        text = lzma.decompress(f.read_bytes()) if f.suffix == ".xz" else f.read_bytes()
-        for name, app in json.loads(text)["apps"].items():
+        for name, app in read_kept(f)["apps"].items():
             walls = {m: statistics.median(v["wall_s"]) for m, v in app["modes"].items() if v.get("wall_s")}
             trace = traces / gpu / "traces" / run / f"{name}.sqlite"
             if len(walls) >= 2 and not trace.is_file():

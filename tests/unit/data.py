@@ -11,7 +11,6 @@ import atexit
 import functools
 import gzip
 import importlib.util
-import json
 import lzma
 import shutil
 import tempfile
@@ -82,5 +81,6 @@ MiB = 1024**2
 
 def judged(name: str) -> dict:
     """A judgement of `umprof advise` on applications (results/advise/NAME.json, kept xz-compressed)."""
-    path = ROOT / "results" / "advise" / f"{name}.json.xz"
-    return json.loads(lzma.decompress(path.read_bytes()))
+    from benchmarks.apps.rows_json import read_kept
+
+    return read_kept(ROOT / "results" / "advise" / f"{name}.json.xz")
