@@ -469,8 +469,8 @@ def _host_step(ctx: _Context, cal, free_bytes: int | None) -> list[TorchChoice]:
     c = ctx.app.explicit_copies
     c = c[(c["start"] >= lo) & (c["start"] <= hi)]
     back = c[(c["direction"] == "d2h") & (c["bytes"] >= BATCH_MIN_BYTES)].sort_values("start")
-    up = c[(c["direction"] == "h2d") & c["bytes"].isin(back["bytes"].unique())].sort_values("start")
-    up = up[up["start"] > back["start"].min()] if len(back) else up
+    up = _uploads_of_read_back(ctx, back, host_kind=None) if len(back) else back
+    up = up[up["start"] <= hi]
     per_step = int(back["bytes"].sum()) // loop.iterations
     room = free_bytes if free_bytes else int(ctx.app.memory_bytes * RESIDENT_SHARE)
     if len(back) < RECURRING or len(up) < RECURRING or not room or per_step > room:
@@ -498,19 +498,15 @@ def _host_step_s(ctx: _Context, copies: pd.DataFrame, back: pd.DataFrame, up: pd
     starts = up["start"].to_numpy(np.int64)
     nxt = np.searchsorted(starts, ends, side="left")
     has = nxt < len(starts)
-    gaps = union(ends[has], starts[nxt[has]])
-    k = ctx.app.kernels
-    busy = union(np.concatenate([k["start"].to_numpy(np.int64), copies["start"].to_numpy(np.int64)]),
-                 np.concatenate([k["end"].to_numpy(np.int64), copies["end"].to_numpy(np.int64)]))
-    gap_s = float(gaps[2][-1]) / 1e9
-    idle_s = gap_s - float((covered(busy, gaps[1]) - covered(busy, gaps[0])).sum()) / 1e9
+    us, ue, _ = union(ends[has], starts[nxt[has]])
+    gaps = pd.DataFrame({"start": us, "end": ue})
+    gap_s = float((ue - us).sum()) / 1e9
+    idle_s = gap_s - _overlap_s(gaps, pd.concat([ctx.app.kernels[["start", "end"]], copies[["start", "end"]]]))
     # torch's own operators only (a user's annotation or a profiler step can span any host work)
     ops = ctx.ranges[ctx.ranges["op"].str.startswith(TORCH_OP) & ~ctx.ranges["op"].isin(COPY_OPS)]
     if ctx.main is not None:
         ops = ops[ops["tid"] == ctx.main]
-    ops = union(ops["start"].to_numpy(np.int64), ops["end"].to_numpy(np.int64))
-    ops_s = float((covered(ops, gaps[1]) - covered(ops, gaps[0])).sum()) / 1e9
-    return max(0.0, idle_s), min(ops_s, gap_s)
+    return max(0.0, idle_s), min(_overlap_s(gaps, ops), gap_s)
 
 
 PINNED_OUT = ("copy results back into a preallocated pinned tensor, not `.cpu()` into a fresh pageable one each "
@@ -537,11 +533,11 @@ def _pinned_out(ctx: _Context, cal) -> list[TorchChoice]:
     return [_priced_choice("pinned-out", PINNED_OUT + (PINNED_BACK_UP if len(up) else ""), now, pinned)]
 
 
-def _uploads_of_read_back(ctx: _Context, back: pd.DataFrame) -> pd.DataFrame:
-    """The uploads from pageable memory, after the first read-back, of the sizes read back, no more of each size than
-    were read back: tensors moved out and in again (an offload of activations, a result fed back), or a request's
-    input beside its output of the same shape; a pinned tensor of that size serves either."""
-    up = ctx.copies("h2d", "pageable")
+def _uploads_of_read_back(ctx: _Context, back: pd.DataFrame, host_kind: str | None = "pageable") -> pd.DataFrame:
+    """The uploads from ``host_kind`` memory (any, where None), after the first read-back, of the sizes read back, no
+    more of each size than were read back: tensors moved out and in again (an offload of activations, a result fed
+    back), or a request's input beside its output of the same shape; a pinned tensor of that size serves either."""
+    up = ctx.copies("h2d", host_kind)
     up = up[(up["start"] > back["start"].min()) & up["bytes"].isin(back["bytes"].unique())].sort_values("start")
     if up.empty:
         return up

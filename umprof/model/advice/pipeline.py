@@ -246,9 +246,9 @@ def _within_error_note(a: Adjusted, r: Reading, now_s: float, priced: float, pin
     most = max(saving.values())
     said = (f"{', '.join(names)}: predicted to save at most {format_time(most)} ({most / priced:.1%} of "
             f"{explain.priced_words(priced, now_s)})")
-    if most > th.SAVING_ERROR * priced:  # kept by the tie: the way it has is within the prediction's error of them
+    if most > th.SAVING_ERROR * priced:  # kept by the tie (its memory page-locked once): within the error of them
         return (f"{said}, but {r.base.strategy} as it runs is predicted within the prediction's own error "
-                f"({th.PREDICTION_ERROR:.0%}) of the fastest: a tie, and the way it has changes no code")
+                f"({th.PREDICTION_ERROR:.0%}) of the fastest: a tie, which keeps the way it has")
     return f"{said}, within the prediction's own error on a saving ({th.SAVING_ERROR:.1%} of it)"
 
 
