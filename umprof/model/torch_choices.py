@@ -40,6 +40,7 @@ each epoch) is ``conditional``, with why.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -112,10 +113,15 @@ class _Context:
 
     def __init__(self, app: Application, ranges: pd.DataFrame):
         self.app = app
-        r = ranges[ranges["pid"] == app.pid] if "pid" in ranges else ranges
-        self.ranges = r.assign(op=r["name"].astype(str).str.split(",", n=1).str[0].str.strip())
+        self.own = ranges[ranges["pid"] == app.pid] if "pid" in ranges else ranges  # the process's ranges
         tids = app.copies["tid"].dropna()
         self.main = int(tids.mode().iloc[0]) if len(tids) else None
+
+    @functools.cached_property
+    def ranges(self) -> pd.DataFrame:
+        """The process's ranges with their operator's name (``op``: emit_nvtx's ``aten::add, seq = 3`` as
+        ``aten::add``), made once, where a price asks for it (a second to a million ranges)."""
+        return self.own.assign(op=self.own["name"].astype(str).str.split(",", n=1).str[0].str.strip())
 
     def ops(self, names: tuple, main: bool | None = True) -> pd.DataFrame:
         """Ranges of the first of ``names`` that the trace holds, on the main thread (True), the others (False)
@@ -198,7 +204,7 @@ def _pin_per_call(ctx: _Context, cal, epochs: int | None) -> list[TorchChoice]:
 
 def _loader_ranges(ctx: _Context) -> pd.DataFrame:
     """The ranges torch.profiler puts around each batch a DataLoader yields, on the loop's thread where it has them."""
-    r = ctx.ranges[ctx.ranges["name"].astype(str).str.startswith(LOADER_RANGE)]
+    r = ctx.own[ctx.own["name"].astype(str).str.startswith(LOADER_RANGE)]
     main = r[r["tid"] == ctx.main] if ctx.main is not None else r
     return main if len(main) else r
 
