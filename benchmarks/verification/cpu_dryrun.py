@@ -93,10 +93,12 @@ SMALL = {
     # 37 frames in batches of 8: the last batch short
     "video_pipeline.py": (("as_written", "pinned_float", "gpu_normalize", "pinned_ring", "side_stream"),
                           ["--frames", "37", "--batch", "8", "--height", "96", "--width", "160", "--queue", "8",
-                           "--channels", "8"]),    "request_batching.py": (("as_written", "pinned_prealloc", "gpu_packing", "side_stream"),
+                           "--channels", "8"]),
+    "request_batching.py": (("as_written", "pinned_prealloc", "gpu_packing", "side_stream"),
                             ["--requests", "60", "--min-len", "4", "--max-len", "40", "--max-batch", "8",
                              "--token-budget", "128", "--bucket", "8", "--vocab", "500", "--dim", "32", "--heads", "2",
-                             "--classes", "5"]),    "cpu_embedding_rows.py": (("as_written", "pinned_staging", "table_pinned", "side_stream", "table_on_gpu"),
+                             "--classes", "5"]),
+    "cpu_embedding_rows.py": (("as_written", "pinned_staging", "table_pinned", "side_stream", "table_on_gpu"),
                               ["--rows", "4096", "--dim", "16", "--batch", "64", "--lookups", "4", "--steps", "6",
                                "--hidden", "32"]),
 }

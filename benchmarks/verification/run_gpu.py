@@ -104,9 +104,12 @@ PROGRAMS = {
     "rl_rollouts": ("torch", "rl_rollouts.py", [], ["as_written", "pinned_buffers", "gpu_storage", "pinned_gpu_storage",
                                                     "env_on_gpu"]),
     "video_pipeline": ("torch", "video_pipeline.py", [], ["as_written", "pinned_float", "gpu_normalize", "pinned_ring",
-                                                          "side_stream"]),    "cupy_fft_blocks": ("cupy", "cupy_fft_blocks.py", [], ["as_written", "pinned_pool", "pinned_staging",
-                                                           "double_buffered", "on_gpu"]),    "request_batching": ("torch", "request_batching.py", [], ["as_written", "pinned_prealloc", "gpu_packing",
-                                                              "side_stream"]),    "cpu_embedding_rows": ("torch", "cpu_embedding_rows.py", [], ["as_written", "pinned_staging", "table_pinned",
+                                                          "side_stream"]),
+    "cupy_fft_blocks": ("cupy", "cupy_fft_blocks.py", [], ["as_written", "pinned_pool", "pinned_staging",
+                                                           "double_buffered", "on_gpu"]),
+    "request_batching": ("torch", "request_batching.py", [], ["as_written", "pinned_prealloc", "gpu_packing",
+                                                              "side_stream"]),
+    "cpu_embedding_rows": ("torch", "cpu_embedding_rows.py", [], ["as_written", "pinned_staging", "table_pinned",
                                                                   "side_stream", "table_on_gpu"]),
 }
 # the programs whose as_written mode uses managed memory: their unified-memory faults traced too
@@ -155,8 +158,10 @@ DRY_ARGS = {
     "rl_rollouts": ["--envs", "16", "--horizon", "8", "--rollouts", "2", "--epochs", "2", "--minibatches", "2",
                     "--episode", "5", "--noise-steps", "6"],
     "video_pipeline": ["--frames", "21", "--batch", "8", "--height", "96", "--width", "160", "--queue", "8",
-                       "--channels", "8"],    "request_batching": ["--requests", "60", "--min-len", "4", "--max-len", "40", "--max-batch", "8", "--token-budget",
-                         "128", "--bucket", "8", "--vocab", "500", "--dim", "32", "--heads", "2", "--classes", "5"],    "cpu_embedding_rows": ["--rows", "4096", "--dim", "16", "--batch", "64", "--lookups", "4", "--steps", "4",
+                       "--channels", "8"],
+    "request_batching": ["--requests", "60", "--min-len", "4", "--max-len", "40", "--max-batch", "8", "--token-budget",
+                         "128", "--bucket", "8", "--vocab", "500", "--dim", "32", "--heads", "2", "--classes", "5"],
+    "cpu_embedding_rows": ["--rows", "4096", "--dim", "16", "--batch", "64", "--lookups", "4", "--steps", "4",
                            "--hidden", "32"],
 }
 
