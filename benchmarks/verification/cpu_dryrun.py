@@ -101,6 +101,17 @@ SMALL = {
     "cpu_embedding_rows.py": (("as_written", "pinned_staging", "table_pinned", "side_stream", "table_on_gpu"),
                               ["--rows", "4096", "--dim", "16", "--batch", "64", "--lookups", "4", "--steps", "6",
                                "--hidden", "32"]),
+    "diffusion_preview.py": (("as_written", "pinned_async", "gpu_convert", "previews_on_gpu"),
+                             ["--prompts", "2", "--steps", "6", "--batch", "3", "--side", "32", "--channels", "16"]),
+    "graph_sampling.py": (("as_written", "pinned_gather", "features_on_gpu", "prefetch_thread"),
+                          ["--nodes", "20000", "--degree", "6", "--features", "32", "--classes", "4", "--train", "500",
+                           "--batch", "64", "--fanout1", "5", "--fanout2", "3", "--hidden", "32", "--epochs", "2"]),
+    "sliding_windows.py": (("as_written", "pinned_loader", "series_on_gpu", "workers"),
+                           ["--channels", "4", "--length", "20000", "--window", "32", "--horizon", "8", "--batch", "16",
+                            "--windows", "250", "--epochs", "2", "--hidden", "32", "--workers", "2"]),
+    "audio_features.py": (("as_written", "pinned_features", "gpu_features", "waveforms_on_gpu"),
+                          ["--clips", "100", "--seconds", "0.25", "--batch", "16", "--epochs", "2", "--mels", "16",
+                           "--width", "4"]),
 }
 
 

@@ -230,13 +230,43 @@ MODES = {
     # (pinned_pool, CuPy's pool swapped, is a control no advice names)
     "cupy_fft_blocks": {**_pinned_or_gpu("pinned_staging", "on_gpu", "pageable-staged", "write-combined"),
                         **{c: "double_buffered" for c in PIPELINED_CODES}},
+    # previews of a sampler's images read back each step: every pinning, reading back asynchronously and uploading
+    # or reading ahead its pinned_async (two pinned buffers, the host converting step i-1 while step i runs),
+    # keeping the previews on the GPU its previews_on_gpu (read once a batch); converting on the GPU (gpu_convert)
+    # is a mode no code names
+    "diffusion_preview": {KEEP: "as_written", "pageable": "as_written",
+                          **{c: "pinned_async" for c in PINNED_CODES + PIPELINED_CODES
+                             + ("pageable-staged", "async-readback")},
+                          **{c: "previews_on_gpu" for c in GPU_CODES}},
+    # a simulation's walls read back, changed by the host and sent up each step, the whole grid read back every 25th:
+    # every pinning its pinned, copying out on a second stream while the steps go on its async_output, keeping the
+    # walls on the GPU (the boundary model a kernel) its boundary_on_gpu; its managed mode was not timed
+    "halo_stencil": {KEEP: "as_written", "pageable": "as_written", "pinned": "pinned", "write-combined": "pinned",
+                     "pageable-registered": "pinned", "pageable-staged": "pinned", "preallocated-pinned": "pinned",
+                     **{c: "async_output" for c in PIPELINED_CODES + ("async-readback",)},
+                     **{c: "boundary_on_gpu" for c in GPU_CODES}},
+    # a graph's features gathered on the host for each step's sampled nodes and uploaded: every pinning its
+    # pinned_gather (two pinned buffer sets, index_select into them), uploading the next batch while this one computes
+    # its prefetch_thread (a thread and a side stream), keeping the features on the GPU its features_on_gpu
+    "graph_sampling": {**_pinned_or_gpu("pinned_gather", "features_on_gpu", "pageable-staged"),
+                       **{c: "prefetch_thread" for c in PIPELINED_CODES}},
+    # windows of a series on the host collated by a DataLoader each step: every pinning, and uploading ahead, its
+    # pinned_loader (the loader's pin thread runs ahead, as shuffled_epochs'), a pinned loader with workers (what
+    # dataloader-pinned's words ask) its workers, keeping the series on the GPU (windows gathered there) its
+    # series_on_gpu
+    "sliding_windows": {**_pinned_or_gpu("pinned_loader", "series_on_gpu", "dataloader-pin-memory", "pageable-staged",
+                                         "pinned-pipelined", "side-stream"), "dataloader-pinned": "workers"},
+    # log-mel features made on the host from waveforms each step and uploaded: every pinning its pinned_features,
+    # keeping the waveforms on the GPU (features made there) its waveforms_on_gpu; making the features on the GPU from
+    # uploaded waveforms (gpu_features) is a mode no code names, and it has no side stream: those codes unmeasured
+    "audio_features": _pinned_or_gpu("pinned_features", "waveforms_on_gpu", "pageable-staged"),
     "pycuda_frames": {KEEP: "as_written", "pageable": "as_written", "pinned": "pinned",
                       "pageable-registered": "pinned", "pageable-staged": "pinned_async",
                       "pinned-pipelined": "pinned_async", "mapped": "mapped", "zero-copy": "mapped"},
 }
 FRAMEWORK = {"cupy_batches": "cupy", "cupy_readback": "cupy", "cupy_fft_blocks": "cupy", "managed_loop": "cuda", "batch_loop": "cuda",
              "pycuda_frames": "pycuda", "sensor_frames": "cuda", "heat_managed": "cuda",
-             "pycuda_batches": "pycuda"}  # else pytorch
+             "pycuda_batches": "pycuda", "halo_stencil": "cuda"}  # else pytorch
 # words that name another framework's API: a change naming one is not written in this program's idiom
 FOREIGN = {
     "pytorch": ("pycuda", "pagelocked_empty", "memcpy_htod", "memcpy_dtoh", "cuda-bindings", "cuMemHostRegister",

@@ -111,6 +111,15 @@ PROGRAMS = {
                                                               "side_stream"]),
     "cpu_embedding_rows": ("torch", "cpu_embedding_rows.py", [], ["as_written", "pinned_staging", "table_pinned",
                                                                   "side_stream", "table_on_gpu"]),
+    "diffusion_preview": ("torch", "diffusion_preview.py", [], ["as_written", "pinned_async", "gpu_convert",
+                                                                "previews_on_gpu"]),
+    # its managed mode (every wall cell a page of its own, moved each step) is left out: minutes a run
+    "halo_stencil": ("c", "halo_stencil.cu", [], ["as_written", "pinned", "async_output", "boundary_on_gpu"]),
+    "graph_sampling": ("torch", "graph_sampling.py", [], ["as_written", "pinned_gather", "features_on_gpu",
+                                                          "prefetch_thread"]),
+    "sliding_windows": ("torch", "sliding_windows.py", [], ["as_written", "pinned_loader", "series_on_gpu", "workers"]),
+    "audio_features": ("torch", "audio_features.py", [], ["as_written", "pinned_features", "gpu_features",
+                                                          "waveforms_on_gpu"]),
 }
 # the programs whose as_written mode uses managed memory: their unified-memory faults traced too
 MANAGED_PROGRAMS = ("managed_loop", "heat_managed")
@@ -163,6 +172,13 @@ DRY_ARGS = {
                          "128", "--bucket", "8", "--vocab", "500", "--dim", "32", "--heads", "2", "--classes", "5"],
     "cpu_embedding_rows": ["--rows", "4096", "--dim", "16", "--batch", "64", "--lookups", "4", "--steps", "4",
                            "--hidden", "32"],
+    "diffusion_preview": ["--prompts", "2", "--steps", "6", "--batch", "3", "--side", "32", "--channels", "16"],
+    "graph_sampling": ["--nodes", "20000", "--degree", "6", "--features", "32", "--classes", "4", "--train", "500",
+                       "--batch", "64", "--fanout1", "5", "--fanout2", "3", "--hidden", "32", "--epochs", "2"],
+    "sliding_windows": ["--channels", "4", "--length", "20000", "--window", "32", "--horizon", "8", "--batch", "16",
+                        "--windows", "250", "--epochs", "2", "--hidden", "32", "--workers", "2"],
+    "audio_features": ["--clips", "100", "--seconds", "0.25", "--batch", "16", "--epochs", "2", "--mels", "16",
+                       "--width", "4"],
 }
 
 
