@@ -286,6 +286,24 @@ PROFILER_RANGE = {"pytorch": "`torch.cuda.profiler.start()` and `torch.cuda.prof
 ASYNC_BACK = ("pinned", "write-combined", "pageable-registered", "pageable-staged", "pinned-pipelined", "packed")
 
 
+# the ways a framework's own calls cannot make, and why: priced, they would be the price of a way the program cannot
+# take, with a nearer change's words (PyTorch's CUDA ops read CUDA tensors only, so no kernel reads host memory in
+# place; it has no managed tensors and allocates no write-combined memory)
+CANNOT_MAKE = {
+    "pytorch": {**{s: "PyTorch's CUDA ops read CUDA tensors only, never host memory in place"
+                   for s in ("zero-copy", "mapped", "system")},
+                **{s: "PyTorch has no managed-memory tensors" for s in
+                   ("managed", "managed-prefetch", "managed-advise-read-mostly", "managed-advise-prefer-gpu",
+                    "managed-advise-prefer-host", "managed-advise-accessed-by-gpu")},
+                "write-combined": "PyTorch allocates no write-combined host memory"},
+}
+
+
+def cannot_make(framework: str) -> dict[str, str]:
+    """The ways ``framework``'s own calls cannot make (strategy -> why): none for CUDA C, pycuda and CuPy."""
+    return CANNOT_MAKE.get(framework, {})
+
+
 def change_for(framework: str, strategy: str, context: dict | None = None) -> str:
     """The change to ``strategy`` in ``framework``'s idiom ('' where this module has none: pycuda's and CUDA C's
     texts other than ``resident`` are the advice's own). ``context``: ``chunks`` (how a pipelined way cuts an

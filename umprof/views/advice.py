@@ -97,8 +97,8 @@ def print_advice(adv, console: Console) -> None:
                       + (f"; [yellow]tie:[/] {escape(a.note)}" if a.tie else (f"; {escape(a.note)}" if a.note else "")))
     if adv.choices:
         console.print(choices_table(adv))
-    for s, why in adv.excluded.items():
-        console.print(f"[dim]not ranked: {s}: {escape(str(why))}[/]")
+    for why, ways in _by_reason(adv.excluded).items():
+        console.print(f"[dim]not ranked: {', '.join(ways)}: {escape(why)}[/]")
     for line in adv.limits + app.notes:
         console.print(f"[yellow]note:[/] {escape(str(line))}")
     console.print()
@@ -132,3 +132,11 @@ def _print_loop(loop, console: Console) -> None:
 
 def _pct(v) -> str:
     return format_share(v) if v is not None else "-"
+
+
+def _by_reason(excluded: dict) -> dict[str, list[str]]:
+    """The ways not ranked, those of one reason together (a framework's reason holds several)."""
+    out: dict[str, list[str]] = {}
+    for way, why in excluded.items():
+        out.setdefault(str(why), []).append(way)
+    return out

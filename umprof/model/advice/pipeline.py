@@ -24,7 +24,7 @@ from umprof.model.advice.changes import change_text, framework_of, is_python
 from umprof.model.advice.flows import flow_advice
 from umprof.model.advice.framework_choices import add_pytorch_choices, loader_limit
 from umprof.model.advice.packing import add_packing
-from umprof.model.advice.read import Reading, choose_reading
+from umprof.model.advice.read import Reading, choose_reading, for_framework
 from umprof.model.advice.readback_waits import add_readback_waits
 from umprof.model.advice.workload import IN_PLACE
 from umprof.model.advice.result import Advice, AppAdvice, Limit, band, loop_s, priced_s
@@ -84,6 +84,7 @@ def advise(app: Application, cal: Calibration, source: str = "", wall_s: float |
     r, idle = choose_reading(app, cal, traced_s, n_threads)
     if r.workload is None:
         return _nothing_to_price(app, r, out)
+    r = for_framework(r, fw.framework)
     out.mapping, out.workload, out.excluded = r.how, r.workload, r.excluded
     tracer = tracing.overhead(app, traced_s, wall_s, tracing.recorded_ops(app, ranges))
     out.traced_s, out.tracing_overhead_s, out.overhead_from = traced_s, tracer.seconds, tracer.basis

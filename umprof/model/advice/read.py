@@ -13,6 +13,7 @@ from dataclasses import replace
 from typing import NamedTuple
 
 from umprof.core.units import format_size, format_time
+from umprof.model import frameworks
 from umprof.model.advice import thresholds as th
 from umprof.model.advice.workload import workload_of
 from umprof.model.application import Application
@@ -62,6 +63,19 @@ def reading(app: Application, cal: Calibration, one_pass: bool, one_dataset: boo
     current = app.strategy if app.strategy in {p.strategy for p in ranked} else None
     base = next((p for p in ranked if p.strategy == current), None) or ranked[-1]
     return Reading(w, how, ranked, excluded, current, base, host_now(base, ranked), one_pass)
+
+
+def for_framework(r: Reading, framework: str) -> Reading:
+    """The reading with the ways ``framework``'s own calls cannot make (``frameworks.cannot_make``) moved from its
+    ranking to its excluded ways, with why: a program is advised only ways it can take (its way now stays)."""
+    cannot = frameworks.cannot_make(framework)
+    drop = {p.strategy for p in r.ranked if p.strategy in cannot and p.strategy != r.current}
+    ranked = [p for p in r.ranked if p.strategy not in drop]
+    if not drop or not ranked:
+        return r
+    base = ranked[-1] if r.base.strategy in drop else r.base
+    return r._replace(ranked=ranked, excluded={**r.excluded, **{s: cannot[s] for s in sorted(drop)}}, base=base,
+                      host_now=host_now(base, ranked) if base is not r.base else r.host_now)
 
 
 def kernel_bytes(w: Workload, cal: Calibration) -> tuple[int, str]:
