@@ -11,6 +11,7 @@ import pytest
 
 from tests.unit.model import traced
 from tests.unit.model.test_golden_advice import golden_of
+from umprof.model import frameworks
 from umprof.model.advice import packing, readback_waits
 from umprof.model.advice import thresholds as th
 
@@ -34,6 +35,23 @@ def test_a_pytorch_program_is_told_pytorchs_calls_only(trace):
         assert d["framework"]["evidence"]
         hit = FOREIGN.search(_said(d))
         assert hit is None, f"{trace.name}: '{hit and hit.group(0)}' in {_said(d)[:300]}"
+
+
+@pytest.mark.parametrize("trace", TRACES, ids=traced.torch_stem)
+def test_a_program_is_ranked_only_the_ways_its_framework_can_make(trace):
+    for adv in traced.torch_advice(trace):
+        cannot = frameworks.cannot_make(adv.framework)
+        ranked = {r["strategy"] for r in adv.ranking}
+        assert not ranked & set(cannot), f"{trace.name}: {sorted(ranked & set(cannot))} ranked for {adv.framework}"
+        if adv.framework == "pytorch" and ranked:  # each with its reason (or the calibration's own, where it had one first)
+            assert adv.excluded["mapped"] == adv.excluded["zero-copy"] == cannot["mapped"]
+            assert adv.excluded["managed-prefetch"] == cannot["managed-prefetch"]
+
+
+def test_a_cuda_c_program_is_still_ranked_the_ways_that_read_in_place_and_managed_memory():
+    (adv,) = traced.torch_advice(next(p for p in TRACES if traced.torch_stem(p) == "h100-batch_loop.nsys"))
+    assert adv.framework == "cuda" and not frameworks.cannot_make("cuda")
+    assert {"zero-copy", "managed-prefetch"} <= {r["strategy"] for r in adv.ranking}
 
 
 def test_every_torch_fixture_of_a_pytorch_program_reads_as_pytorch():
