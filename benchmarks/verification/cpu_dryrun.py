@@ -111,7 +111,8 @@ SMALL = {
                             "--windows", "250", "--epochs", "2", "--hidden", "32", "--workers", "2"]),
     "audio_features.py": (("as_written", "pinned_features", "gpu_features", "waveforms_on_gpu"),
                           ["--clips", "100", "--seconds", "0.25", "--batch", "16", "--epochs", "2", "--mels", "16",
-                           "--width", "4"]),
+                           "--width", "4"]),    "tabular_pandas.py": (("as_written", "numpy_once", "pinned_once", "on_gpu"),
+                          ["--rows", "1000", "--batch", "64", "--hidden", "32", "--epochs", "2"]),
 }
 
 

@@ -260,13 +260,25 @@ MODES = {
     # keeping the waveforms on the GPU (features made there) its waveforms_on_gpu; making the features on the GPU from
     # uploaded waveforms (gpu_features) is a mode no code names, and it has no side stream: those codes unmeasured
     "audio_features": _pinned_or_gpu("pinned_features", "waveforms_on_gpu", "pageable-staged"),
+    # an image's tiles copied up from fresh contiguous copies and back into fresh arrays: pinning its pinned (two
+    # reused pinned tiles), staging or pipelining its pinned_async (double-buffered on two streams), registering the
+    # images in place its registered (pitched copies straight from them), keeping the image on the GPU its resident
+    "pycuda_tiles": {KEEP: "as_written", "pageable": "as_written", "pinned": "pinned", "write-combined": "pinned",
+                     "pageable-staged": "pinned_async", "pinned-pipelined": "pinned_async",
+                     "pageable-registered": "registered", **{c: "resident" for c in GPU_CODES}},
+    # batches cut from a pandas DataFrame each step (iloc, .values, torch.tensor): every pinning, and the loader's or
+    # a side stream's uploading ahead, its pinned_once (converted once, pinned, gathered into two pinned buffers),
+    # keeping the data on the GPU its on_gpu; converting once without pinning (numpy_once) is a mode no code names
+    "tabular_pandas": _pinned_or_gpu("pinned_once", "on_gpu", "pageable-staged", "pinned-pipelined", "side-stream",
+                                     "dataloader-pinned", "dataloader-pin-memory"),
     "pycuda_frames": {KEEP: "as_written", "pageable": "as_written", "pinned": "pinned",
                       "pageable-registered": "pinned", "pageable-staged": "pinned_async",
                       "pinned-pipelined": "pinned_async", "mapped": "mapped", "zero-copy": "mapped"},
 }
 FRAMEWORK = {"cupy_batches": "cupy", "cupy_readback": "cupy", "cupy_fft_blocks": "cupy", "managed_loop": "cuda", "batch_loop": "cuda",
              "pycuda_frames": "pycuda", "sensor_frames": "cuda", "heat_managed": "cuda",
-             "pycuda_batches": "pycuda", "halo_stencil": "cuda"}  # else pytorch
+             "pycuda_batches": "pycuda", "halo_stencil": "cuda",
+             "pycuda_tiles": "pycuda"}  # else pytorch
 # words that name another framework's API: a change naming one is not written in this program's idiom
 FOREIGN = {
     "pytorch": ("pycuda", "pagelocked_empty", "memcpy_htod", "memcpy_dtoh", "cuda-bindings", "cuMemHostRegister",

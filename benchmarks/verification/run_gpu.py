@@ -120,6 +120,8 @@ PROGRAMS = {
     "sliding_windows": ("torch", "sliding_windows.py", [], ["as_written", "pinned_loader", "series_on_gpu", "workers"]),
     "audio_features": ("torch", "audio_features.py", [], ["as_written", "pinned_features", "gpu_features",
                                                           "waveforms_on_gpu"]),
+    "pycuda_tiles": ("pycuda", "pycuda_tiles.py", [], ["as_written", "pinned", "pinned_async", "registered",
+                                                       "resident"]),    "tabular_pandas": ("torch", "tabular_pandas.py", [], ["as_written", "numpy_once", "pinned_once", "on_gpu"]),
 }
 # the programs whose as_written mode uses managed memory: their unified-memory faults traced too
 MANAGED_PROGRAMS = ("managed_loop", "heat_managed")
@@ -178,7 +180,7 @@ DRY_ARGS = {
     "sliding_windows": ["--channels", "4", "--length", "20000", "--window", "32", "--horizon", "8", "--batch", "16",
                         "--windows", "250", "--epochs", "2", "--hidden", "32", "--workers", "2"],
     "audio_features": ["--clips", "100", "--seconds", "0.25", "--batch", "16", "--epochs", "2", "--mels", "16",
-                       "--width", "4"],
+                       "--width", "4"],    "tabular_pandas": ["--rows", "1000", "--batch", "64", "--hidden", "32", "--epochs", "2"],
 }
 
 
