@@ -275,10 +275,9 @@ MODES = {
                       "pageable-registered": "pinned", "pageable-staged": "pinned_async",
                       "pinned-pipelined": "pinned_async", "mapped": "mapped", "zero-copy": "mapped"},
 }
-FRAMEWORK = {"cupy_batches": "cupy", "cupy_readback": "cupy", "cupy_fft_blocks": "cupy", "managed_loop": "cuda", "batch_loop": "cuda",
-             "pycuda_frames": "pycuda", "sensor_frames": "cuda", "heat_managed": "cuda",
-             "pycuda_batches": "pycuda", "halo_stencil": "cuda",
-             "pycuda_tiles": "pycuda"}  # else pytorch
+FRAMEWORK = {"cupy_batches": "cupy", "cupy_readback": "cupy", "cupy_fft_blocks": "cupy", "managed_loop": "cuda",
+             "batch_loop": "cuda", "pycuda_frames": "pycuda", "sensor_frames": "cuda", "heat_managed": "cuda",
+             "pycuda_batches": "pycuda", "halo_stencil": "cuda", "pycuda_tiles": "pycuda"}  # else pytorch
 # words that name another framework's API: a change naming one is not written in this program's idiom
 FOREIGN = {
     "pytorch": ("pycuda", "pagelocked_empty", "memcpy_htod", "memcpy_dtoh", "cuda-bindings", "cuMemHostRegister",

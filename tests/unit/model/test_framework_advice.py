@@ -43,7 +43,8 @@ def test_a_program_is_ranked_only_the_ways_its_framework_can_make(trace):
         cannot = frameworks.cannot_make(adv.framework)
         ranked = {r["strategy"] for r in adv.ranking}
         assert not ranked & set(cannot), f"{trace.name}: {sorted(ranked & set(cannot))} ranked for {adv.framework}"
-        if adv.framework == "pytorch" and ranked:  # each with its reason (or the calibration's own, where it had one first)
+        # each with its reason (or the calibration's own, where it had one first)
+        if adv.framework == "pytorch" and ranked:
             assert adv.excluded["mapped"] == adv.excluded["zero-copy"] == cannot["mapped"]
             assert adv.excluded["managed-prefetch"] == cannot["managed-prefetch"]
 
