@@ -1,5 +1,5 @@
 """What the commands share: the console, the options of `run` and `trace`, the child command a
-profiler runs."""
+profiler runs, the calibration that answers for a GPU, said."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import sys
 import click
 from rich.console import Console
 
+from umprof import api
 from umprof.measure.timing import StoppingRule
 
 RULE = StoppingRule()  # the defaults the run options' help texts show
@@ -135,3 +136,20 @@ def _nulls(v):
     if isinstance(v, list):
         return [_nulls(x) for x in v]
     return v
+
+
+def calibration_said(sources, gpu, gpus, gpu_name, device_index, calibrate_now, err):
+    """The calibration that answers for ``gpu`` (the files given, else the machine's, cached or shipped, or --gpu's
+    model), said on stderr with how it differs from the machine, and those differences."""
+    differences = []
+    if sources:
+        cal = api.load_calibration(sources, device=gpu if len(gpus) > 1 or device_index is not None else None)
+    else:
+        cal, _, differences = api.calibration_for(gpu=gpu_name, device=gpu, calibrate_now=calibrate_now, console=err)
+    # the calibration's GPU, not --gpu's name: the loop's next GPU still answers from its own
+    model = cal.device.get("name", "unknown GPU")
+    said = cal.source or "a calibration"
+    err.print(f"predicted from {said}" + ("" if model in said else f" ({model})"))
+    for d in differences:
+        err.print(f"[yellow]note:[/] {d}")
+    return cal, differences

@@ -94,6 +94,8 @@ def recommend(sources, gpu_name, calibrate_now, workload_files, steady, as_json,
     its GPU model, a shipped one named by --gpu (offline), or files (--from). --verify then
     measures the workload itself.
     """
+    from umprof.views.terminal import print_recommendations
+
     _check_recommend_options(steady, workload["iterations"], verify_top, gpu_name, verify, device_index)
     # the workload's options, as the workload's keys name them (--bytes is "bytes")
     workloads = _workloads(workload_files, workload)
@@ -107,7 +109,8 @@ def recommend(sources, gpu_name, calibrate_now, workload_files, steady, as_json,
     for gpu in gpus:
         if len(gpus) > 1 and not as_json:
             console.rule(f"GPU {gpu}")
-        cal, differences = _calibration(sources, gpu, gpus, gpu_name, device_index, calibrate_now, err)
+        cal, differences = common.calibration_said(sources, gpu, gpus, gpu_name, device_index, calibrate_now,
+                                                   err)
         recs = api.recommend(workloads, cal, steady=steady)
         verdicts, source = [None] * len(recs), ""
         if verify or measured:
@@ -127,7 +130,8 @@ def recommend(sources, gpu_name, calibrate_now, workload_files, steady, as_json,
             docs.append(dict(document(cal, recs, verdicts, source), gpu=gpu, runs_agree=agree, phase_drift=drift,
                              calibration_differs=differences))
         else:
-            _print_recommendations(recs, verdicts, source, agree, drift, earlier, measured, console)
+            runs = (earlier.attrs.get("runs") or list(measured)) if agree else None
+            print_recommendations(recs, verdicts, source, agree, drift, runs, console)
     if as_json:
         common.echo_json(docs[0] if len(docs) == 1 else {"gpus": docs})
 
@@ -142,39 +146,6 @@ def _check_recommend_options(steady, iterations, verify_top, gpu_name, verify, d
     if gpu_name is not None and (verify or device_index is not None):
         raise UsageError("option '--gpu' answers for a GPU model offline; --verify and --device measure or read this "
                          "machine's GPUs: give one or the other")
-
-
-def _calibration(sources, gpu, gpus, gpu_name, device_index, calibrate_now, err):
-    """The calibration that answers for ``gpu`` (the files given, else the machine's, cached or shipped, or --gpu's
-    model), said on stderr with how it differs from the machine, and those differences."""
-    differences = []
-    if sources:
-        cal = api.load_calibration(sources, device=gpu if len(gpus) > 1 or device_index is not None else None)
-    else:
-        cal, _, differences = api.calibration_for(gpu=gpu_name, device=gpu, calibrate_now=calibrate_now, console=err)
-    # the calibration's GPU, not --gpu's name: the loop's next GPU still answers from its own
-    model = cal.device.get("name", "unknown GPU")
-    said = cal.source or "a calibration"
-    err.print(f"predicted from {said}" + ("" if model in said else f" ({model})"))
-    for d in differences:
-        err.print(f"[yellow]note:[/] {d}")
-    return cal, differences
-
-
-def _print_recommendations(recs, verdicts, source, agree, drift, earlier, measured, console) -> None:
-    """Each workload's answer in the terminal, then the verification's summary, the runs' agreement and the drift."""
-    from umprof.model.recommend import drift_note
-    from umprof.views.terminal import print_recommendation, runs_agreement, verification_summary
-
-    for r, v in zip(recs, verdicts):
-        print_recommendation(r, console, v, source)
-    if sum(v is not None for v in verdicts) > 1:
-        console.print(verification_summary(list(zip(recs, verdicts))))
-    if agree:
-        console.print(runs_agreement(agree, earlier.attrs.get("runs") or list(measured)))
-    note = drift_note(drift)
-    if note:
-        console.print(f"[yellow]note:[/] {note}")
 
 
 def _gpus(spec, sources) -> list[int]:

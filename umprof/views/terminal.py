@@ -326,6 +326,22 @@ def recommendation_table(rec) -> Table:
     return t
 
 
+def print_recommendations(recs, verdicts, source: str, agree, drift: dict, runs, console: Console) -> None:
+    """Each workload's answer (``print_recommendation``), then the verification's summary where several were
+    verified, the earlier runs' agreement (``runs``: their names) and the phases' drift."""
+    from umprof.model.recommend import drift_note
+
+    for r, v in zip(recs, verdicts):
+        print_recommendation(r, console, v, source)
+    if sum(v is not None for v in verdicts) > 1:
+        console.print(verification_summary(list(zip(recs, verdicts))))
+    if agree:
+        console.print(runs_agreement(agree, runs))
+    note = drift_note(drift)
+    if note:
+        console.print(f"[yellow]note:[/] {note}")
+
+
 def print_recommendation(rec, console: Console, verified: dict | None = None, verify_source: str = "") -> None:
     """The ranked table, the reason, what was not ranked and, where asked for, the verification
     (``verify_source`` names where measurements were looked for when this workload has none)."""
