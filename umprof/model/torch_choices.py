@@ -471,9 +471,8 @@ def _host_step(ctx: _Context, cal, free_bytes: int | None) -> list[TorchChoice]:
     loop = ctx.app.loop
     if loop is None or loop.iterations < RECURRING:
         return []
-    lo, hi = loop.span
-    c = ctx.app.explicit_copies
-    c = c[(c["start"] >= lo) & (c["start"] <= hi)]
+    hi = loop.span[1]
+    c = ctx.app.explicit_copies_within(loop.span)
     back = c[(c["direction"] == "d2h") & (c["bytes"] >= BATCH_MIN_BYTES)].sort_values("start")
     up = _uploads_of_read_back(ctx, back, host_kind=None) if len(back) else back
     up = up[up["start"] <= hi]

@@ -75,7 +75,7 @@ def for_framework(r: Reading, framework: str) -> Reading:
         return r
     base = ranked[-1] if r.base.strategy in drop else r.base
     return r._replace(ranked=ranked, excluded={**r.excluded, **{s: cannot[s] for s in sorted(drop)}}, base=base,
-                      host_now=host_now(base, ranked) if base is not r.base else r.host_now)
+                      host_now=host_now(base, ranked))
 
 
 def kernel_bytes(w: Workload, cal: Calibration) -> tuple[int, str]:
