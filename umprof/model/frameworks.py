@@ -147,11 +147,15 @@ TORCH_SIDE_STREAM_OUT = ("copy the results out on a side stream while the next s
                          "s): out.copy_(y, non_blocking=True)` into a preallocated pinned `out`; `y.record_stream(s)`, "
                          "and where the next step changes `y` in place (weights an optimizer updates) copy it into a "
                          "GPU buffer first and copy that out")
-TORCH_NO_MANAGED = ("PyTorch has no managed-memory tensors (its caching allocator hands out cudaMalloc'd memory); "
+# why PyTorch cannot make some ways (said where they are not ranked, ``CANNOT_MAKE``, and in their changes' words)
+TORCH_READS_CUDA_ONLY = "PyTorch's CUDA ops read CUDA tensors only, never host memory in place"
+TORCH_HAS_NO_MANAGED = "PyTorch has no managed-memory tensors"
+TORCH_HAS_NO_WRITE_COMBINED = "PyTorch allocates no write-combined host memory"
+TORCH_NO_MANAGED = (TORCH_HAS_NO_MANAGED + " (its caching allocator hands out cudaMalloc'd memory); "
                     "instead keep the data on the GPU where it fits in free memory (`data = data.to(device)` once, "
                     "before the loop), else pin it once (`data = data.pin_memory()`) and copy each part with "
                     "`.to(device, non_blocking=True)`")
-TORCH_NO_IN_PLACE = ("PyTorch's CUDA ops read CUDA tensors only, never host memory in place; the nearest is pinned "
+TORCH_NO_IN_PLACE = (TORCH_READS_CUDA_ONLY + "; the nearest is pinned "
                      "tensors copied with `.to(device, non_blocking=True)` on a side `torch.cuda.Stream`, which "
                      "overlap the kernels as reading in place would")
 PYTORCH_CHANGES = {
@@ -160,7 +164,7 @@ PYTORCH_CHANGES = {
                    "preallocated pinned buffer (`buf = torch.empty(shape, dtype=dtype, pin_memory=True)`), with "
                    "`.to(device, non_blocking=True)` / `out.copy_(y, non_blocking=True)`",
     "pinned": TORCH_PINNED,
-    "write-combined": "PyTorch allocates no write-combined host memory; its nearest is pinned memory: " + TORCH_PINNED,
+    "write-combined": TORCH_HAS_NO_WRITE_COMBINED + "; its nearest is pinned memory: " + TORCH_PINNED,
     "zero-copy": TORCH_NO_IN_PLACE,
     "mapped": TORCH_NO_IN_PLACE,
     "system": TORCH_NO_IN_PLACE,
@@ -290,12 +294,11 @@ ASYNC_BACK = ("pinned", "write-combined", "pageable-registered", "pageable-stage
 # take, with a nearer change's words (PyTorch's CUDA ops read CUDA tensors only, so no kernel reads host memory in
 # place; it has no managed tensors and allocates no write-combined memory)
 CANNOT_MAKE = {
-    "pytorch": {**{s: "PyTorch's CUDA ops read CUDA tensors only, never host memory in place"
-                   for s in ("zero-copy", "mapped", "system")},
-                **{s: "PyTorch has no managed-memory tensors" for s in
+    "pytorch": {**{s: TORCH_READS_CUDA_ONLY for s in ("zero-copy", "mapped", "system")},
+                **{s: TORCH_HAS_NO_MANAGED for s in
                    ("managed", "managed-prefetch", "managed-advise-read-mostly", "managed-advise-prefer-gpu",
                     "managed-advise-prefer-host", "managed-advise-accessed-by-gpu")},
-                "write-combined": "PyTorch allocates no write-combined host memory"},
+                "write-combined": TORCH_HAS_NO_WRITE_COMBINED},
 }
 
 
