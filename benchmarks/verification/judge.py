@@ -233,8 +233,8 @@ MODES = {
     # previews of a sampler's images read back each step: every pinning, reading back asynchronously and uploading
     # or reading ahead its pinned_async (two pinned buffers, the host converting step i-1 while step i runs),
     # keeping the previews on the GPU its previews_on_gpu (read once a batch); converting on the GPU (gpu_convert)
-    # is a mode no code names
-    "diffusion_preview": {KEEP: "as_written", "pageable": "as_written",
+    # is host-ops-on-gpu's mode
+    "diffusion_preview": {KEEP: "as_written", "pageable": "as_written", "host-ops-on-gpu": "gpu_convert",
                           **{c: "pinned_async" for c in PINNED_CODES + PIPELINED_CODES
                              + ("pageable-staged", "async-readback")},
                           **{c: "previews_on_gpu" for c in GPU_CODES}},
@@ -258,8 +258,9 @@ MODES = {
                                          "pinned-pipelined", "side-stream"), "dataloader-pinned": "workers"},
     # log-mel features made on the host from waveforms each step and uploaded: every pinning its pinned_features,
     # keeping the waveforms on the GPU (features made there) its waveforms_on_gpu; making the features on the GPU from
-    # uploaded waveforms (gpu_features) is a mode no code names, and it has no side stream: those codes unmeasured
-    "audio_features": _pinned_or_gpu("pinned_features", "waveforms_on_gpu", "pageable-staged"),
+    # uploaded waveforms (gpu_features) host-ops-on-gpu's; it has no side stream: those codes unmeasured
+    "audio_features": {**_pinned_or_gpu("pinned_features", "waveforms_on_gpu", "pageable-staged"),
+                       "host-ops-on-gpu": "gpu_features"},
     # an image's tiles copied up from fresh contiguous copies and back into fresh arrays: pinning its pinned (two
     # reused pinned tiles), staging or pipelining its pinned_async (double-buffered on two streams), registering the
     # images in place its registered (pitched copies straight from them), keeping the image on the GPU its resident

@@ -22,6 +22,12 @@ instead:
   optimizer offloaded to the host): the step done on the GPU, where they and their state stay; the round trip's
   copies and the host's step go, the step's work priced on the GPU at its memory's rate (conditional on the step
   being done on the GPU, which the trace cannot show);
+* ``host-ops-on-gpu``: torch operators run on host tensors each step while the GPU sits idle (features computed
+  from a batch before its upload, results converted after their read-back): the same operators run on GPU tensors,
+  their inputs moved in their place; their host time goes, less the dispatch each still costs the host
+  (:mod:`umprof.model.host_ops`), their work priced on the GPU at its memory's rate (conditional on their inputs
+  crossing instead of their results, which the trace cannot show; the low end pays for up to SOURCE_BYTES times
+  the bytes);
 * ``pinned-out``: ``.cpu()`` into a fresh pageable tensor each call against a preallocated pinned one;
   ``pinned-in``: ``.to(device)`` from pageable memory against a preallocated pinned buffer;
 * ``pinned-rounding``: the host memory the pinned caching allocator's power-of-two blocks cost.
@@ -48,7 +54,9 @@ import numpy as np
 import pandas as pd
 
 from umprof.core.units import format_size, format_time
-from umprof.model.advice.thresholds import PREDICTION_ERROR  # the band of a saving priced by the curves alone
+from umprof.model.advice.thresholds import NOISE, PREDICTION_ERROR  # PREDICTION_ERROR: the band of a saving priced by
+# the curves alone
+from umprof.model import host_ops
 from umprof.model.application import Application
 from umprof.model.intervals import covered, union
 from umprof.model.frameworks import TORCH_D2H_SYNC, TORCH_SIDE_STREAM
@@ -101,9 +109,10 @@ def choices(app: Application, ranges: pd.DataFrame, cal, epochs: int | None = No
     ``epochs``: how many times the loop reads its data, where known (a nested loop's outer count); ``free_bytes``:
     the GPU memory free for a dataset, where known (else RESIDENT_SHARE of the GPU's)."""
     ctx = _Context(app, ranges)
+    step = _host_step(ctx, cal, free_bytes)
     found = (_pin_per_call(ctx, cal, epochs) + _dataloader(ctx, cal, epochs) + _resident(ctx, cal, epochs, free_bytes)
-             + _offload(ctx, cal, epochs) + _host_step(ctx, cal, free_bytes) + _pinned_out(ctx, cal)
-             + _pinned_in(ctx, cal) + _rounding(ctx))
+             + _offload(ctx, cal, epochs) + step + (_host_ops_on_gpu(ctx, cal) if not step else [])
+             + _pinned_out(ctx, cal) + _pinned_in(ctx, cal) + _rounding(ctx))
     return sorted([c for c in found if c.saving_s > 0 or c.host_bytes], key=lambda c: (-c.low_s, -c.saving_s))
 
 
@@ -451,7 +460,7 @@ def _kernel_s_between(kernels: pd.DataFrame, copies: pd.DataFrame) -> np.ndarray
     return (covered(k, np.maximum(nexts, ends)) - covered(k, ends)) / 1e9
 
 
-TORCH_OP = "aten::"  # an operator of torch's, as torch.profiler and emit_nvtx name it
+TORCH_OP = host_ops.TORCH_OP
 # the ops that move a tensor between host and GPU (the copies' own host time), not work on it
 COPY_OPS = ("aten::to", "aten::_to_copy", "aten::copy_", "aten::_copy_from", "aten::_copy_from_and_resize")
 # past this share of the GPU's idle time between the read-backs and the uploads that follow, the host spends it in
@@ -512,6 +521,44 @@ def _host_step_s(ctx: _Context, copies: pd.DataFrame, back: pd.DataFrame, up: pd
     if ctx.main is not None:
         ops = ops[ops["tid"] == ctx.main]
     return max(0.0, idle_s), min(_overlap_s(gaps, ops), gap_s)
+
+
+# what the operators a step runs on host tensors may read, a multiple of what they write (a log-mel spectrogram's
+# waveform is 2.5 times its features, an image 1-4 times a crop of it): run on the GPU, their inputs cross instead of
+# their results, and the low end of their saving pays for the loop's copies this many times over
+SOURCE_BYTES = 4
+HOST_OPS = ("run the torch operators that the host applies to each step's tensors ({names}) on the GPU: move their "
+            "inputs there first (`x = x.to(device, non_blocking=True)`) and apply the same operators to the CUDA "
+            "tensors; where they convert results read back, apply them before the read-back (`y.clamp(...).to("
+            "torch.uint8).cpu()`), so that the GPU does the work and the host only issues it")
+
+
+def _host_ops_on_gpu(ctx: _Context, cal) -> list[TorchChoice]:
+    """Torch operators on host tensors while the GPU sat idle, each step (:mod:`umprof.model.host_ops`): run on the
+    GPU. A DataLoader's own operators are left to its choices."""
+    loop = ctx.app.loop
+    if loop is None or loop.iterations < RECURRING:
+        return []
+    h = host_ops.host_ops(ctx.app, ctx.ranges, ctx.main, exclude=_loader_ranges(ctx))
+    copies = ctx.app.explicit_copies_within(loop.span)
+    if h.outermost < RECURRING or h.saving_s <= 0 or len(copies) < RECURRING or loop.idle_s <= 0:
+        return []
+    # no more than the GPU's idle time over the loop's steps: the loop runs no faster than its GPU's work
+    saving = min(h.saving_s, loop.iterations * loop.idle_s)
+    if saving < NOISE * (loop.span[1] - loop.span[0]) / 1e9:  # less is not worth a change
+        return []
+    rate = float(cal.device.get("dram_bytes_per_s") or 0.0)
+    host_rate = float(copies["bytes"].sum()) / max(_curve_s(cal, "pageable", "host_write", copies["bytes"]), 1e-12)
+    on_gpu = saving * host_rate / rate if rate > 0 else saving  # memory-bound work at the GPU's memory's rate
+    moved = (SOURCE_BYTES - 1) * ctx.waits_s(copies)
+    steps = loop.iterations
+    why = (f"{h.count / steps:.0f} torch operators a step on host tensors ({format_time(h.idle_s / steps)} a step "
+           f"while the GPU is idle; an operator run on the GPU costs the host {format_time(h.dispatch_s)} as traced) "
+           "run on the GPU, their inputs crossing instead of their results, which the trace cannot show")
+    idiom = HOST_OPS.format(names=", ".join(f"`{n}`" for n in h.names))
+    return [_choice("host-ops-on-gpu", idiom, h.idle_s, h.idle_s - saving + on_gpu,
+                    saving - on_gpu * (1 + PREDICTION_ERROR) - moved, saving - on_gpu * (1 - PREDICTION_ERROR),
+                    conditional=True, why=why)]
 
 
 PINNED_OUT = ("copy results back into a preallocated pinned tensor, not `.cpu()` into a fresh pageable one each "

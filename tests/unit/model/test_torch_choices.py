@@ -413,3 +413,86 @@ def test_pinning_per_call_with_two_passes_is_not_told_to_pin_once(cal):
     t = read_kineto(TORCH / "h100-pin_per_call.json.gz")
     found = {c.code for c in choices(applications(t)[0], t.ranges, cal, epochs=2)}
     assert not found & {"pin-once", "drop-pin"}
+
+
+def gpu_op(tr, name, kernel_us, dispatch_us=30):
+    """A torch operator that launches one kernel and returns (its host time the dispatch); the kernel runs after."""
+    tr.op(name, tr.t, dispatch_us)
+    corr = tr._call("cudaLaunchKernel", 4)
+    tr.events.append({"ph": "X", "cat": "kernel", "name": name, "pid": 0, "tid": 7, "ts": tr.t + 5,
+                      "dur": kernel_us, "args": {"device": 0, "stream": 7, "correlation": corr}})
+    tr.t += dispatch_us
+
+
+def features_on_the_host(tmp_path, steps=8, host="torch", loader=False):
+    """Each step, features computed on the host (15 ms) from a batch, uploaded (6 MiB), and a model's kernels (4 ms):
+    in torch operators on host tensors (``host="torch"``: aten::stft holding its FFT, then aten::abs), in allocations
+    alone ("alloc"), outside torch (a user's annotation: numpy), or inside a DataLoader's range (``loader``)."""
+    tr = Trace()
+    for i in range(steps):
+        if loader:
+            tr.op("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", tr.t, 15000, cat="user_annotation")
+        if host == "torch":
+            tr.op("aten::stft", tr.t, 12000)
+            tr.op("aten::_fft_r2c", tr.t + 500, 11000)
+            tr.t += 12000
+            tr.host("aten::abs", 3000)
+        elif host == "alloc":
+            tr.host("aten::empty_strided", 15000)
+        else:
+            tr.op("features", tr.t, 15000, cat="user_annotation")
+            tr.t += 15000
+        tr.copy("Memcpy HtoD (Pageable -> Device)", 6 * MiB, 6 * MiB / 8e9 * 1e6, op="aten::to")
+        start = tr.t
+        for _ in range(4):  # a model's kernels, one after another on the GPU, the host waiting for the last
+            gpu_op(tr, "aten::conv2d", 1000)
+        tr._call("cudaStreamSynchronize", start + 4000 - tr.t)
+        tr.t = start + 4010
+    return tr.read(tmp_path)
+
+
+def test_torch_ops_on_host_tensors_while_the_gpu_waits_are_priced_run_on_the_gpu(tmp_path, cal):
+    app, ranges = features_on_the_host(tmp_path)
+    c = by_code(choices(app, ranges, cal))["host-ops-on-gpu"]
+    # the host's operators run while the GPU is idle: 15 ms a step in the loop (its first step's come before it),
+    # less what each of the three (stft, its FFT, abs) still costs the host run on the GPU (a launching operator's
+    # 30 µs, as traced), no more than the GPU's idle time over the loop
+    assert c.now_s == pytest.approx(7 * 15e-3, rel=0.01)
+    assert c.saving_s == pytest.approx(min(7 * (15e-3 - 3 * 30e-6), app.loop.iterations * app.loop.idle_s),
+                                       rel=0.01)
+    assert c.conditional and "cannot show" in c.why and "`aten::stft`" in c.idiom and "pycuda" not in c.idiom
+    assert c.low_s < c.saving_s <= c.high_s <= c.now_s
+
+
+@pytest.mark.parametrize("host", ["alloc", "numpy"])
+def test_host_time_outside_torch_ops_on_data_is_not_priced_run_on_the_gpu(tmp_path, cal, host):
+    # allocations and views do no work on data; numpy's work is outside torch: no GPU operator replaces it
+    app, ranges = features_on_the_host(tmp_path, host=host)
+    assert "host-ops-on-gpu" not in by_code(choices(app, ranges, cal))
+
+
+def test_a_dataloaders_own_operators_are_left_to_its_choices(tmp_path, cal):
+    app, ranges = features_on_the_host(tmp_path, loader=True)
+    assert "host-ops-on-gpu" not in by_code(choices(app, ranges, cal))
+
+
+def test_host_ops_hidden_behind_the_gpus_work_save_nothing(tmp_path, cal):
+    # each step's kernel (20 ms) runs while the host computes the next batch's features (15 ms): nothing to save
+    tr = Trace()
+    for _ in range(8):
+        tr.copy("Memcpy HtoD (Pageable -> Device)", 6 * MiB, 6 * MiB / 8e9 * 1e6, op="aten::to")
+        tr.op("aten::conv2d", tr.t, 40)
+        corr = tr._call("cudaLaunchKernel", 4)
+        tr.events.append({"ph": "X", "cat": "kernel", "name": "conv", "pid": 0, "tid": 7, "ts": tr.t + 5,
+                          "dur": 20000, "args": {"device": 0, "stream": 7, "correlation": corr}})
+        tr.t += 40
+        tr.host("aten::stft", 15000)
+        tr.t += 5000  # the next upload waits for the kernel
+    app, ranges = tr.read(tmp_path)
+    assert "host-ops-on-gpu" not in by_code(choices(app, ranges, cal))
+
+
+def test_an_optimizer_stepped_on_the_host_is_its_host_step_not_host_ops(tmp_path, cal):
+    app, ranges = optimizer_on_the_host(tmp_path)
+    found = by_code(choices(app, ranges, cal))
+    assert "host-step-on-gpu" in found and "host-ops-on-gpu" not in found

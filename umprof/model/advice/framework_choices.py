@@ -19,7 +19,8 @@ from umprof.model.application import Application
 STRATEGY_OF = {"pin-once": "pinned", "drop-pin": "pageable", "dataloader-pin-thread": "pageable",
                "dataloader-unpinned": "pageable", "dataloader-pinned": "pinned", "dataset-pinned-once": "pinned",
                "resident": "resident", "offload-pinned": "pinned", "offload-prefetched": "pinned-pipelined",
-               "pinned-out": "pinned", "pinned-in": "pinned", "host-step-on-gpu": "resident"}
+               "pinned-out": "pinned", "pinned-in": "pinned", "host-step-on-gpu": "resident",
+               "host-ops-on-gpu": "pageable"}
 
 
 def epochs_of(app: Application) -> int | None:
