@@ -164,8 +164,9 @@ def _own_traces(folder: Path, judge) -> list[str]:
 
 def _held_out_programs() -> set[str]:
     """The programs the verification programs' README marks held out (written by someone who had not read the
-    model): its table's rows "| `NAME.py` (held out..." (or `NAME.cu`)."""
-    return set(re.findall(r"^\| `(\w+)\.(?:py|cu)` \(held out", PROGRAMS_README.read_text(), flags=re.MULTILINE))
+    model): its table's rows "| `NAME.py` (held out..." (or `NAME.cu`, and "(C; held out...")."""
+    return set(re.findall(r"^\| `(\w+)\.(?:py|cu)` \((?:[^;)]*; )?held out", PROGRAMS_README.read_text(),
+                          flags=re.MULTILINE))
 
 
 def _first_held_out() -> list[dict]:
