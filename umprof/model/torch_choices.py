@@ -27,7 +27,7 @@ instead:
   their inputs moved in their place; their host time goes, less the dispatch each still costs the host
   (:mod:`umprof.model.host_ops`), their work priced on the GPU at its memory's rate (conditional on their inputs
   crossing instead of their results, which the trace cannot show; the low end pays for up to SOURCE_BYTES times
-  the bytes);
+  the bytes uploaded, and the read-backs as they are);
 * ``pinned-out``: ``.cpu()`` into a fresh pageable tensor each call against a preallocated pinned one;
   ``pinned-in``: ``.to(device)`` from pageable memory against a preallocated pinned buffer;
 * ``pinned-rounding``: the host memory the pinned caching allocator's power-of-two blocks cost.
@@ -523,9 +523,11 @@ def _host_step_s(ctx: _Context, copies: pd.DataFrame, back: pd.DataFrame, up: pd
     return max(0.0, idle_s), min(_overlap_s(gaps, ops), gap_s)
 
 
-# what the operators a step runs on host tensors may read, a multiple of what they write (a log-mel spectrogram's
-# waveform is 2.5 times its features, an image 1-4 times a crop of it): run on the GPU, their inputs cross instead of
-# their results, and the low end of their saving pays for the loop's copies this many times over
+# what the operators a step runs on host tensors before an upload may read, a multiple of what they write (a log-mel
+# spectrogram's waveform is 2.5 times its features, an image 1-4 times a crop of it): run on the GPU, their inputs
+# cross instead of their results, and the low end of their saving pays for the loop's uploads this many times over.
+# Operators on what a step reads back (a conversion to 8 bits, an argmax, a denormalisation) write no more than they
+# read: run on the GPU before the read-back, it carries their results, no more than it carries now
 SOURCE_BYTES = 4
 HOST_OPS = ("run the torch operators that the host applies to each step's tensors ({names}) on the GPU: move their "
             "inputs there first (`x = x.to(device, non_blocking=True)`) and apply the same operators to the CUDA "
@@ -550,7 +552,7 @@ def _host_ops_on_gpu(ctx: _Context, cal) -> list[TorchChoice]:
     rate = float(cal.device.get("dram_bytes_per_s") or 0.0)
     host_rate = float(copies["bytes"].sum()) / max(_curve_s(cal, "pageable", "host_write", copies["bytes"]), 1e-12)
     on_gpu = saving * host_rate / rate if rate > 0 else saving  # memory-bound work at the GPU's memory's rate
-    moved = (SOURCE_BYTES - 1) * ctx.waits_s(copies)
+    moved = (SOURCE_BYTES - 1) * ctx.waits_s(copies[copies["direction"] == "h2d"])
     steps = loop.iterations
     why = (f"{h.count / steps:.0f} torch operators a step on host tensors ({format_time(h.idle_s / steps)} a step "
            f"while the GPU is idle; an operator run on the GPU costs the host {format_time(h.dispatch_s)} as traced) "

@@ -9,7 +9,7 @@ from umprof import api
 from umprof.core.units import format_time
 from umprof.model.application import applications
 from umprof.model.advice.thresholds import PREDICTION_ERROR
-from umprof.model.torch_choices import TORCH_PIN_COPY_RATE, choices, describe
+from umprof.model.torch_choices import SOURCE_BYTES, TORCH_PIN_COPY_RATE, choices, describe
 from umprof.nsight.kineto import read_kineto
 
 MiB = 1 << 20
@@ -496,3 +496,29 @@ def test_an_optimizer_stepped_on_the_host_is_its_host_step_not_host_ops(tmp_path
     app, ranges = optimizer_on_the_host(tmp_path)
     found = by_code(choices(app, ranges, cal))
     assert "host-step-on-gpu" in found and "host-ops-on-gpu" not in found
+
+
+def test_host_ops_low_end_pays_for_bigger_inputs_going_up_not_for_results_read_back(tmp_path, cal):
+    # features made before an upload: their inputs may be SOURCE_BYTES times the batch, paid for at the low end
+    (tmp_path / "up").mkdir()
+    (tmp_path / "back").mkdir()
+    app, ranges = features_on_the_host(tmp_path / "up")
+    up = by_code(choices(app, ranges, cal))["host-ops-on-gpu"]
+    uploads = app.copies_waits_s(app.explicit_copies_within(app.loop.span)).sum()
+    gpu = up.predicted_s - (up.now_s - up.saving_s)  # the operators' work on the GPU
+    assert up.low_s == pytest.approx(up.saving_s - gpu * (1 + PREDICTION_ERROR) - (SOURCE_BYTES - 1) * uploads,
+                                    rel=1e-3)
+    # previews converted after each read-back: run before it, the read-back carries their results, no more bytes
+    tr = Trace()
+    for _ in range(8):
+        start = tr.t
+        for _ in range(4):
+            gpu_op(tr, "aten::conv2d", 1000)
+        tr.t = start + 4010
+        tr.copy("Memcpy DtoH (Device -> Pageable)", 12 * MiB, 12 * MiB / 12e9 * 1e6, op="aten::_to_copy")
+        tr.host("aten::clamp", 6000)
+        tr.host("aten::round", 3000)
+    app, ranges = tr.read(tmp_path / "back")
+    back = by_code(choices(app, ranges, cal))["host-ops-on-gpu"]
+    gpu = back.predicted_s - (back.now_s - back.saving_s)
+    assert back.low_s == pytest.approx(back.saving_s - gpu * (1 + PREDICTION_ERROR), rel=1e-3)
