@@ -60,3 +60,13 @@ def test_not_said_without_a_loop_or_its_advice():
 
 def test_not_said_of_a_compiled_program_whose_host_work_is_priced_as_its_accesses():
     assert explain.host_bound_limit(_app(_loop(0.020, 0.002), name="./overlapped"), _advice(0.0)) == []
+
+
+def test_a_pytorch_trace_without_torchs_operators_is_told_which_trace_shows_them():
+    out = _advice(0.0)
+    out.framework = "pytorch"
+    unseen = explain.host_bound_limit(_app(_loop(0.020, 0.008)), out, torch_ops=False)
+    assert "torch.profiler" in unseen[0] and "emit_nvtx" in unseen[0]
+    assert "torch.profiler" not in explain.host_bound_limit(_app(_loop(0.020, 0.008)), out, torch_ops=True)[0]
+    out.framework = "cupy"
+    assert "torch.profiler" not in explain.host_bound_limit(_app(_loop(0.020, 0.008)), out, torch_ops=False)[0]

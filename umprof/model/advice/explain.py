@@ -88,13 +88,14 @@ def idle_untraced_s(app: Application, out: AppAdvice) -> float:
     return max(0.0, loop.iterations * loop.idle_s - out.tracing_overhead_s) if loop is not None else 0.0
 
 
-def host_bound_limit(app: Application, out: AppAdvice) -> list[Limit]:
+def host_bound_limit(app: Application, out: AppAdvice, torch_ops: bool = True) -> list[Limit]:
     """Where no change is advised to a Python program and the loop's GPU is idle past HOST_BOUND_SHARE of a steady
     iteration: the host's own work between CUDA calls paces the loop, which no host-memory change removes. Where that
     work makes the batches from data the host holds, making them once, or on the GPU from the data kept there, saves
     at most the GPU's idle time over the loop less the tracing's overhead; the trace cannot say how much of it is
     theirs. Python programs only: a compiled program's host work is read as its accesses to what it copies, and
-    priced under every way already."""
+    priced under every way already. A PyTorch program's trace that records none of torch's operators (``torch_ops``
+    false) is told which trace shows those the host runs, which are priced run on the GPU."""
     loop, advice = app.loop, out.loop_advice
     if loop is None or advice is None or advice.saving_s > 0 or not is_python(app):
         return []
@@ -110,7 +111,16 @@ def host_bound_limit(app: Application, out: AppAdvice) -> list[Limit]:
                                 "the host holds (padding, collating, augmenting, converting lists to tensors), making "
                                 "them once, or on the GPU from the data kept there, saves at most "
                                 f"{format_time(at_most)} (the GPU's idle time over the loop, less the tracing's); the "
-                                "trace cannot say how much of that time is theirs")]
+                                "trace cannot say how much of that time is theirs" + _ops_unseen(out, torch_ops))]
+
+
+def _ops_unseen(out: AppAdvice, torch_ops: bool) -> str:
+    """For a PyTorch program whose trace records none of torch's operators: the trace that shows those its host runs."""
+    if torch_ops or out.framework != "pytorch":
+        return ""
+    return ("; a torch.profiler trace (`activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]`), or nsys's with "
+            "`torch.autograd.profiler.emit_nvtx()`, shows which of torch's operators the host runs there, and prices "
+            "running them on the GPU")
 
 
 def run_limits(app: Application, idle, one_pass: bool, carried: bool) -> list[Limit]:
