@@ -5,10 +5,10 @@ From the trace's ranges of torch's operators (torch.profiler's ``cpu_op`` events
 the thread that makes most CUDA calls: an operator within which no kernel is launched and no copy is called ran on
 the host (``aten::stft`` of a host tensor, ``aten::clamp`` of one read back); one within which some are ran on the
 GPU, and its host time is what an operator costs the host when it runs there (the dispatch and the launch, as
-traced: ``dispatch_s``, the median of those that launch one kernel and call no copy, which they may wait for). Operators nested in a GPU operator are
-its own bookkeeping (``aten::empty`` inside ``aten::linear``) and are left out, as are those that only allocate or
-view a tensor (``NO_DATA_OPS``) and those within ``exclude`` (a DataLoader's ranges: its batches' making, which its
-own choices price).
+traced: ``dispatch_s``, the median of those that launch one kernel and call no copy, which they may wait for).
+Operators nested in a GPU operator are its own bookkeeping (``aten::empty`` inside ``aten::linear``) and are left
+out, as are those that only allocate or view a tensor (``NO_DATA_OPS``) and those within ``exclude`` (a
+DataLoader's ranges: its batches' making, which its own choices price).
 
 Each outermost host operator (one not nested in another host operator) saves its time while the GPU was idle less
 the dispatch of every operator it holds, itself included: run on the GPU, each of them still costs the host that
@@ -131,7 +131,8 @@ def _held(start: np.ndarray, end: np.ndarray, outer: np.ndarray) -> np.ndarray:
 
 def _idle_ns(app: Application, start: np.ndarray, end: np.ndarray) -> np.ndarray:
     """Of each range, the nanoseconds during which the GPU ran none of the application's kernels or copies."""
-    work = pd.concat([df[["start", "end"]] for df in (app.kernels, app.copies) if len(df)])
-    u = union(work["start"].to_numpy(np.int64), work["end"].to_numpy(np.int64)) if len(work) else union(
-        np.zeros(0, np.int64), np.zeros(0, np.int64))
+    parts = [df for df in (app.kernels, app.copies) if len(df)]
+    starts = np.concatenate([df["start"].to_numpy(np.int64) for df in parts] or [np.zeros(0, np.int64)])
+    ends = np.concatenate([df["end"].to_numpy(np.int64) for df in parts] or [np.zeros(0, np.int64)])
+    u = union(starts, ends)
     return (end - start) - (covered(u, end) - covered(u, start))

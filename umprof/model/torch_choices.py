@@ -54,9 +54,9 @@ import numpy as np
 import pandas as pd
 
 from umprof.core.units import format_size, format_time
-from umprof.model.advice.thresholds import NOISE, PREDICTION_ERROR  # PREDICTION_ERROR: the band of a saving priced by
-# the curves alone
 from umprof.model import host_ops
+# PREDICTION_ERROR: the band of a saving priced by the curves alone; NOISE: a saving not worth a change
+from umprof.model.advice.thresholds import NOISE, PREDICTION_ERROR
 from umprof.model.application import Application
 from umprof.model.intervals import covered, union
 from umprof.model.frameworks import TORCH_D2H_SYNC, TORCH_SIDE_STREAM
