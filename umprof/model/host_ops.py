@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 from umprof.model.application import Application
-from umprof.model.intervals import covered, union
+from umprof.model.intervals import covered, union, within
 
 TORCH_OP = "aten::"  # an operator of torch's, as torch.profiler and emit_nvtx name it
 # operators that allocate a tensor, view one or read its one value, on either device, without launching anything:
@@ -67,15 +67,15 @@ def host_ops(app: Application, ranges: pd.DataFrame, main_tid: int | None,
     start, end = ops["start"].to_numpy(np.int64), ops["end"].to_numpy(np.int64)
     launches, copies = _calls_within(app.kernels, start, end), _calls_within(app.copies, start, end)
     on_gpu = (launches + copies) > 0
-    host = ~on_gpu & ~_nested_in(start, end, start[on_gpu], end[on_gpu]) & ~ops["op"].isin(NO_DATA_OPS).to_numpy()
+    host = ~on_gpu & ~within(start, end, start[on_gpu], end[on_gpu]) & ~ops["op"].isin(NO_DATA_OPS).to_numpy()
     if exclude is not None and len(exclude):
-        host &= ~_nested_in(start, end, exclude["start"].to_numpy(np.int64), exclude["end"].to_numpy(np.int64))
+        host &= ~within(start, end, exclude["start"].to_numpy(np.int64), exclude["end"].to_numpy(np.int64))
     single = (launches == 1) & (copies == 0)  # a kernel launched, not waited for: the host's cost of issuing it
     if not host.any() or not single.any():
         return NONE
     dispatch = float(np.median(end[single] - start[single])) / 1e9
     hs, he = start[host], end[host]
-    outer = ~_nested_in(hs, he, hs, he, strict=True)
+    outer = _outermost(hs, he)
     held = _held(hs, he, outer)
     idle = _idle_ns(app, hs[outer], he[outer]) / 1e9
     saving = float(np.maximum(idle - held * dispatch, 0.0).sum())
@@ -100,24 +100,15 @@ def _calls_within(work: pd.DataFrame, start: np.ndarray, end: np.ndarray) -> np.
     return np.searchsorted(calls, end, side="left") - np.searchsorted(calls, start, side="left")
 
 
-def _nested_in(start: np.ndarray, end: np.ndarray, outer_start: np.ndarray, outer_end: np.ndarray,
-               strict: bool = False) -> np.ndarray:
-    """Which ranges lie within one of the outer ranges (``strict``: within another than itself, the outer ranges
-    being the same ones)."""
-    if len(outer_start) == 0:
-        return np.zeros(len(start), bool)
-    order = np.lexsort((-outer_end, outer_start))  # by start, the longest first among those starting together
-    os_, oe = outer_start[order], outer_end[order]
-    latest = np.maximum.accumulate(oe)
-    # the outer ranges starting at or before each range's start: the latest end among them covers it, or none does
-    at = np.searchsorted(os_, start, side="right") - 1
-    if not strict:
-        return (at >= 0) & (latest[np.maximum(at, 0)] >= end)
-    # itself excluded: among those starting at or before it, another reaching its end (one earlier in the order)
-    pos = np.empty(len(order), np.int64)
-    pos[order] = np.arange(len(order))
-    before = pos - 1
-    return (before >= 0) & (latest[np.maximum(before, 0)] >= end)
+def _outermost(start: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """Which of the ranges lie within no other of them: by start, the longest first among those starting together,
+    a range is outermost where it ends after every one before it."""
+    order = np.lexsort((-end, start))
+    ends = end[order]
+    before = np.concatenate([[np.iinfo(np.int64).min], np.maximum.accumulate(ends)[:-1]])
+    out = np.empty(len(start), bool)
+    out[order] = ends > before
+    return out
 
 
 def _held(start: np.ndarray, end: np.ndarray, outer: np.ndarray) -> np.ndarray:

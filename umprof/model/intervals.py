@@ -35,6 +35,15 @@ def covered(u: tuple[np.ndarray, np.ndarray, np.ndarray], t: np.ndarray) -> np.n
     return np.where(i >= 0, cum[np.maximum(i, 0)] + inside, 0)
 
 
+def within(starts: np.ndarray, ends: np.ndarray, outer_starts: np.ndarray, outer_ends: np.ndarray) -> np.ndarray:
+    """Which of the intervals lie wholly within the union of the outer ones (within one of them, where they nest as
+    one thread's ranges do)."""
+    if len(outer_starts) == 0:
+        return np.zeros(len(starts), bool)
+    u = union(outer_starts, outer_ends)
+    return covered(u, ends) - covered(u, starts) >= ends - starts
+
+
 def latest_open(starts: np.ndarray, ends: np.ndarray, times: np.ndarray) -> np.ndarray:
     """For each time in ``times``, the position of the last of the intervals (``starts`` sorted) that started at or
     before it and had not ended before it (its end at or after it), -1 where none had: of nested intervals open then,

@@ -58,7 +58,7 @@ from umprof.model import host_ops
 # PREDICTION_ERROR: the band of a saving priced by the curves alone; NOISE: a saving not worth a change
 from umprof.model.advice.thresholds import NOISE, PREDICTION_ERROR
 from umprof.model.application import Application
-from umprof.model.intervals import covered, union
+from umprof.model.intervals import covered, union, within
 from umprof.model.frameworks import TORCH_D2H_SYNC, TORCH_SIDE_STREAM
 
 PIN_OPS = ("aten::pin_memory", "aten::_pin_memory")  # pin_memory() as torch.profiler and emit_nvtx name it
@@ -237,9 +237,7 @@ def loader_in_loop(app: Application, ranges: pd.DataFrame | None) -> tuple[float
 
 def _within(a: pd.DataFrame, b: pd.DataFrame) -> np.ndarray:
     """Which of ranges ``a`` lie within one of ranges ``b`` (on any thread)."""
-    if a.empty or b.empty:
-        return np.zeros(len(a), bool)
-    return _covered_ns(a, b) >= a["end"].to_numpy(np.int64) - a["start"].to_numpy(np.int64)
+    return within(*(r[k].to_numpy(np.int64) for r in (a, b) for k in ("start", "end")))
 
 
 def _covered_ns(a: pd.DataFrame, b: pd.DataFrame) -> np.ndarray:

@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from umprof.model.intervals import covered, latest_open, union
+from umprof.model.intervals import covered, latest_open, union, within
 
 
 def test_overlapping_intervals_are_one_and_the_time_before_each_point_counts_them_once():
@@ -33,3 +33,10 @@ def test_the_latest_open_interval_is_the_last_started_of_those_not_yet_ended():
 def test_an_interval_without_an_end_is_open_at_no_time():
     starts, ends = np.array([0, 10]), np.array([100.0, np.nan])
     assert latest_open(starts, ends, np.array([5, 20, 200])).tolist() == [0, 0, -1]
+
+
+def test_an_interval_is_within_where_the_outer_ones_cover_it_whole():
+    a = np.array([[0, 5], [2, 4], [6, 12], [20, 21]])
+    outer = np.array([[0, 10], [10, 15]])
+    assert within(a[:, 0], a[:, 1], outer[:, 0], outer[:, 1]).tolist() == [True, True, True, False]
+    assert not within(a[:, 0], a[:, 1], outer[:0, 0], outer[:0, 1]).any()
