@@ -724,7 +724,8 @@ def _advice_notes(app, notes: list) -> list:
 def advise_program(command, calibration=None, *, runs: int = 3, output=None, gpu: str | None = None,
                    nsys: str | None = None, all_processes: bool = False, say=None) -> tuple[list, object]:
     """Run a program and advise it: ``command`` (a list: the program and its arguments) traced once under nsys (again
-    with unified-memory page faults where the trace shows managed memory) and run ``runs`` times untraced
+    with unified-memory page faults where the trace shows managed memory, and with torch's operators as NVTX ranges
+    where it shows a PyTorch program without them) and run ``runs`` times untraced
     (:func:`umprof.nsight.program.run_program`); its trace advised as :func:`advise` does, against the median of the
     untraced wall times. ``output``: a prefix that keeps the report and its export (``PREFIX.nsys-rep``,
     ``PREFIX.sqlite``), else they are written to a temporary folder and removed; ``say``: called with a progress
@@ -738,7 +739,7 @@ def advise_program(command, calibration=None, *, runs: int = 3, output=None, gpu
     folder = None if output else tempfile.mkdtemp(prefix="umprof-advise-")
     try:
         ran = run_program(list(command), runs=runs, prefix=output or Path(folder) / "trace", nsys=nsys,
-                          say=say or (lambda line: None))
+                          say=say or (lambda line: None), torch_without_ops=_torch_without_ops)
         found = advise(ran.trace, calibration, gpu=gpu, nsys=nsys, all_processes=all_processes, wall_s=ran.wall_s)
     finally:
         if folder:
@@ -746,6 +747,15 @@ def advise_program(command, calibration=None, *, runs: int = 3, output=None, gpu
     if folder:
         ran.trace = None
     return found, ran
+
+
+def _torch_without_ops(sqlite: Path) -> str:
+    """What in an Nsight Systems export shows a PyTorch program that records none of torch's operators ('' where
+    none does)."""
+    from umprof.model.frameworks import torch_without_ops
+    from umprof.nsight.trace_db import read_sqlite
+
+    return torch_without_ops(read_sqlite(Path(sqlite)))
 
 
 def import_nsys(trace, *, scenario: str | None = None, against=None, merge_numbered: bool = True,

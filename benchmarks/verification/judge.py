@@ -272,13 +272,45 @@ MODES = {
     # keeping the data on the GPU its on_gpu; converting once without pinning (numpy_once) is a mode no code names
     "tabular_pandas": _pinned_or_gpu("pinned_once", "on_gpu", "pageable-staged", "pinned-pipelined", "side-stream",
                                      "dataloader-pinned", "dataloader-pin-memory"),
+    # a DQN's minibatches gathered from a numpy replay buffer on the host each step and uploaded field by field: every
+    # pinning its pinned_staging (np.take into pinned staging tensors), pinning the buffer once its buffer_pinned,
+    # uploading the next minibatch while this step computes its side_stream_prefetch, keeping the buffer on the GPU
+    # (rows gathered there) its buffer_on_gpu
+    "replay_buffer": {**_pinned_or_gpu("pinned_staging", "buffer_on_gpu", "pageable-staged"),
+                      **{c: "buffer_pinned" for c in ("pin-once", "dataset-pinned-once", "offload-pinned")},
+                      **{c: "side_stream_prefetch" for c in PIPELINED_CODES}},
+    # a memory bank of negatives on the host: rows gathered up and the step's keys written back each step: every
+    # pinning, and reading back into pinned memory, its pinned_staging (index_select into a pinned buffer, keys through
+    # a pinned one), pinning the bank once its pinned_nonblocking, writing back on a side stream while the next step
+    # computes its side_stream, keeping the bank on the GPU its bank_on_gpu
+    "memory_bank": {**_pinned_or_gpu("pinned_staging", "bank_on_gpu", "pageable-staged"),
+                    **{c: "pinned_nonblocking" for c in ("pin-once", "dataset-pinned-once", "offload-pinned")},
+                    **{c: "side_stream" for c in PIPELINED_CODES + ("async-readback",)}},
+    # point clouds of different sizes collated as a list of tensors, each uploaded on its own: every pinning, packing
+    # the batch into one upload, and a pinned loader uploading ahead its concat_pinned (collated into one tensor with
+    # offsets, pin_memory=True, non_blocking), a pinned loader with workers (what dataloader-pinned's words ask) its
+    # workers, keeping the dataset on the GPU (points gathered there) its dataset_on_gpu; padding (padded) is a mode
+    # no code names
+    "point_clouds": {**_pinned_or_gpu("concat_pinned", "dataset_on_gpu", "pageable-staged", "packed-copy",
+                                      "dataloader-pin-memory", "pinned-pipelined", "side-stream"),
+                     "dataloader-pinned": "workers"},
+    # a Jacobi solver reading its residual's partial sums back each iteration: every pinning its pinned (the same
+    # synchronous copy into cudaMallocHost memory), reading back asynchronously, one iteration late, its async_lagged,
+    # the kernel writing them into mapped memory its zero_copy; checking only every 50th iteration (check_every) is a
+    # mode no code names
+    "jacobi_residual": {KEEP: "as_written", "pageable": "as_written",
+                        **{c: "pinned" for c in ("pinned", "write-combined", "pageable-registered", "pinned-out",
+                                                 "preallocated-pinned", "pageable-staged")},
+                        **{c: "async_lagged" for c in ("async-readback", "pinned-pipelined")},
+                        "zero-copy": "zero_copy", "mapped": "zero_copy"},
     "pycuda_frames": {KEEP: "as_written", "pageable": "as_written", "pinned": "pinned",
                       "pageable-registered": "pinned", "pageable-staged": "pinned_async",
                       "pinned-pipelined": "pinned_async", "mapped": "mapped", "zero-copy": "mapped"},
 }
 FRAMEWORK = {"cupy_batches": "cupy", "cupy_readback": "cupy", "cupy_fft_blocks": "cupy", "managed_loop": "cuda",
              "batch_loop": "cuda", "pycuda_frames": "pycuda", "sensor_frames": "cuda", "heat_managed": "cuda",
-             "pycuda_batches": "pycuda", "halo_stencil": "cuda", "pycuda_tiles": "pycuda"}  # else pytorch
+             "pycuda_batches": "pycuda", "halo_stencil": "cuda", "pycuda_tiles": "pycuda",
+             "jacobi_residual": "cuda"}  # else pytorch
 # words that name another framework's API: a change naming one is not written in this program's idiom
 FOREIGN = {
     "pytorch": ("pycuda", "pagelocked_empty", "memcpy_htod", "memcpy_dtoh", "cuda-bindings", "cuMemHostRegister",

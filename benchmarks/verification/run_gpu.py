@@ -8,6 +8,10 @@ recorded for the managed program), once by torch.profiler (PyTorch programs, VER
 timed untraced by wall clock in ``--rounds`` rounds (each round runs every program's every mode, the even rounds
 in reverse order). Writes DIR/timings/NAME.json (mode -> seconds, the loop's own seconds, checksums, the
 machine) and DIR/traces/, and prints a summary table. Runs stop being started once ``--budget-s`` is spent.
+With NSYS_PYTORCH=VALUE in the environment, the PyTorch programs are also traced by nsys with ``--pytorch=VALUE``
+(``autograd-nvtx``: torch's operators as NVTX ranges, as ``umprof advise -- CMD`` traces a PyTorch program), that
+trace named NAME_ops (renamed NAME.ops for advise_traces.py: its advice is judged as tracer ``ops.nsys``); with
+NSYS_PYTORCH_ONLY=1 too, that is their only trace.
 ``--dry`` runs the PyTorch programs on the CPU (cpu_dryrun.py) with small sizes and no tracer: a check of this
 script, not a measurement.
 """
@@ -111,6 +115,14 @@ PROGRAMS = {
                                                               "side_stream"]),
     "cpu_embedding_rows": ("torch", "cpu_embedding_rows.py", [], ["as_written", "pinned_staging", "table_pinned",
                                                                   "side_stream", "table_on_gpu"]),
+    "replay_buffer": ("torch", "replay_buffer.py", [], ["as_written", "pinned_staging", "buffer_pinned",
+                                                        "buffer_on_gpu", "side_stream_prefetch"]),
+    "memory_bank": ("torch", "memory_bank.py", [], ["as_written", "pinned_nonblocking", "pinned_staging", "side_stream",
+                                                    "bank_on_gpu"]),
+    "jacobi_residual": ("c", "jacobi_residual.cu", [], ["as_written", "pinned", "async_lagged", "zero_copy",
+                                                        "check_every"]),
+    "point_clouds": ("torch", "point_clouds.py", [], ["as_written", "concat_pinned", "padded", "workers",
+                                                      "dataset_on_gpu"]),
     "diffusion_preview": ("torch", "diffusion_preview.py", [], ["as_written", "pinned_async", "gpu_convert",
                                                                 "previews_on_gpu"]),
     # its managed mode (every wall cell a page of its own, moved each step) is left out: minutes a run
@@ -174,6 +186,12 @@ DRY_ARGS = {
                          "128", "--bucket", "8", "--vocab", "500", "--dim", "32", "--heads", "2", "--classes", "5"],
     "cpu_embedding_rows": ["--rows", "4096", "--dim", "16", "--batch", "64", "--lookups", "4", "--steps", "4",
                            "--hidden", "32"],
+    "replay_buffer": ["--buffer", "5000", "--obs-dim", "32", "--actions", "6", "--batch", "64", "--steps", "25",
+                      "--hidden", "32", "--target-every", "10"],
+    "memory_bank": ["--bank", "2048", "--dim", "16", "--negatives", "256", "--batch", "64", "--steps", "40",
+                    "--in-dim", "32", "--hidden", "64", "--samples", "256"],
+    "point_clouds": ["--samples", "100", "--batch", "16", "--epochs", "2", "--min-points", "8", "--max-points", "64",
+                     "--width", "32", "--workers", "2"],
     "diffusion_preview": ["--prompts", "2", "--steps", "6", "--batch", "3", "--side", "32", "--channels", "16"],
     "graph_sampling": ["--nodes", "20000", "--degree", "6", "--features", "32", "--classes", "4", "--train", "500",
                        "--batch", "64", "--fanout1", "5", "--fanout2", "3", "--hidden", "32", "--epochs", "2"],
@@ -247,12 +265,15 @@ def run_json(cmd: list[str], env: dict | None = None, timeout: float = RUN_TIMEO
             "stderr": (stderr[-1200:] + stdout[-300:]) if rc or not lines else ""}
 
 
-def trace_nsys(name: str, out: Path, dry: bool, exports: list) -> None:
-    """The as_written mode under nsys; the SQLite export started in the background (collected later)."""
+def trace_nsys(name: str, out: Path, dry: bool, exports: list, ops: str = "") -> None:
+    """The as_written mode under nsys (with ``--pytorch=ops`` where given, as NAME_ops); the SQLite export started in
+    the background (collected later)."""
     how = PROGRAMS[name][0]
     tdir = out / "traces"
     cmd = command(name, "as_written", out, dry)
     flags = NSYS_TRACE + (NSYS_UM if name in MANAGED_PROGRAMS else [])
+    if ops:
+        flags, name = flags + [f"--pytorch={ops}"], f"{name}_ops"
     if dry:
         log(f"nsys {name} (dry: not traced): {shlex.join(cmd)}")
         return
@@ -412,9 +433,14 @@ def main() -> int:
         build(a.out, a.dry)
     exports = []
     if not a.skip_traces:
+        ops, ops_only = os.environ.get("NSYS_PYTORCH", ""), bool(os.environ.get("NSYS_PYTORCH_ONLY"))
         for n in names:
-            trace_nsys(n, a.out, a.dry, exports)
-        for n in names:
+            torch = PROGRAMS[n][0] in ("torch", "torchrun")
+            if not (ops_only and torch):
+                trace_nsys(n, a.out, a.dry, exports)
+            if ops and torch:
+                trace_nsys(n, a.out, a.dry, exports, ops)
+        for n in names if not ops_only else []:
             trace_kineto(n, a.out, a.dry)
         finish_exports(a.out, exports)
     log(f"traces done, {budget.left():.0f} s left")

@@ -62,8 +62,9 @@ def advise(ctx, traces, runs, output, wall_s, sources, gpu_name, nsys, all_proce
     for several GPUs or processes, {"trace": ..., "applications": [...]}.
 
     `umprof advise -- CMD [ARGS...]` runs the program itself: once under nsys (-t cuda,nvtx,osrt, CUDA graphs
-    node by node; traced again with unified-memory page faults where the trace shows managed memory, and said),
-    then --runs times untraced, timed by the host's clock, and advises its trace against the median untraced time.
+    node by node; traced again, and said, with unified-memory page faults where the trace shows managed memory, and
+    with torch's operators as NVTX ranges where it shows a PyTorch program and nsys takes --pytorch), then --runs
+    times untraced, timed by the host's clock, and advises its trace against the median untraced time.
 
     Several TRACEs or a folder are a job (a trace per rank): each advised as a Dask task, then its ranks grouped by
     host and behaviour, its stragglers, its ranks' shared links and its saving (--json: {"schema", "job", "ranks"});
@@ -161,7 +162,9 @@ def _timing(found, ran, wall_s) -> str:
         return f"traced {traced}, untraced {format_time(wall_s)} (given by --wall)"
     runs = len(ran.untraced_s)
     how = f"start to exit, median of {runs}" if runs > 1 else "start to exit, one run"
-    faults = "; traced with unified-memory page faults" if ran.um_faults else ""
+    extra = [what for what, on in (("unified-memory page faults", ran.um_faults),
+                                   ("torch's operators", ran.torch_ops)) if on]
+    faults = f"; traced with {' and '.join(extra)}" if extra else ""
     return f"traced {traced}, untraced {format_time(ran.wall_s)} ({how}){faults}"
 
 

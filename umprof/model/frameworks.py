@@ -27,6 +27,7 @@ from umprof.core.units import format_size
 
 FRAMEWORKS = ("pytorch", "cupy", "pycuda", "cuda")
 # PyTorch's ops as torch.profiler and emit_nvtx name them, and torch.profiler's step annotation
+TORCH_OP = "aten::"  # an operator of torch's, as torch.profiler and emit_nvtx name it
 TORCH_RANGE = re.compile(r"^(aten::|autograd::|torch::|c10d::|ProfilerStep#|enumerate\(DataLoader\)|Optimizer\.)")
 TORCH_KERNEL = re.compile(r"\b(?:at::native::|at::cuda::|at_cuda_detail::|c10::)")
 # the same kernels as Nsight Systems names them (its short names drop the namespace): ATen's templates, whose names
@@ -107,6 +108,15 @@ class _Facts(NamedTuple):
         names = [x.name, x.program]
         ranges = x.copies["range"].astype(str) if "range" in x.copies else pd.Series(dtype=str)
         return cls("", ranges, x.kernels["name"].astype(str), dict(x.calls), is_python_process(names), set(names))
+
+
+def torch_without_ops(tables) -> str:
+    """What shows a PyTorch program in a :class:`~umprof.nsight.tables.TraceTables` that records none of torch's
+    operators ('' where it is not PyTorch's, or records them): no operator the host runs can be priced from it."""
+    found = evidence(tables)
+    if found.framework != "pytorch" or tables.ranges["name"].astype(str).str.startswith(TORCH_OP).any():
+        return ""
+    return found.why
 
 
 def is_python_process(names) -> bool:

@@ -22,9 +22,9 @@ import numpy as np
 import pandas as pd
 
 from umprof.model.application import Application
+from umprof.model.frameworks import TORCH_OP
 from umprof.model.intervals import covered, union, within
 
-TORCH_OP = "aten::"  # an operator of torch's, as torch.profiler and emit_nvtx name it
 # operators that allocate a tensor, view one or read its one value, on either device, without launching anything:
 # they do no work on its data, and the trace does not say whether it lies on the host or the GPU; and pinning,
 # a host copy no GPU operator does, priced by the choices about pinning

@@ -59,7 +59,7 @@ from umprof.model import host_ops
 from umprof.model.advice.thresholds import NOISE, PREDICTION_ERROR
 from umprof.model.application import Application
 from umprof.model.intervals import covered, union, within
-from umprof.model.frameworks import TORCH_D2H_SYNC, TORCH_SIDE_STREAM
+from umprof.model.frameworks import TORCH_D2H_SYNC, TORCH_OP, TORCH_SIDE_STREAM
 
 PIN_OPS = ("aten::pin_memory", "aten::_pin_memory")  # pin_memory() as torch.profiler and emit_nvtx name it
 LOADER_RANGE = "enumerate(DataLoader)"  # the range torch.profiler puts around each batch a DataLoader yields
@@ -458,7 +458,6 @@ def _kernel_s_between(kernels: pd.DataFrame, copies: pd.DataFrame) -> np.ndarray
     return (covered(k, np.maximum(nexts, ends)) - covered(k, ends)) / 1e9
 
 
-TORCH_OP = host_ops.TORCH_OP
 # the ops that move a tensor between host and GPU (the copies' own host time), not work on it
 COPY_OPS = ("aten::to", "aten::_to_copy", "aten::copy_", "aten::_copy_from", "aten::_copy_from_and_resize")
 # past this share of the GPU's idle time between the read-backs and the uploads that follow, the host spends it in

@@ -4,6 +4,7 @@ version. Its traces are read with SQL (:mod:`umprof.nsight.trace_db`), not throu
 
 from __future__ import annotations
 
+import functools
 import subprocess
 from pathlib import Path
 
@@ -39,22 +40,37 @@ OS_RUNTIME = "osrt"
 GRAPH_NODES = "--cuda-graph-trace=node"
 # unified memory's page faults: costly to trace, so asked for only where the program uses managed memory
 UM_FAULT_OPTIONS = ("--cuda-um-cpu-page-faults=true", "--cuda-um-gpu-page-faults=true")
+# torch's operators as NVTX ranges, as torch.autograd.profiler.emit_nvtx names them: nsys injects the annotation
+# into a PyTorch program, so that its trace shows what the host runs between the CUDA calls
+TORCH_OPS_OPTION = "--pytorch=autograd-nvtx"
 
 
-def profile_options(um_faults: bool = True, os_runtime: bool = False) -> list[str]:
+def profile_options(um_faults: bool = True, os_runtime: bool = False, torch_ops: bool = False) -> list[str]:
     """``nsys profile``'s tracing options: CUDA and NVTX (and the OS runtime's calls where ``os_runtime``), CUDA
-    graphs node by node, and unified memory's page faults where ``um_faults``."""
+    graphs node by node, unified memory's page faults where ``um_faults``, torch's operators where ``torch_ops``."""
     apis = ",".join(TRACED_APIS + ((OS_RUNTIME,) if os_runtime else ()))
-    return ["-t", apis, GRAPH_NODES, *(UM_FAULT_OPTIONS if um_faults else ())]
+    return ["-t", apis, GRAPH_NODES, *(UM_FAULT_OPTIONS if um_faults else ()),
+            *((TORCH_OPS_OPTION,) if torch_ops else ())]
 
 
 def profile_command(nsys: str, output, command: list[str], um_faults: bool = True,
-                    os_runtime: bool = False) -> list[str]:
+                    os_runtime: bool = False, torch_ops: bool = False) -> list[str]:
     """The ``nsys profile`` command line that traces ``command`` into ``output`` (a report's path without its
     ``.nsys-rep``) with :func:`profile_options`, overwriting an earlier report of that name; the output last
     before the command."""
-    return [nsys, "profile", *profile_options(um_faults, os_runtime), "--force-overwrite", "true",
+    return [nsys, "profile", *profile_options(um_faults, os_runtime, torch_ops), "--force-overwrite", "true",
             "-o", str(output), *command]
+
+
+@functools.cache
+def traces_torch_ops(nsys: str) -> bool:
+    """Whether this nsys can annotate a PyTorch program's operators (its ``profile`` takes ``--pytorch``; older
+    releases do not)."""
+    try:
+        out = subprocess.run([nsys, "profile", "--help"], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return TORCH_OPS_OPTION.split("=")[0] in out.stdout + out.stderr
 
 
 def last_line(text: str) -> str:

@@ -6,7 +6,9 @@ memory's page-fault tracing is costly (a program on managed memory traced with i
 untraced), and says nothing of a program that uses no managed memory, so the program is traced without it first;
 where that trace shows managed memory (a cudaMallocManaged / cuMemAllocManaged call, or a migration of managed
 pages), it is traced again with ``--cuda-um-cpu-page-faults=true --cuda-um-gpu-page-faults=true``, and that is
-said. Each untraced run is timed by the host's clock, from starting the program to its exit; a run that fails is
+said. A PyTorch program's first trace shows its CUDA calls but not which of torch's operators the host runs between
+them, which is what pricing its host work on the GPU needs: where nsys can annotate them (``--pytorch``), it is traced
+again with ``--pytorch=autograd-nvtx`` (torch's operators as NVTX ranges), and that is said. Each untraced run is timed by the host's clock, from starting the program to its exit; a run that fails is
 one error with its exit code and the last line of its error output.
 """
 
@@ -21,7 +23,7 @@ from pathlib import Path
 from typing import Callable
 
 from umprof.core.errors import UmprofError, UsageError
-from umprof.nsight.nsys import find_nsys, last_line, profile_command, profile_options
+from umprof.nsight.nsys import find_nsys, last_line, profile_command, profile_options, traces_torch_ops
 
 
 class ProgramFailed(UmprofError):
@@ -40,6 +42,8 @@ class ProgramRuns:
     traced_clock_s: float = 0.0  # the traced run's wall time by the host's clock, nsys's start and report included
     um_faults: bool = False  # traced again with unified memory's page faults
     managed_why: str = ""  # what in the first trace showed managed memory
+    torch_ops: bool = False  # traced again with torch's operators as NVTX ranges
+    torch_why: str = ""  # what in the first trace showed a PyTorch program without its operators
 
     @property
     def wall_s(self) -> float:
@@ -50,13 +54,15 @@ class ProgramRuns:
         return {"command": list(self.command), "trace": str(self.trace) if self.trace else None,
                 "untraced_s": list(self.untraced_s),
                 "wall_s": self.wall_s, "traced_clock_s": self.traced_clock_s, "um_faults": self.um_faults,
-                "managed": self.managed_why or None}
+                "managed": self.managed_why or None, "torch_ops": self.torch_ops}
 
 
 def run_program(command: list, *, runs: int = 3, prefix: str | Path | None = None, nsys: str | None = None,
-                say: Callable[[str], None] = lambda line: None) -> ProgramRuns:
-    """Trace ``command`` under nsys (again with unified-memory faults where it uses managed memory), then run it
-    ``runs`` times untraced; ``prefix``: where its report and export are written (``PREFIX.nsys-rep``,
+                say: Callable[[str], None] = lambda line: None,
+                torch_without_ops: Callable[[Path], str] = lambda trace: "") -> ProgramRuns:
+    """Trace ``command`` under nsys (again with unified-memory faults where it uses managed memory, and with torch's
+    operators where ``torch_without_ops`` says what in the first trace shows a PyTorch program without them), then
+    run it ``runs`` times untraced; ``prefix``: where its report and export are written (``PREFIX.nsys-rep``,
     ``PREFIX.sqlite``; in a new temporary folder, the caller's to remove, where None); ``say``: a progress line at
     each step."""
     if not command:
@@ -68,26 +74,41 @@ def run_program(command: list, *, runs: int = 3, prefix: str | Path | None = Non
         prefix = Path(tempfile.mkdtemp(prefix="umprof-advise-")) / "trace"
     prefix = Path(str(prefix).removesuffix(".nsys-rep").removesuffix(".sqlite"))
     out = ProgramRuns(command=list(command), trace=Path(f"{prefix}.sqlite"))
-    out.trace, out.traced_clock_s = _traced(exe, command, Path(prefix), False, say)
+    out.trace, out.traced_clock_s = _traced(exe, command, Path(prefix), False, False, say)
     out.managed_why = uses_managed_memory(out.trace)
-    if out.managed_why:
-        say(f"the trace shows managed memory ({out.managed_why}): tracing it again with unified-memory page faults")
-        out.trace, out.traced_clock_s = _traced(exe, command, Path(prefix), True, say)
-        out.um_faults = True
+    out.torch_why = torch_without_ops(out.trace)
+    if out.torch_why and not traces_torch_ops(exe):
+        say(f"the trace shows a PyTorch program ({out.torch_why}) but not its operators, and this nsys cannot "
+            "annotate them (no --pytorch): its host work is not priced on the GPU")
+        out.torch_why = ""
+    if out.managed_why or out.torch_why:
+        out.um_faults, out.torch_ops = bool(out.managed_why), bool(out.torch_why)
+        say(f"the trace shows {_retrace_why(out)}: tracing it again with {_retrace_with(out)}")
+        out.trace, out.traced_clock_s = _traced(exe, command, Path(prefix), out.um_faults, out.torch_ops, say)
     for i in range(runs):
         out.untraced_s.append(_untraced(command, i + 1, runs))
         say(f"untraced run {i + 1} of {runs}: {out.untraced_s[-1]:.3f} s")
     return out
 
 
-def _traced(exe: str, command: list, prefix: Path, um_faults: bool, say) -> tuple[Path, float]:
+def _retrace_why(out: ProgramRuns) -> str:
+    why = [f"managed memory ({out.managed_why})"] if out.managed_why else []
+    return " and ".join(why + ([f"a PyTorch program ({out.torch_why}) without its operators"] if out.torch_why else []))
+
+
+def _retrace_with(out: ProgramRuns) -> str:
+    how = ["unified-memory page faults"] if out.um_faults else []
+    return " and ".join(how + (["torch's operators as NVTX ranges"] if out.torch_ops else []))
+
+
+def _traced(exe: str, command: list, prefix: Path, um_faults: bool, torch_ops: bool, say) -> tuple[Path, float]:
     """Run the program under nsys into ``prefix``.nsys-rep, export it to ``prefix``.sqlite: the export and the
     run's wall time by the host's clock."""
     from umprof.nsight.trace_db import export_sqlite
 
     report = prefix.with_name(prefix.name + ".nsys-rep")
-    options = profile_options(um_faults, os_runtime=True)
-    cmd = profile_command(exe, prefix, command, um_faults, os_runtime=True)
+    options = profile_options(um_faults, os_runtime=True, torch_ops=torch_ops)
+    cmd = profile_command(exe, prefix, command, um_faults, os_runtime=True, torch_ops=torch_ops)
     say(f"tracing {' '.join(command)} under nsys ({' '.join(options)})")
     t0 = time.perf_counter()
     proc = _run(cmd, command[0], "its traced run")

@@ -12,7 +12,9 @@ from click.testing import CliRunner
 from tests.unit.nsight.test_trace_db import fixture
 from umprof.cli import cli
 from umprof.core.errors import UsageError
-from umprof.nsight.nsys import profile_command
+from tests.unit.data import TRACES, unpacked
+from umprof.nsight.nsys import profile_command, traces_torch_ops
+from umprof.api import _torch_without_ops
 from umprof.nsight.program import ProgramFailed, run_program, uses_managed_memory
 
 SLEEP = [sys.executable, "-c", "import time; time.sleep(0.05)"]
@@ -21,6 +23,9 @@ import os, shutil, subprocess, sys
 args = sys.argv[1:]
 with open(os.environ["FAKE_NSYS_LOG"], "a") as log:
     log.write(" ".join(args) + "\\n")
+if args[:2] == ["profile", "--help"]:
+    print(os.environ.get("FAKE_NSYS_HELP", "usage: nsys profile [<args>] [application]"))
+    sys.exit(0)
 if args[0] == "profile":
     i = args.index("-o")
     code = subprocess.call(args[i + 2:])
@@ -79,12 +84,58 @@ def test_a_program_on_managed_memory_is_traced_again_with_faults(fake_nsys, tmp_
     said = []
     ran = run_program(SLEEP, runs=2, prefix=tmp_path / "m", say=said.append)
     assert ran.um_faults and ran.managed_why == "cudaMallocManaged calls"
-    profiles = [c for c in fake_nsys.read_text().splitlines() if c.startswith("profile")]
+    profiles = _profiles(fake_nsys)
     assert len(profiles) == 2 and "page-faults" not in profiles[0]
     assert profiles[1] == " ".join(profile_command("nsys", tmp_path / "m", SLEEP, um_faults=True, os_runtime=True)[1:])
     assert "--cuda-um-cpu-page-faults=true --cuda-um-gpu-page-faults=true" in profiles[1]
     assert any("managed memory (cudaMallocManaged calls): tracing it again" in s for s in said)
     assert len(ran.untraced_s) == 2
+
+
+def _profiles(log) -> list:
+    return [c for c in log.read_text().splitlines() if c.startswith("profile") and "--help" not in c]
+
+
+@pytest.mark.parametrize("help_text, again", [("  --pytorch=  Enable PyTorch annotations", True),
+                                              ("usage: nsys profile [<args>]", False)])
+def test_a_pytorch_program_is_traced_again_with_its_operators(fake_nsys, tmp_path, monkeypatch, help_text, again):
+    """train_loader's nsys trace (a PyTorch program, none of torch's operators recorded): traced again with
+    --pytorch=autograd-nvtx where nsys takes it, else said that its host work is not priced on the GPU."""
+    traces_torch_ops.cache_clear()
+    monkeypatch.setenv("FAKE_NSYS_TRACE", str(unpacked(TRACES / "torch" / "h100-train_loader.sqlite", tmp_path)))
+    monkeypatch.setenv("FAKE_NSYS_HELP", help_text)
+    said = []
+    ran = run_program(SLEEP, runs=1, prefix=tmp_path / "t", say=said.append, torch_without_ops=_torch_without_ops)
+    profiles = _profiles(fake_nsys)
+    assert ran.torch_ops is again and not ran.um_faults and bool(ran.torch_why) is again
+    assert len(profiles) == 1 + again and "--pytorch" not in profiles[0]
+    if again:
+        assert profiles[1] == " ".join(profile_command("nsys", tmp_path / "t", SLEEP, um_faults=False,
+                                                       os_runtime=True, torch_ops=True)[1:])
+        assert "--pytorch=autograd-nvtx" in profiles[1] and ran.to_dict()["torch_ops"] is True
+        assert any("without its operators: tracing it again with torch's operators as NVTX ranges" in s for s in said)
+    else:
+        assert any("cannot annotate them (no --pytorch)" in s for s in said)
+    traces_torch_ops.cache_clear()
+
+
+def test_torch_without_ops_is_a_pytorch_trace_that_records_none_of_its_operators(tmp_path):
+    assert "PyTorch's" in _torch_without_ops(unpacked(TRACES / "torch" / "h100-train_loader.sqlite", tmp_path))
+    assert _torch_without_ops(unpacked(TRACES / "torch" / "h100-cupy_batches.sqlite", tmp_path)) == ""
+    assert _torch_without_ops(fixture("vectorAdd")) == ""
+
+
+def test_advise_run_asks_whether_a_trace_is_a_pytorch_program_without_its_operators(fake_nsys, tmp_path,
+                                                                                    monkeypatch):
+    """The CLI's run of a PyTorch program traces it again with its operators (api.advise_run passes the question)."""
+    traces_torch_ops.cache_clear()
+    monkeypatch.setenv("FAKE_NSYS_TRACE", str(unpacked(TRACES / "torch" / "h100-train_loader.sqlite", tmp_path)))
+    monkeypatch.setenv("FAKE_NSYS_HELP", "  --pytorch=  Enable PyTorch annotations")
+    r = CliRunner().invoke(cli, ["advise", "--runs", "1", "--", *SLEEP])
+    traces_torch_ops.cache_clear()
+    assert r.exit_code == 0, r.output
+    assert "--pytorch=autograd-nvtx" in _profiles(fake_nsys)[1]
+    assert r.stdout.splitlines()[0].endswith("(start to exit, one run); traced with torch's operators")
 
 
 def test_managed_memory_is_known_by_its_calls_or_migrations(tmp_path):

@@ -2,9 +2,10 @@
 never offered as a saving: measured where the program's untraced wall time is given (``wall_s``: the process's traced
 duration less it, the loop's share of it), else estimated from what the trace recorded: its unified-memory fault
 records (nsys slows every fault it traces: TRACED_FAULT_SHARE, TRACED_GPU_FAULT_SHARE), its CUDA calls (each
-lengthened by the tracer's own work: TRACED_CALL_S) and, in a torch.profiler trace, the operators it recorded
-(TRACED_OP_S each). An estimate is at most TRACED_MOST of the loop's traced time, and at most the time its GPU was
-idle in it: the tracer slows the host, and a loop is never shorter than its GPU's work."""
+lengthened by the tracer's own work: TRACED_CALL_S) and torch's operators it recorded (TRACED_OP_S each: a
+torch.profiler trace's, or an nsys trace's NVTX ranges of them). An estimate is at most TRACED_MOST of the loop's
+traced time, and at most the time its GPU was idle in it: the tracer slows the host, and a loop is never shorter than
+its GPU's work."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from umprof.model.advice import thresholds as th
 from umprof.model.advice.result import Limit
 from umprof.model.application import Application
 from umprof.model.calibration import kind
+from umprof.model.frameworks import TORCH_OP
 
 
 class Overhead(NamedTuple):
@@ -31,10 +33,14 @@ class Overhead(NamedTuple):
 
 def recorded_ops(app: Application, ranges: pd.DataFrame | None) -> int:
     """How many operators and annotations a torch.profiler trace recorded for the app's process in its loop (in the
-    whole run where it has none)."""
-    if ranges is None or ranges.empty or "kind" not in ranges:
+    whole run where it has none); in an nsys trace, torch's operators its NVTX ranges record (``emit_nvtx``, or
+    nsys's ``--pytorch=autograd-nvtx``)."""
+    if ranges is None or ranges.empty:
         return 0
-    r = ranges[ranges["kind"].isin(("cpu_op", "user_annotation"))]
+    if "kind" in ranges:
+        r = ranges[ranges["kind"].isin(("cpu_op", "user_annotation"))]
+    else:
+        r = ranges[ranges["name"].astype(str).str.startswith(TORCH_OP)]
     if "pid" in r:
         r = r[r["pid"] == app.pid]
     if app.loop is not None:
