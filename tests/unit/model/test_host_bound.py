@@ -66,7 +66,8 @@ def test_a_pytorch_trace_without_torchs_operators_is_told_which_trace_shows_them
     out = _advice(0.0)
     out.framework = "pytorch"
     unseen = explain.host_bound_limit(_app(_loop(0.020, 0.008)), out, torch_ops=False)
-    assert "torch.profiler" in unseen[0] and "emit_nvtx" in unseen[0]
+    assert "torch.profiler" in unseen[0] and "--pytorch=autograd-nvtx" in unseen[0]
+    assert "umprof advise -- CMD" in unseen[0]
     assert "torch.profiler" not in explain.host_bound_limit(_app(_loop(0.020, 0.008)), out, torch_ops=True)[0]
     out.framework = "cupy"
     assert "torch.profiler" not in explain.host_bound_limit(_app(_loop(0.020, 0.008)), out, torch_ops=False)[0]

@@ -119,8 +119,8 @@ def _ops_unseen(out: AppAdvice, torch_ops: bool) -> str:
     if torch_ops or out.framework != "pytorch":
         return ""
     return ("; a torch.profiler trace (`activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]`), or nsys's with "
-            "`torch.autograd.profiler.emit_nvtx()`, shows which of torch's operators the host runs there, and prices "
-            "running them on the GPU")
+            "`nsys profile --pytorch=autograd-nvtx` (what `umprof advise -- CMD` traces a PyTorch program with), shows "
+            "which of torch's operators the host runs there, and prices running them on the GPU")
 
 
 def run_limits(app: Application, idle, one_pass: bool, carried: bool) -> list[Limit]:
