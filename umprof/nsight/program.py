@@ -7,9 +7,10 @@ untraced), and says nothing of a program that uses no managed memory, so the pro
 where that trace shows managed memory (a cudaMallocManaged / cuMemAllocManaged call, or a migration of managed
 pages), it is traced again with ``--cuda-um-cpu-page-faults=true --cuda-um-gpu-page-faults=true``, and that is
 said. A PyTorch program's first trace shows its CUDA calls but not which of torch's operators the host runs between
-them, which is what pricing its host work on the GPU needs: where nsys can annotate them (``--pytorch``), it is traced
-again with ``--pytorch=autograd-nvtx`` (torch's operators as NVTX ranges), and that is said. Each untraced run is timed by the host's clock, from starting the program to its exit; a run that fails is
-one error with its exit code and the last line of its error output.
+them, which pricing its host work on the GPU needs: where nsys can annotate them (``--pytorch``), it is traced again
+with ``--pytorch=autograd-nvtx`` (torch's operators as NVTX ranges), and that is said. Each untraced run is timed by
+the host's clock, from starting the program to its exit; a run that fails is one error with its exit code and the
+last line of its error output.
 """
 
 from __future__ import annotations
@@ -92,11 +93,14 @@ def run_program(command: list, *, runs: int = 3, prefix: str | Path | None = Non
 
 
 def _retrace_why(out: ProgramRuns) -> str:
+    """What the first trace showed that asks for a second, in words."""
     why = [f"managed memory ({out.managed_why})"] if out.managed_why else []
-    return " and ".join(why + ([f"a PyTorch program ({out.torch_why}) without its operators"] if out.torch_why else []))
+    return " and ".join(why + ([f"a PyTorch program ({out.torch_why}) without its operators"] if out.torch_why
+                               else []))
 
 
 def _retrace_with(out: ProgramRuns) -> str:
+    """What the second trace records besides the first's, in words."""
     how = ["unified-memory page faults"] if out.um_faults else []
     return " and ".join(how + (["torch's operators as NVTX ranges"] if out.torch_ops else []))
 
