@@ -47,7 +47,8 @@ def test_the_python_api_takes_the_untraced_wall_time():
 
 def test_a_torch_profiler_trace_counts_the_operators_it_recorded_in_the_loop():
     """A program reading a result back each step, traced by torch.profiler on an H200: its loop's recorded operators,
-    each priced TRACED_OP_S on top of its CUDA calls; none in another process, outside the loop, or in NVTX ranges."""
+    each priced TRACED_OP_S on top of its CUDA calls; none in another process, outside the loop, or in NVTX ranges
+    other than torch's operators'."""
     from umprof.model.advice.rules import tracing
 
     from umprof.nsight.trace_db import open_trace
@@ -65,7 +66,9 @@ def test_a_torch_profiler_trace_counts_the_operators_it_recorded_in_the_loop():
                          "pid": [mine, mine, mine, other, mine], "tid": 1, "name": "x",
                          "kind": ["cpu_op", "user_annotation", "gpu_user_annotation", "cpu_op", "cpu_op"]})
     assert tracing.recorded_ops(adv.app, made) == 2  # its process's operators and annotations in its loop only
-    assert tracing.recorded_ops(adv.app, made.drop(columns="kind")) == 0  # NVTX ranges: no profiler's operators
+    assert tracing.recorded_ops(adv.app, made.drop(columns="kind")) == 0  # NVTX ranges of the program's own
+    nvtx = made.drop(columns="kind").assign(name=["aten::add, seq = 3", "step", "aten::mm", "aten::mm", "aten::mm"])
+    assert tracing.recorded_ops(adv.app, nvtx) == 1  # torch's operators as nsys's NVTX ranges, its process's in its loop
 
 
 def test_an_estimated_overhead_is_never_more_than_the_loops_gpu_idle_time():
