@@ -111,3 +111,41 @@ def test_a_program_run_by_advise_is_traced_once_and_timed_untraced(nsys, tmp_pat
         assert runs["um_faults"] is managed, runs
         assert (tmp_path / f"{app}-trace.sqlite").is_file() and doc["advice"], doc.keys()
         assert "Traceback" not in r.stderr
+
+
+TORCH_LOOP = """
+import torch
+x = torch.randn(256, 1024)
+w = torch.randn(1024, 1024, device="cuda")
+for _ in range(40):
+    b = (x * 2 + 1).to("cuda")  # host work on a host tensor, then its upload
+    y = torch.relu(b @ w)
+    torch.cuda.synchronize()
+"""
+
+
+def test_a_pytorch_program_run_by_advise_is_traced_again_with_its_operators(nsys, tmp_path):
+    """`umprof advise -- python3 prog.py` on a PyTorch loop: its first trace shows PyTorch's kernels but none of
+    torch's operators, so it is traced again with nsys's --pytorch=autograd-nvtx, whose trace records them (the
+    host's `aten::mul` and `aten::add` among them) and says so."""
+    import pytest
+
+    from umprof.nsight.trace_db import open_trace
+
+    if not nsysmod.traces_torch_ops(nsys):
+        pytest.skip(f"{nsys} takes no --pytorch: nothing to trace torch's operators with")
+    pytest.importorskip("torch")
+    prog = tmp_path / "prog.py"
+    prog.write_text(TORCH_LOOP)
+    r = subprocess.run([sys.executable, "-m", "umprof", "advise", "--runs", "1", "--json", "-o",
+                        str(tmp_path / "torch-trace"), "--nsys", nsys, "--", sys.executable, str(prog)],
+                       capture_output=True, text=True, cwd=ROOT)
+    assert r.returncode == 0, r.stderr[-2000:]
+    doc = json.loads(r.stdout)
+    assert doc["runs"]["torch_ops"] is True and doc["runs"]["um_faults"] is False, doc["runs"]
+    assert "tracing it again with torch's operators as NVTX ranges" in r.stderr, r.stderr[-2000:]
+    names = open_trace(tmp_path / "torch-trace.sqlite").ranges["name"].astype(str)
+    ops = set(names[names.str.startswith("aten::")].str.split(",").str[0])
+    assert {"aten::mul", "aten::add"} <= ops, sorted(ops)[:20]
+    assert doc["framework"]["name"] == "pytorch" and "aten" in doc["framework"]["evidence"], doc["framework"]
+    assert doc["advice"] and doc["time_now"]
