@@ -143,7 +143,8 @@ def test_a_pytorch_program_run_by_advise_is_traced_again_with_its_operators(nsys
     assert r.returncode == 0, r.stderr[-2000:]
     doc = json.loads(r.stdout)
     assert doc["runs"]["torch_ops"] is True and doc["runs"]["um_faults"] is False, doc["runs"]
-    assert "tracing it again with torch's operators as NVTX ranges" in r.stderr, r.stderr[-2000:]
+    said = " ".join(r.stderr.split())  # the progress lines, as the terminal's width wrapped them
+    assert "tracing it again with torch's operators as NVTX ranges" in said, r.stderr[-2000:]
     names = open_trace(tmp_path / "torch-trace.sqlite").ranges["name"].astype(str)
     ops = set(names[names.str.startswith("aten::")].str.split(",").str[0])
     assert {"aten::mul", "aten::add"} <= ops, sorted(ops)[:20]

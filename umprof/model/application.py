@@ -235,6 +235,18 @@ def _note_gpus_of_one_process(same: list[Application]) -> None:
                        f"kernels{how}")
 
 
+# the fields torch.autograd.profiler.emit_nvtx (and nsys's --pytorch=autograd-nvtx) writes after an operator's name
+# in its range: 'aten::copy_, seq = 3, op_id = 6'
+EMIT_NVTX_FIELDS = re.compile(r",\s*(?:seq|op_id|stashed seq|sizes|input_op_ids)\s*=.*$")
+
+
+def range_label(name: str) -> str:
+    """A range's name as the copies in it are grouped by: an operator's emit_nvtx range as its operator, any other
+    without a trailing number ('iteration 3' and 'iteration 4' are one 'iteration')."""
+    operator = EMIT_NVTX_FIELDS.sub("", name)
+    return operator if operator != name else unnumbered(name)
+
+
 def _application(t, pid: int, device: int) -> Application:
     copies = t.copies[(t.copies["pid"] == pid) & (t.copies["device"] == device)].copy()
     kernels = t.kernels[(t.kernels["pid"] == pid) & (t.kernels["device"] == device)].copy()
@@ -247,7 +259,7 @@ def _application(t, pid: int, device: int) -> Application:
     copies["host_kind"] = np.where(copies["direction"].isin(["h2d", "um_h2d"]), copies["src"],
                                    np.where(copies["direction"].isin(["d2h", "um_d2h"]), copies["dst"], "device"))
     ranges = pd.Series(_enclosing_ranges(copies, t.ranges[t.ranges["pid"] == pid]), index=copies.index, dtype=object)
-    copies["range"] = ranges.map({r: unnumbered(r) for r in ranges.unique()})
+    copies["range"] = ranges.map({r: range_label(r) for r in ranges.unique()})
     gpus = t.gpus.set_index("device") if len(t.gpus) else pd.DataFrame()
     gpu = str(gpus.loc[device, "name"]) if device in gpus.index else "unknown GPU"
     memory = int(gpus.loc[device, "memory_bytes"]) if device in gpus.index and pd.notna(gpus.loc[device, "memory_bytes"]) else 0

@@ -267,6 +267,18 @@ def test_a_copy_s_range_is_the_innermost_open_on_its_thread_at_its_call():
     assert _enclosing_ranges(copies, ranges.iloc[:0]) == [""] * 7
 
 
+@pytest.mark.parametrize("name, label", [
+    ("aten::copy_, op_id = 6", "aten::copy_"),  # nsys --pytorch=autograd-nvtx's ranges, as an H200's trace has them
+    ("aten::to, seq = 0, op_id = 3", "aten::to"),
+    ("aten::mm, seq = 2, op_id = 9, sizes = [[2, 3], [3, 4]]", "aten::mm"),
+    ("detach, op_id = 19", "detach"),
+    ("iteration 3", "iteration"), ("step #12", "step"), ("aten::copy_", "aten::copy_"), ("h2d", "h2d")])
+def test_a_copys_range_is_grouped_by_its_operator_or_its_name_without_a_number(name, label):
+    from umprof.model.application import range_label
+
+    assert range_label(name) == label
+
+
 def test_a_loop_whose_batches_change_size_every_step_is_found_by_its_copies_directions(tmp_path):
     # 40 steps of padded batches (a collate padding each to its own longest sequence, one of 20 lengths near the
     # longest): each step's three copies come in the sizes of its batch, which differ from the step before's; by
