@@ -365,11 +365,15 @@ FLOW_KEYS = ["direction", "host_kind", "size_class", "stream", "sync", "range"]
 # the keys a copy carries itself (``size_class`` is worked out from the copies that share these)
 COPY_KEYS = [k for k in FLOW_KEYS if k != "size_class"]
 RECURRING = 3  # copies of one size that make it a flow's own (fewer join the other sizes of their power-of-two range)
+# ... and the share of the copies beside it (the same direction, host memory, stream, call and range) they must be: a
+# loop over samples of many sizes (point clouds, sequences unpadded) repeats each size once an epoch, and a flow
+# apiece would list thousands of flows of a few copies each
+RECURRING_SHARE = 0.01
 
 
 def size_classes(copies: pd.DataFrame) -> np.ndarray:
     """Each copy's size class, within the copies of its direction, host memory, stream, call and range: its size where
-    at least RECURRING copies there have that size, else its power-of-two range, as the negative of the range's lower
+    at least RECURRING copies there, and RECURRING_SHARE of them, have that size, else its power-of-two range, as the negative of the range's lower
     bound, which no size is. A program whose copies change size every iteration (a server's loop over requests of
     many sizes) has a flow of each range rather than a flow for every one or two copies; a program's recurring
     sizes, and a copy alone in its range, keep their flows."""
@@ -377,7 +381,8 @@ def size_classes(copies: pd.DataFrame) -> np.ndarray:
         return np.zeros(0, np.int64)
     nbytes = copies["bytes"].fillna(0).to_numpy(np.int64)  # a trace that does not give a copy's size: none
     made = copies.groupby(COPY_KEYS + ["bytes"], dropna=False, sort=False)["bytes"].transform("size").to_numpy()
-    recurs = made >= RECURRING
+    beside = copies.groupby(COPY_KEYS, dropna=False, sort=False)["bytes"].transform("size").to_numpy()
+    recurs = (made >= RECURRING) & (made >= RECURRING_SHARE * beside)
     floor = np.left_shift(np.int64(1), np.floor(np.log2(np.maximum(nbytes, 1))).astype(np.int64))
     return np.where(recurs, nbytes, -floor)
 

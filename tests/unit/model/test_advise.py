@@ -1304,6 +1304,17 @@ def test_copies_of_a_new_size_every_time_are_flows_of_their_power_of_two_range()
     assert sorted(regular["bytes"]) == [4096, 32 << 20]  # a program's recurring sizes are its flows, as before
 
 
+def test_samples_of_many_sizes_repeated_each_epoch_are_flows_of_their_power_of_two_range():
+    """Point clouds of 1000 sizes uploaded one by one over 3 epochs (each size made 3 times, under RECURRING_SHARE
+    of the 3000 copies): a flow a size range, not 1000 flows of 3 copies; a size most of them have keeps its own."""
+    kernels = pd.DataFrame({"start": pd.Series(dtype=np.int64), "end": pd.Series(dtype=np.int64)})
+    sizes = [24 * (256 + 4 * i) for i in range(1000)]  # 6 KiB .. 102 KiB, each sample's points
+    f = application.flows(_copies(sizes * 3), kernels)
+    assert len(f) == len({int(np.log2(b)) for b in sizes}) and f["count"].sum() == 3000
+    mostly = application.flows(_copies(sizes * 3 + [1 << 20] * 500), kernels)
+    assert len(mostly) == len(f) + 1 and (mostly["min_bytes"] == 1 << 20).sum() == 1
+
+
 def test_iterations_that_move_very_different_amounts_are_read_by_their_mean():
     """The steady iteration is the median of the loop's iterations, which no odd iteration moves; where they move very
     different amounts (requests: 284 KiB to 30 MiB a request), their mean, so that the iterations times it make
