@@ -3,6 +3,7 @@
 # rounds). From the checkout's root, after `source .device/bootstrap.sh` (nsys on PATH, python3 with torch, CuPy and pycuda):
 #   OUT=DIR bash benchmarks/verification/run_gpu.sh     [ROUNDS=3] [BUDGET_S=430] [ONLY=name,name] [SKIP_TRACES=1]
 #                                                       [LIMIT=SECONDS: run_gpu.py stopped then, what it wrote packed]
+#                                                       [NSYS_PYTORCH=autograd-nvtx [NSYS_PYTORCH_ONLY=1]: run_gpu.py's]
 # Leaves in $OUT at most 8 files: log.txt, timings.tar.gz (timings/NAME.json) and traces.tar.gz (traces/: the
 # as_written mode's nsys SQLite export trimmed to the tables umprof reads (*.trim.sqlite) and with the OS runtime
 # calls too (*.osrt.sqlite), its torch.profiler trace (*.json.gz), nsys's log), split in 15 MiB parts if larger.
