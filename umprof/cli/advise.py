@@ -162,10 +162,10 @@ def _timing(found, ran, wall_s) -> str:
         return f"traced {traced}, untraced {format_time(wall_s)} (given by --wall)"
     runs = len(ran.untraced_s)
     how = f"start to exit, median of {runs}" if runs > 1 else "start to exit, one run"
-    extra = [what for what, on in (("unified-memory page faults", ran.um_faults),
-                                   ("torch's operators", ran.torch_ops)) if on]
-    faults = f"; traced with {' and '.join(extra)}" if extra else ""
-    return f"traced {traced}, untraced {format_time(ran.wall_s)} ({how}){faults}"
+    recorded = [what for what, on in (("unified-memory page faults", ran.um_faults),
+                                      ("torch's operators", ran.torch_ops)) if on]
+    also = f"; traced with {' and '.join(recorded)}" if recorded else ""
+    return f"traced {traced}, untraced {format_time(ran.wall_s)} ({how}){also}"
 
 
 COMMANDS = [advise]

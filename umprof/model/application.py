@@ -373,10 +373,10 @@ RECURRING_SHARE = 0.01
 
 def size_classes(copies: pd.DataFrame) -> np.ndarray:
     """Each copy's size class, within the copies of its direction, host memory, stream, call and range: its size where
-    at least RECURRING copies there, and RECURRING_SHARE of them, have that size, else its power-of-two range, as the negative of the range's lower
-    bound, which no size is. A program whose copies change size every iteration (a server's loop over requests of
-    many sizes) has a flow of each range rather than a flow for every one or two copies; a program's recurring
-    sizes, and a copy alone in its range, keep their flows."""
+    at least RECURRING copies there, and RECURRING_SHARE of them, have that size, else its power-of-two range, as the
+    negative of the range's lower bound, which no size is. A program whose copies change size every iteration (a
+    server's loop over requests of many sizes) has a flow of each range rather than a flow for every one or two
+    copies; a program's recurring sizes, and a copy alone in its range, keep their flows."""
     if copies.empty:
         return np.zeros(0, np.int64)
     nbytes = copies["bytes"].fillna(0).to_numpy(np.int64)  # a trace that does not give a copy's size: none
