@@ -68,7 +68,8 @@ def test_a_torch_profiler_trace_counts_the_operators_it_recorded_in_the_loop():
     assert tracing.recorded_ops(adv.app, made) == 2  # its process's operators and annotations in its loop only
     assert tracing.recorded_ops(adv.app, made.drop(columns="kind")) == 0  # NVTX ranges of the program's own
     nvtx = made.drop(columns="kind").assign(name=["aten::add, seq = 3", "step", "aten::mm", "aten::mm", "aten::mm"])
-    assert tracing.recorded_ops(adv.app, nvtx) == 2  # torch's operators as nsys's NVTX ranges, its process's in its loop
+    # torch's operators as nsys's NVTX ranges: its process's, in its loop
+    assert tracing.recorded_ops(adv.app, nvtx) == 2
 
 
 def test_an_estimated_overhead_is_never_more_than_the_loops_gpu_idle_time():
