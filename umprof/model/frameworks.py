@@ -110,13 +110,20 @@ class _Facts(NamedTuple):
         return cls("", ranges, x.kernels["name"].astype(str), dict(x.calls), is_python_process(names), set(names))
 
 
+def records_ops(ranges: pd.DataFrame | None, pid: int | None = None) -> bool:
+    """Whether the trace's ranges record torch's operators (torch.profiler's, or ``emit_nvtx``'s NVTX ranges), of
+    process ``pid`` where given: without them, no operator the host runs can be seen, nor priced run on the GPU."""
+    if ranges is None or ranges.empty or "name" not in ranges:
+        return False
+    mine = ranges[ranges["pid"] == pid] if pid is not None and "pid" in ranges else ranges
+    return bool(mine["name"].astype(str).str.startswith(TORCH_OP).any())
+
+
 def torch_without_ops(tables) -> str:
     """What shows a PyTorch program in a :class:`~umprof.nsight.tables.TraceTables` that records none of torch's
     operators ('' where it is not PyTorch's, or records them): no operator the host runs can be priced from it."""
     found = evidence(tables)
-    if found.framework != "pytorch" or tables.ranges["name"].astype(str).str.startswith(TORCH_OP).any():
-        return ""
-    return found.why
+    return found.why if found.framework == "pytorch" and not records_ops(tables.ranges) else ""
 
 
 def is_python_process(names) -> bool:

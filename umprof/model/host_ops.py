@@ -84,15 +84,6 @@ def host_ops(app: Application, ranges: pd.DataFrame, main_tid: int | None,
     return HostOps(int(host.sum()), int(outer.sum()), float(idle.sum()), saving, dispatch, names)
 
 
-def records_ops(ranges: pd.DataFrame | None, pid: int) -> bool:
-    """Whether the trace records torch's operators for process ``pid`` (torch.profiler's, or ``emit_nvtx``'s
-    ranges): without them, no operator the host runs can be seen, nor priced run on the GPU."""
-    if ranges is None or ranges.empty or "name" not in ranges:
-        return False
-    mine = ranges[ranges["pid"] == pid] if "pid" in ranges else ranges
-    return bool(mine["name"].astype(str).str.startswith(TORCH_OP).any())
-
-
 def _calls_within(work: pd.DataFrame, start: np.ndarray, end: np.ndarray) -> np.ndarray:
     """How many of the calls that issued ``work`` (kernels, or copies) each range holds, from its start to before
     its end (a call at its end is the next operator's)."""

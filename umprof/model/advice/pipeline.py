@@ -16,7 +16,7 @@ import math
 from typing import NamedTuple
 
 from umprof.core.units import format_time
-from umprof.model import frameworks, host_ops, ties
+from umprof.model import frameworks, ties
 from umprof.model.advice import explain
 from umprof.model.advice import thresholds as th
 from umprof.model.advice.bounds import Bounds, bound_limit, bounded_saving, bounds
@@ -105,7 +105,7 @@ def advise(app: Application, cal: Calibration, source: str = "", wall_s: float |
         out.limits += loader_limit(app, ranges, out)
     add_packing(app, cal, out)
     add_readback_waits(app, out)
-    out.limits += explain.host_bound_limit(app, out, host_ops.records_ops(ranges, app.pid))
+    out.limits += explain.host_bound_limit(app, out, frameworks.records_ops(ranges, app.pid))
     if _advised_for_setup(out, now_s):
         out.verdict += " " + explain.priced_sentence(out.priced_s, now_s)
     return out
