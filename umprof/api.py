@@ -737,10 +737,14 @@ def advise_program(command, calibration=None, *, runs: int = 3, output=None, gpu
     from umprof.nsight.program import run_program
 
     folder = None if output else tempfile.mkdtemp(prefix="umprof-advise-")
+    first: dict = {}  # the first trace's tables, read to ask it of PyTorch: advised as read where it is the last
     try:
         ran = run_program(list(command), runs=runs, prefix=output or Path(folder) / "trace", nsys=nsys,
-                          say=say or (lambda line: None), torch_without_ops=_torch_without_ops)
-        found = advise(ran.trace, calibration, gpu=gpu, nsys=nsys, all_processes=all_processes, wall_s=ran.wall_s)
+                          say=say or (lambda line: None),
+                          torch_without_ops=lambda sqlite: _torch_without_ops(sqlite, first))
+        again = ran.um_faults or ran.torch_ops
+        found = advise(ran.trace, calibration, gpu=gpu, nsys=nsys, all_processes=all_processes, wall_s=ran.wall_s,
+                       tables=None if again else first.get("tables"))
     finally:
         if folder:
             shutil.rmtree(folder, ignore_errors=True)
@@ -749,13 +753,16 @@ def advise_program(command, calibration=None, *, runs: int = 3, output=None, gpu
     return found, ran
 
 
-def _torch_without_ops(sqlite: Path) -> str:
+def _torch_without_ops(sqlite: Path, keep: dict | None = None) -> str:
     """What in an Nsight Systems export shows a PyTorch program that records none of torch's operators ('' where
-    none does)."""
+    none does); the tables read kept in ``keep["tables"]`` where given."""
     from umprof.model.frameworks import torch_without_ops
     from umprof.nsight.trace_db import read_sqlite
 
-    return torch_without_ops(read_sqlite(Path(sqlite)))
+    tables = read_sqlite(Path(sqlite))
+    if keep is not None:
+        keep["tables"] = tables
+    return torch_without_ops(tables)
 
 
 def import_nsys(trace, *, scenario: str | None = None, against=None, merge_numbered: bool = True,
