@@ -1,11 +1,11 @@
 """Small read-backs the host waits on (umprof.model.advice.readback_waits): which copies they are, what not waiting
-on them saves (the host's wait on each, no more than the GPU's idle time while the host worked), and for which
-programs."""
-
+on them saves (the host's wait on each, no more than the GPU's idle time while the host worked), and how each
+framework's program is told."""
 
 import pytest
 
 from tests.unit.model import synthetic_tables
+from umprof.model import frameworks
 from umprof.model.advice import readback_waits as rw
 from umprof.model.advice import thresholds as th
 from umprof.model.advice.result import Advice, AppAdvice
@@ -73,14 +73,15 @@ def test_few_unwaited_or_large_read_backs_are_not_priced():
     assert _waits(40, kernel_us=20, host_us=100, nbytes=th.SMALL_COPY + 1)[1] is None
 
 
-@pytest.mark.parametrize("framework,advised", [("pytorch", True), ("cupy", True), ("cuda", False), ("pycuda", False)])
-def test_only_a_python_frameworks_loop_is_told_to_stop_waiting_and_conditionally(framework, advised):
+@pytest.mark.parametrize("framework", ["pytorch", "cupy", "cuda", "pycuda"])
+def test_every_frameworks_loop_is_told_to_stop_waiting_in_its_own_calls_and_conditionally(framework):
     app, w = _waits(200, kernel_us=200, host_us=300)
     now = 0.2
     out = AppAdvice(app=app, calibration="", workload=None, mapping="", framework=framework, priced_s=now)
     out.advice.append(Advice("loop", "pageable", "keep it", now, now, 0.0))
     rw.add_readback_waits(app, out)
     loop = out.loop_advice
-    assert (loop.idiom == rw.IDIOM) is advised
-    if advised:
-        assert loop.conditional and "next step's work" in out.verdict and 0 < loop.saving_s < now
+    assert loop.idiom == rw.IDIOM
+    assert loop.conditional and "next step's work" in out.verdict and "a step late" in out.verdict
+    assert 0 < loop.saving_s < now
+    assert loop.change == frameworks.change_for(framework, rw.IDIOM, {"count": w.count})
