@@ -120,8 +120,15 @@ SMALL = {
                             "--windows", "250", "--epochs", "2", "--hidden", "32", "--workers", "2"]),
     "audio_features.py": (("as_written", "pinned_features", "gpu_features", "waveforms_on_gpu"),
                           ["--clips", "100", "--seconds", "0.25", "--batch", "16", "--epochs", "2", "--mels", "16",
-                           "--width", "4"]),    "tabular_pandas.py": (("as_written", "numpy_once", "pinned_once", "on_gpu"),
+                           "--width", "4"]),
+    "tabular_pandas.py": (("as_written", "numpy_once", "pinned_once", "on_gpu"),
                           ["--rows", "1000", "--batch", "64", "--hidden", "32", "--epochs", "2"]),
+    "sparse_features.py": (("as_written", "pinned_loader", "workers", "packed", "dataset_on_gpu", "no_item"),
+                           ["--samples", "300", "--batch", "64", "--epochs", "2", "--rows", "5000", "--max-len", "12",
+                            "--dim", "8", "--hidden", "32", "--workers", "2"]),
+    "detection_postprocess.py": (("as_written", "pinned_io", "batch_readback", "gpu_filter", "gpu_nms", "side_stream"),
+                                 ["--frames", "37", "--batch", "8", "--height", "96", "--width", "128", "--channels",
+                                  "8", "--classes", "5", "--pre-nms", "100", "--max-det", "40"]),
 }
 
 

@@ -294,6 +294,21 @@ MODES = {
     "point_clouds": {**_pinned_or_gpu("concat_pinned", "dataset_on_gpu", "pageable-staged", "packed-copy",
                                       "dataloader-pin-memory", "pinned-pipelined", "side-stream"),
                      "dataloader-pinned": "workers"},
+    # a recommendation model's batches of id bags collated from Python lists by a DataLoader: every pinning, and the
+    # pinned loader uploading ahead, its pinned_loader (pin_memory=True, non_blocking), a pinned loader with workers
+    # (what dataloader-pinned's words ask) its workers, packing a step's tensors into one upload its packed, keeping
+    # the dataset on the GPU (bags gathered there) its dataset_on_gpu, not waiting on the loss each step its no_item
+    "sparse_features": {**_pinned_or_gpu("pinned_loader", "dataset_on_gpu", "pageable-staged", "dataloader-pin-memory",
+                                         "pinned-pipelined", "side-stream"),
+                        "dataloader-pinned": "workers", "packed-copy": "packed", "async-readback": "no_item"},
+    # detection outputs read back frame by frame and post-processed in numpy: every pinning, and reading back without
+    # waiting, its pinned_io (pinned input and outputs, non_blocking, events), uploading ahead its side_stream, one
+    # read-back a batch (packing the frames' copies) its batch_readback, the host's post-processing done on the GPU
+    # its gpu_nms; keeping data on the GPU names no mode (each batch is new frames); gpu_filter is a mode no code names
+    "detection_postprocess": {KEEP: "as_written", "pageable": "as_written",
+                              **{c: "pinned_io" for c in PINNED_CODES + ("pageable-staged", "async-readback")},
+                              **{c: "side_stream" for c in PIPELINED_CODES}, "packed-copy": "batch_readback",
+                              **{c: "gpu_nms" for c in ("host-ops-on-gpu", "host-step-on-gpu")}},
     # a Jacobi solver reading its residual's partial sums back each iteration: every pinning its pinned (the same
     # synchronous copy into cudaMallocHost memory), reading back asynchronously, one iteration late, its async_lagged,
     # the kernel writing them into mapped memory its zero_copy; checking only every 50th iteration (check_every) is a

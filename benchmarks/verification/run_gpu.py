@@ -133,7 +133,12 @@ PROGRAMS = {
     "audio_features": ("torch", "audio_features.py", [], ["as_written", "pinned_features", "gpu_features",
                                                           "waveforms_on_gpu"]),
     "pycuda_tiles": ("pycuda", "pycuda_tiles.py", [], ["as_written", "pinned", "pinned_async", "registered",
-                                                       "resident"]),    "tabular_pandas": ("torch", "tabular_pandas.py", [], ["as_written", "numpy_once", "pinned_once", "on_gpu"]),
+                                                       "resident"]),
+    "tabular_pandas": ("torch", "tabular_pandas.py", [], ["as_written", "numpy_once", "pinned_once", "on_gpu"]),
+    "sparse_features": ("torch", "sparse_features.py", [], ["as_written", "pinned_loader", "workers", "packed",
+                                                            "dataset_on_gpu", "no_item"]),
+    "detection_postprocess": ("torch", "detection_postprocess.py", [], ["as_written", "pinned_io", "batch_readback",
+                                                                        "gpu_filter", "gpu_nms", "side_stream"]),
 }
 # the programs whose as_written mode uses managed memory: their unified-memory faults traced too
 MANAGED_PROGRAMS = ("managed_loop", "heat_managed")
@@ -198,7 +203,12 @@ DRY_ARGS = {
     "sliding_windows": ["--channels", "4", "--length", "20000", "--window", "32", "--horizon", "8", "--batch", "16",
                         "--windows", "250", "--epochs", "2", "--hidden", "32", "--workers", "2"],
     "audio_features": ["--clips", "100", "--seconds", "0.25", "--batch", "16", "--epochs", "2", "--mels", "16",
-                       "--width", "4"],    "tabular_pandas": ["--rows", "1000", "--batch", "64", "--hidden", "32", "--epochs", "2"],
+                       "--width", "4"],
+    "tabular_pandas": ["--rows", "1000", "--batch", "64", "--hidden", "32", "--epochs", "2"],
+    "sparse_features": ["--samples", "300", "--batch", "64", "--epochs", "2", "--rows", "5000", "--max-len", "12",
+                        "--dim", "8", "--hidden", "32", "--workers", "2"],
+    "detection_postprocess": ["--frames", "37", "--batch", "8", "--height", "96", "--width", "128", "--channels", "8",
+                              "--classes", "5", "--pre-nms", "100", "--max-det", "40"],
 }
 
 
