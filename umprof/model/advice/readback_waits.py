@@ -4,20 +4,19 @@ work; read back without waiting (kept on the GPU and read once, or copied asynch
 some steps later), the host issues that work while the GPU still runs.
 
 Priced in every framework's programs: a value logged (a loss's ``.item()``) and a value tested (a solver's residual,
-read a step late) alike; a held-out Jacobi solver in CUDA C reading its 4 KiB residual back every iteration (H200,
-2026-12-07) saved 21% reading it asynchronously a step late, within the band priced on its trace (112-221 ms,
-measured 124 ms). The read-backs: at least MANY_COPIES copies to the host of SMALL_COPY bytes or less in the loop,
-each one the host waited on (a synchronous copy, or one its thread synchronised on next). A step runs from one read-
-back's end to the next's: the host works (H), then waits on the read-back (W, the copy's call to the end of its
-wait). Of the step's time the GPU works G and waits E on something else, as the host does (another stream's event,
-another process or rank: the GPU's idle time within the wait). Not waiting, the host issues the next step while the
-GPU runs this one, and a step takes max(H, G + E) instead of H + W: the saving is H + W - max(H, G + E), which is
-min(W, the GPU's idle time while the host worked): the host's wait, but no more than the idle time the host's own
-work left the GPU. The band: its high end that sum as traced, its low end with what the tracer added to each call
-taken off the wait's calls and the step's (TRACED_CALL_S). It is conditional: the trace cannot show whether the host
-needs each value before it issues the next step's work (a branch that chooses that work), where the wait is the
-program's own. It is advised only where the band's low end is above NOISE of the time the ways price
-(``result.priced_s``)."""
+read a step late) alike; a CUDA C solver reading its 4 KiB residual back every iteration (H200, 2026-12-07) ran 21%
+faster reading it asynchronously, a step late, within the band priced on its trace (112-221 ms, measured 124 ms).
+The read-backs: at least MANY_COPIES copies to the host of SMALL_COPY bytes or less in the loop, each one the host
+waited on (a synchronous copy, or one its thread synchronised on next). A step runs from one read- back's end to the
+next's: the host works (H), then waits on the read-back (W, the copy's call to the end of its wait). Of the step's
+time the GPU works G and waits E on something else, as the host does (another stream's event, another process or
+rank: the GPU's idle time within the wait). Not waiting, the host issues the next step while the GPU runs this one,
+and a step takes max(H, G + E) instead of H + W: the saving is H + W - max(H, G + E), which is min(W, the GPU's idle
+time while the host worked): the host's wait, but no more than the idle time the host's own work left the GPU. The
+band: its high end that sum as traced, its low end with what the tracer added to each call taken off the wait's
+calls and the step's (TRACED_CALL_S). It is conditional: the trace cannot show whether the host needs each value
+before it issues the next step's work (a branch that chooses that work), where the wait is the program's own. It is
+advised only where the band's low end is above NOISE of the time the ways price (``result.priced_s``)."""
 
 from __future__ import annotations
 
