@@ -7,7 +7,7 @@ Priced in every framework's programs: a value logged (a loss's ``.item()``) and 
 read a step late) alike; a CUDA C solver reading its 4 KiB residual back every iteration (H200, 2026-12-07) ran 21%
 faster reading it asynchronously, a step late, within the band priced on its trace (112-221 ms, measured 124 ms).
 The read-backs: at least MANY_COPIES copies to the host of SMALL_COPY bytes or less in the loop, each one the host
-waited on (a synchronous copy, or one its thread synchronised on next). A step runs from one read- back's end to the
+waited on (a synchronous copy, or one its thread synchronised on next). A step runs from one read-back's end to the
 next's: the host works (H), then waits on the read-back (W, the copy's call to the end of its wait). Of the step's
 time the GPU works G and waits E on something else, as the host does (another stream's event, another process or
 rank: the GPU's idle time within the wait). Not waiting, the host issues the next step while the GPU runs this one,
