@@ -1,6 +1,6 @@
 """umprof's version and the result files' schema version."""
 
-__version__ = "0.50.0"
+__version__ = "0.51.0"
 
 # The version of the result files' layout (results.py writes it; readers check it).
 #   1: the first layout.
