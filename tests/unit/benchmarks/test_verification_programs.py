@@ -144,6 +144,7 @@ def test_every_program_run_is_judged_by_modes_it_has():
         assert set(table.values()) <= set(programs[name][3]), name
 
 
+@pytest.mark.nvcc
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc")
 @pytest.mark.parametrize("name", sorted(p.stem for p in HERE.glob("*.cu")))
 def test_the_c_programs_compile(tmp_path, name):
