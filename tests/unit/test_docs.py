@@ -38,6 +38,7 @@ def test_the_held_out_programs_are_counted_once_a_gpu_as_they_first_came():
     assert folders[("NVIDIA H100 80GB HBM3", "checkpoint_copies")] == {"nvidia-h100-2026-12-07-c"}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("gpu", ["h100", "h200"])
 def test_held_json_keeps_what_todays_model_gives_the_shipped_calibration(gpu):
     """held.json keeps every calibration's judgement of the verification sets, so that the pages are written in

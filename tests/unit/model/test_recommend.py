@@ -558,6 +558,7 @@ def test_read_mostly_rewritten_whole_pays_the_host_write_of_its_pages_on_the_hos
     assert v["table"].sort_values("predicted_s").iloc[0]["strategy"] != "managed-advise-read-mostly"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("shipped", ["nvidia-h100-80gb-hbm3.parquet", "nvidia-h200.parquet"])
 def test_no_prediction_reads_a_curve_its_calibration_never_measured(shipped, monkeypatch):
     """A curve of no points reads as 0 s: a step priced from one would cost nothing (READ_MOSTLY's host
