@@ -84,7 +84,8 @@ def run_program(command: list, *, runs: int = 3, prefix: str | Path | None = Non
         out.torch_why = ""
     if out.managed_why or out.torch_why:
         out.um_faults, out.torch_ops = bool(out.managed_why), bool(out.torch_why)
-        say(f"the trace shows {_retrace_why(out)}: tracing it again with {_retrace_with(out)}")
+        shows, records = zip(*_retraced(out))
+        say(f"the trace shows {' and '.join(shows)}: tracing it again with {' and '.join(records)}")
         out.trace, out.traced_clock_s = _traced(exe, command, Path(prefix), out.um_faults, out.torch_ops, say)
     for i in range(runs):
         out.untraced_s.append(_untraced(command, i + 1, runs))
@@ -92,17 +93,13 @@ def run_program(command: list, *, runs: int = 3, prefix: str | Path | None = Non
     return out
 
 
-def _retrace_why(out: ProgramRuns) -> str:
-    """What the first trace showed that asks for a second, in words."""
-    why = [f"managed memory ({out.managed_why})"] if out.managed_why else []
-    return " and ".join(why + ([f"a PyTorch program ({out.torch_why}) without its operators"] if out.torch_why
-                               else []))
-
-
-def _retrace_with(out: ProgramRuns) -> str:
-    """What the second trace records besides the first's, in words."""
-    how = ["unified-memory page faults"] if out.um_faults else []
-    return " and ".join(how + (["torch's operators as NVTX ranges"] if out.torch_ops else []))
+def _retraced(out: ProgramRuns) -> list[tuple[str, str]]:
+    """Each reason the program is traced again, in words: what the first trace showed, and what the second records
+    for it."""
+    reasons = [(out.managed_why, f"managed memory ({out.managed_why})", "unified-memory page faults"),
+               (out.torch_why, f"a PyTorch program ({out.torch_why}) without its operators",
+                "torch's operators as NVTX ranges")]
+    return [(shows, records) for why, shows, records in reasons if why]
 
 
 def _traced(exe: str, command: list, prefix: Path, um_faults: bool, torch_ops: bool, say) -> tuple[Path, float]:
